@@ -1,0 +1,27 @@
+"""servingmath: the arithmetic of the course *Inference and Serving*.
+
+Each formula lives once, in the module named after its idea:
+
+- ``hardware``: GPUs and their published figures (``CATALOG``, ``H100_SXM``)
+- ``models``: transformer shapes and their parameters (``MODELS``, ``LLAMA_3_8B``)
+- ``passes``: FLOPs and bytes of one forward pass
+- ``roofline``: ridge point, and the time of a pass under stated ``Assumptions``
+- ``serving``: a request end to end (TTFT, TPOT), batching and cost per million tokens
+- ``units``: numbers formatted as the prose prints them
+"""
+from .hardware import CATALOG, GPU, H100_SXM, gpu
+from .models import LLAMA_3_8B, MODELS, Model, model
+from .passes import arithmetic_intensity, attention_flops, forward_pass, linear_flops, weight_bytes
+from .roofline import LESSON, PLATE, Assumptions, attainable_flops, pass_time, ridge_point
+from .serving import (batching, cost_per_million_tokens, decode_step, passes_for_request, prefill, request,
+                      step, tokens_per_hour)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CATALOG", "GPU", "H100_SXM", "gpu", "LLAMA_3_8B", "MODELS", "Model", "model",
+    "arithmetic_intensity", "attention_flops", "forward_pass", "linear_flops", "weight_bytes",
+    "LESSON", "PLATE", "Assumptions", "attainable_flops", "pass_time", "ridge_point",
+    "batching", "cost_per_million_tokens", "decode_step", "passes_for_request", "prefill", "request",
+    "step", "tokens_per_hour",
+]

@@ -1,0 +1,71 @@
+"""Argument checks shared by every public function.
+
+Each check takes the argument's name so the error can say which argument was wrong
+and what it got. Numbers and numpy arrays both pass through, so a caller can sweep a
+thousand points in one call.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def number(name, value, *, minimum=None, above=None, maximum=None, integer=False):
+    """Return ``value`` as a float or a float array after checking it.
+
+    ``minimum`` is inclusive, ``above`` exclusive, ``maximum`` inclusive.
+    Strings, booleans, None and NaN are refused with the argument's name and value.
+    """
+    if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+    if isinstance(value, numbers.Number):
+        array = np.asarray(value, dtype=float)
+    else:
+        try:
+            array = np.asarray(value)
+        except Exception as error:  # ragged lists and the like
+            raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from error
+        if array.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+        array = array.astype(float)
+    if np.isnan(array).any():
+        raise ValueError(f"{name} must not be NaN, got {value!r}")
+    if integer and not np.all(np.isinf(array) | (array == np.round(array))):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if minimum is not None and (array < minimum).any():
+        raise ValueError(f"{name} must be at least {minimum:g}, got {value!r}")
+    if above is not None and (array <= above).any():
+        raise ValueError(f"{name} must be greater than {above:g}, got {value!r}")
+    if maximum is not None and (array > maximum).any():
+        raise ValueError(f"{name} must be at most {maximum:g}, got {value!r}")
+    if array.ndim == 0:
+        return float(array)
+    return array
+
+
+def positive(name, value):
+    return number(name, value, above=0)
+
+
+def count(name, value, *, minimum=0):
+    """A whole number of tokens, layers, users... at least ``minimum``."""
+    return number(name, value, minimum=minimum, integer=True)
+
+
+def fraction(name, value):
+    """An efficiency: greater than 0 and at most 1."""
+    return number(name, value, above=0, maximum=1)
+
+
+def finite(name, value, *, minimum=None, above=None):
+    checked = number(name, value, minimum=minimum, above=above)
+    if np.isinf(checked).any():
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return checked
+
+
+def instance(name, value, kind):
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")
+    return value

@@ -1,0 +1,179 @@
+"""Accelerators: the few figures a roofline needs, each with where it comes from.
+
+Inside the package every figure is in SI units: FLOP/s, bytes/s, bytes, US dollars
+an hour. Peak arithmetic is always the *dense* rate. Spec sheets often headline a
+figure that assumes 2:4 structured sparsity, twice the dense one; it is kept apart,
+in ``listed_with_sparsity``, so the two cannot be confused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from . import _check
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator as the roofline sees it.
+
+    ``dense_flops`` maps a number format (``"bf16"``, ``"fp16"``, ``"fp8"``, ``"fp32"``)
+    to the peak dense FLOP/s in that format. ``price_per_hour`` may be None for a
+    machine nobody rents by the hour (a laptop).
+    """
+
+    name: str
+    dense_flops: Mapping[str, float]
+    memory_bandwidth: float
+    memory_bytes: float
+    price_per_hour: float | None
+    source: str
+    as_of: str
+    price_source: str = "illustrative on-demand rental price; providers differ"
+    listed_with_sparsity: float | None = None
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if not self.dense_flops:
+            raise ValueError(f"dense_flops must name at least one format, got {self.dense_flops!r}")
+        for dtype, flops in self.dense_flops.items():
+            _check.positive(f"dense_flops[{dtype!r}]", flops)
+        object.__setattr__(self, "dense_flops", MappingProxyType(dict(self.dense_flops)))
+        _check.positive("memory_bandwidth", self.memory_bandwidth)
+        _check.positive("memory_bytes", self.memory_bytes)
+        if self.price_per_hour is not None:
+            _check.positive("price_per_hour", self.price_per_hour)
+
+    def __hash__(self):
+        return hash((self.name, self.memory_bandwidth, self.memory_bytes))
+
+    def flops(self, dtype: str = "16-bit") -> float:
+        """Peak dense FLOP/s in ``dtype``; ``"16-bit"`` means bf16, or fp16 where bf16 is missing."""
+        if dtype == "16-bit":
+            for candidate in ("bf16", "fp16"):
+                if candidate in self.dense_flops:
+                    return self.dense_flops[candidate]
+        if dtype not in self.dense_flops:
+            raise ValueError(f"dtype must be one of {sorted(self.dense_flops)} for {self.name}, got {dtype!r}")
+        return self.dense_flops[dtype]
+
+    @property
+    def peak_flops(self) -> float:
+        """The dense 16-bit rate the course's arithmetic uses."""
+        return self.flops("16-bit")
+
+    def with_changes(self, **changes) -> "GPU":
+        """A copy with some figures replaced, for what-if questions."""
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values.update(changes)
+        return GPU(**values)
+
+
+T = 1e12
+GB = 1e9
+
+# Ordered as the course meets them: the lesson's H100 SXM first.
+_ENTRIES = [
+    GPU(
+        key="h100-sxm", name="NVIDIA H100 SXM",
+        dense_flops={"bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T, "fp32": 66.9 * T},
+        memory_bandwidth=3.35e12, memory_bytes=80 * GB, price_per_hour=3.00,
+        listed_with_sparsity=1978.9 * T,
+        source="NVIDIA H100 Tensor Core GPU datasheet, SXM5 column", as_of="2023-07",
+        price_source="the lesson's round rental price",
+    ),
+    GPU(
+        key="h100-pcie", name="NVIDIA H100 PCIe",
+        dense_flops={"bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513.0 * T, "fp32": 51.2 * T},
+        memory_bandwidth=2.0e12, memory_bytes=80 * GB, price_per_hour=2.40,
+        listed_with_sparsity=1513.0 * T,
+        source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column", as_of="2023-07",
+    ),
+    GPU(
+        key="h200", name="NVIDIA H200 SXM",
+        dense_flops={"bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T, "fp32": 66.9 * T},
+        memory_bandwidth=4.8e12, memory_bytes=141 * GB, price_per_hour=3.80,
+        listed_with_sparsity=1978.9 * T,
+        source="NVIDIA H200 Tensor Core GPU datasheet, SXM column", as_of="2024-11",
+    ),
+    GPU(
+        key="a100-80gb", name="NVIDIA A100 80 GB SXM",
+        dense_flops={"bf16": 312 * T, "fp16": 312 * T, "fp32": 19.5 * T},
+        memory_bandwidth=2.039e12, memory_bytes=80 * GB, price_per_hour=1.80,
+        listed_with_sparsity=624 * T,
+        source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB SXM column", as_of="2021-06",
+    ),
+    GPU(
+        key="l4", name="NVIDIA L4",
+        dense_flops={"bf16": 121 * T, "fp16": 121 * T, "fp8": 242 * T, "fp32": 30.3 * T},
+        memory_bandwidth=300e9, memory_bytes=24 * GB, price_per_hour=0.70,
+        listed_with_sparsity=242 * T,
+        source="NVIDIA L4 Tensor Core GPU datasheet", as_of="2023-03",
+    ),
+    GPU(
+        key="l40s", name="NVIDIA L40S",
+        dense_flops={"bf16": 362.05 * T, "fp16": 362.05 * T, "fp8": 733 * T, "fp32": 91.6 * T},
+        memory_bandwidth=864e9, memory_bytes=48 * GB, price_per_hour=1.40,
+        listed_with_sparsity=733 * T,
+        source="NVIDIA L40S GPU datasheet", as_of="2023-08",
+    ),
+    GPU(
+        key="mi300x", name="AMD Instinct MI300X",
+        dense_flops={"bf16": 1307.4 * T, "fp16": 1307.4 * T, "fp8": 2614.9 * T, "fp32": 163.4 * T},
+        memory_bandwidth=5.3e12, memory_bytes=192 * GB, price_per_hour=3.00,
+        listed_with_sparsity=2614.9 * T,
+        source="AMD Instinct MI300X accelerator datasheet", as_of="2023-12",
+    ),
+    GPU(
+        key="b200", name="NVIDIA B200 (HGX)",
+        dense_flops={"bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "fp32": 75 * T},
+        memory_bandwidth=7.7e12, memory_bytes=180 * GB, price_per_hour=6.00,
+        listed_with_sparsity=4500 * T,
+        source="NVIDIA HGX B200 specifications, per GPU", as_of="2025-03",
+    ),
+    GPU(
+        key="t4", name="NVIDIA T4",
+        dense_flops={"fp16": 65 * T, "fp32": 8.1 * T},
+        memory_bandwidth=320e9, memory_bytes=16 * GB, price_per_hour=0.35,
+        source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier)", as_of="2019-03",
+    ),
+    GPU(
+        key="laptop", name="Laptop (Apple M2, 16 GB)",
+        dense_flops={"fp16": 3.6 * T, "fp32": 3.6 * T},
+        memory_bandwidth=100e9, memory_bytes=16 * GB, price_per_hour=None,
+        source="Apple M2 announcement: 100 GB/s unified memory, 3.6 TFLOP/s GPU", as_of="2022-06",
+        price_source="owned, not rented",
+    ),
+]
+
+CATALOG: Mapping[str, GPU] = MappingProxyType({gpu.key: gpu for gpu in _ENTRIES})
+H100_SXM = CATALOG["h100-sxm"]
+
+
+def gpu(key_or_name: str) -> GPU:
+    """Look a GPU up by its catalog key (``"h100-sxm"``) or its full name."""
+    if isinstance(key_or_name, GPU):
+        return key_or_name
+    for entry in _ENTRIES:
+        if key_or_name in (entry.key, entry.name):
+            return entry
+    raise ValueError(f"gpu must be one of {list(CATALOG)}, got {key_or_name!r}")
+
+
+def catalog_rows():
+    """The catalog as rows of plain values, for a table (units as the prose shows them)."""
+    from .roofline import ridge_point
+
+    return [
+        {
+            "GPU": entry.name,
+            "dense 16-bit TFLOP/s": entry.peak_flops / T,
+            "bandwidth TB/s": entry.memory_bandwidth / 1e12,
+            "memory GB": entry.memory_bytes / GB,
+            "ridge FLOP/byte": ridge_point(entry.peak_flops, entry.memory_bandwidth),
+            "$ an hour": entry.price_per_hour,
+            "source": f"{entry.source} ({entry.as_of})",
+        }
+        for entry in _ENTRIES
+    ]

@@ -1,0 +1,93 @@
+"""Numbers as the prose prints them.
+
+Inside the package everything is SI (seconds, bytes, FLOP, dollars). These functions
+turn a value into the text a reader sees, at a stated number of digits, and return a
+``Shown``: a string whose repr is itself, so that a glued value appears in a page
+without quotation marks.
+"""
+from __future__ import annotations
+
+import math
+
+from . import _check
+
+
+class Shown(str):
+    """Text for the page; its repr is the text itself (no quotes when glued)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _fixed(value, digits):
+    digits = int(_check.count("digits", digits))
+    return f"{value:,.{digits}f}"
+
+
+def number(value, digits=0):
+    """``1234.5`` -> ``"1,235"``; thousands separated, ``digits`` after the point."""
+    return Shown(_fixed(_check.finite("value", value), digits))
+
+
+def seconds(value, digits=2):
+    """``1.2424`` -> ``"1.24 s"``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0), digits) + " s")
+
+
+def ms(value, digits=2):
+    """Seconds shown in milliseconds: ``0.004794`` -> ``"4.79 ms"``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) * 1e3, digits) + " ms")
+
+
+def gb(value, digits=2):
+    """Bytes shown in decimal gigabytes (1e9), as spec sheets count: ``16.06 GB``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GB")
+
+
+def tb_per_s(value, digits=2):
+    """Bytes a second shown in TB/s: ``3.35 TB/s``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " TB/s")
+
+
+def tflops(value, digits=0):
+    """FLOP/s shown in TFLOP/s: ``989 TFLOP/s``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " TFLOP/s")
+
+
+def trillions(value, digits=1):
+    """A count in trillions: ``48.2 T``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " T")
+
+
+def billions(value, digits=2):
+    """A count in billions: ``8.03 billion``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " billion")
+
+
+def millions(value, digits=0):
+    """A count in millions: ``24 million``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e6, digits) + " million")
+
+
+def dollars(value, digits=2):
+    """``0.12485`` with 3 digits -> ``"$0.125"``."""
+    return Shown("$" + _fixed(_check.finite("value", value, minimum=0), digits))
+
+
+def percent(fraction, digits=0):
+    """``0.9608`` -> ``"96 %"`` (a fraction shown as a percentage)."""
+    return Shown(_fixed(_check.finite("fraction", fraction) * 100, digits) + " %")
+
+
+def times(value, digits=0):
+    """A ratio: ``12.05`` -> ``"12×"``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0), digits) + "×")
+
+
+def round_to(value, significant=2):
+    """Round to ``significant`` figures, as the prose does for "about" numbers (750,911 -> 750,000)."""
+    value = _check.finite("value", value)
+    significant = int(_check.count("significant", significant, minimum=1))
+    if value == 0:
+        return 0.0
+    return round(value, significant - 1 - math.floor(math.log10(abs(value))))
