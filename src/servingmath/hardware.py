@@ -177,3 +177,22 @@ def catalog_rows():
         }
         for entry in _ENTRIES
     ]
+
+
+def catalog_markdown() -> str:
+    """The catalog as a Markdown table, figures rounded as the prose shows them."""
+    from . import units
+
+    def cell(value, show):
+        return "—" if value is None else show(value)
+
+    lines = [
+        "| GPU | dense 16-bit | bandwidth | memory | ridge (FLOP/byte) | rent an hour | source |",
+        "|---|--:|--:|--:|--:|--:|---|",
+    ]
+    for row, entry in zip(catalog_rows(), _ENTRIES):
+        lines.append(
+            f"| {row['GPU']} | {units.tflops(entry.peak_flops)} | {units.tb_per_s(entry.memory_bandwidth)} "
+            f"| {units.gb(entry.memory_bytes, 0)} | {units.number(row['ridge FLOP/byte'])} "
+            f"| {cell(entry.price_per_hour, units.dollars)} | {row['source']} |")
+    return "\n".join(lines)

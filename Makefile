@@ -1,0 +1,46 @@
+# Two commands do everything: `make book` builds the website, `make test` runs every check.
+# Both create .venv with the pinned versions the first time.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+READY  := $(VENV)/.ready
+
+.PHONY: book test unit notebooks-check book-check bench exercises notebooks pins clean
+
+$(READY): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	touch $@
+
+book: $(READY)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+# Every check: the package, then every notebook under nbval, then the book with warnings as errors.
+test: $(READY)
+	$(MAKE) unit notebooks-check book-check
+
+unit: $(READY)
+	$(BIN)/python -m pytest
+
+notebooks-check: $(READY)
+	$(BIN)/python scripts/nbgate.py
+
+book-check: $(READY)
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python scripts/check_site.py _build/html
+
+bench: $(READY)
+	$(BIN)/python scripts/bench.py
+
+pins:
+	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in
+	{ head -n 2 requirements.txt; /tmp/servingmath-pins/bin/pip freeze; } > requirements.new && mv requirements.new requirements.txt
+
+clean:
+	rm -rf _build
