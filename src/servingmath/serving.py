@@ -127,7 +127,7 @@ def tokens_per_hour(batch, step_time):
 
 
 def cost_per_million_tokens(price_per_hour, tokens_an_hour):
-    """Dollars per million tokens: price an hour ÷ millions of tokens an hour."""
+    """Dollars for a million tokens: the hourly price divided by the tokens made in an hour, in millions."""
     price_per_hour = _check.finite("price_per_hour", price_per_hour, minimum=0)
     tokens_an_hour = _check.positive("tokens_an_hour", tokens_an_hour)
     return price_per_hour / (tokens_an_hour / 1e6)
