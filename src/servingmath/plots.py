@@ -24,3 +24,21 @@ def new_axes(ax=None, size=(7.0, 3.6)):
         figure = ax.figure
         ax.clear()
     return figure, ax
+
+
+# --- Lesson 1, part 1: the passes of a request ---------------------------------------
+
+
+# --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
+
+
+# --- Lesson 1, part 3: where a request's time goes ------------------------------------
+
+
+# --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
+
+
+# --- Plate XXIII.1: time per token against tokens per pass ----------------------------
+
+
+# --- Lab: measured against predicted ---------------------------------------------------

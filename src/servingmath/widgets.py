@@ -80,3 +80,24 @@ class Explorer:
         from IPython.display import display
 
         display(self.widget())
+
+
+# --- Lesson 1, part 1: the passes of a request ---------------------------------------
+
+
+# --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
+
+
+# --- Lesson 1, part 3: where a request's time goes ------------------------------------
+
+
+# --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
+
+
+# --- Lesson 1, wrap-up: the quiz --------------------------------------------------------
+
+
+# --- Plate XXIII.1: the workshop --------------------------------------------------------
+
+
+# --- Lab: measured against predicted ---------------------------------------------------
