@@ -55,6 +55,7 @@ def step(model: Model, gpu: GPU, new_tokens, cached_tokens=0, batch=1, weight_bi
 
 def prefill(model, gpu, prompt_tokens, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON) -> Step:
     """The first pass: the whole prompt at once, nothing cached yet."""
+    _check.count("prompt_tokens", prompt_tokens, minimum=1)
     return step(model, gpu, prompt_tokens, 0, batch, weight_bits, kv_bits, assumptions)
 
 

@@ -1,0 +1,218 @@
+"""Exact expectations for each module of servingmath."""
+import numpy as np
+import pytest
+
+import servingmath as sm
+from servingmath import hardware, models, passes, roofline, serving, units
+
+M = sm.LLAMA_3_8B
+G = sm.H100_SXM
+
+
+# -- hardware ------------------------------------------------------------------------
+def test_catalog_starts_with_the_h100_sxm_and_holds_at_least_eight_machines():
+    keys = list(sm.CATALOG)
+    assert keys[0] == "h100-sxm" and len(keys) >= 8
+    assert {"h100-pcie", "h200", "a100-80gb", "l4", "l40s", "mi300x", "b200", "laptop"} <= set(keys)
+
+
+def test_h100_sxm_figures():
+    assert G.peak_flops == 989.4e12
+    assert G.memory_bandwidth == 3.35e12
+    assert G.memory_bytes == 80e9
+    assert G.price_per_hour == 3.0
+
+
+@pytest.mark.parametrize("entry", list(sm.CATALOG.values()), ids=list(sm.CATALOG))
+def test_every_catalog_entry_is_dense_sourced_and_dated(entry):
+    assert entry.source and len(entry.as_of) == 7 and entry.as_of[4] == "-"
+    assert entry.price_source
+    if entry.listed_with_sparsity is not None:
+        # the sparse headline is twice the dense rate, never the rate the arithmetic uses
+        assert entry.listed_with_sparsity == pytest.approx(2 * entry.peak_flops, rel=0.02)
+        assert entry.peak_flops < entry.listed_with_sparsity
+
+
+def test_gpu_lookup_by_key_or_name_and_unknown():
+    assert sm.gpu("h100-sxm") is G and sm.gpu("NVIDIA H100 SXM") is G and sm.gpu(G) is G
+    with pytest.raises(ValueError, match="gpu must be one of .* got 'h1000'"):
+        sm.gpu("h1000")
+
+
+def test_flops_by_format_and_16_bit_fallback_to_fp16():
+    assert G.flops("fp8") == 1978.9e12
+    assert sm.CATALOG["t4"].peak_flops == 65e12  # no bf16 on a T4: fp16 stands in
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        sm.CATALOG["t4"].flops("fp8")
+
+
+def test_with_changes_makes_a_what_if_copy():
+    faster = G.with_changes(memory_bandwidth=4.8e12)
+    assert faster.memory_bandwidth == 4.8e12 and G.memory_bandwidth == 3.35e12
+    with pytest.raises(ValueError, match="memory_bandwidth"):
+        G.with_changes(memory_bandwidth=0)
+
+
+def test_catalog_rows_and_markdown():
+    rows = hardware.catalog_rows()
+    assert rows[0]["GPU"] == "NVIDIA H100 SXM" and rows[0]["ridge FLOP/byte"] == pytest.approx(295.343, abs=1e-3)
+    table = hardware.catalog_markdown()
+    assert "| NVIDIA H100 SXM | 989 TFLOP/s | 3.35 TB/s | 80 GB | 295 | $3.00 |" in table
+    assert "| Laptop (Apple M2, 16 GB) |" in table and "| — |" in table
+
+
+# -- models ----------------------------------------------------------------------------
+@pytest.mark.parametrize("key, total, active", [
+    ("llama-3-8b", 8_030_261_248, 8_030_261_248),
+    ("llama-3.2-1b", 1_235_814_400, 1_235_814_400),
+    ("llama-3-70b", 70_553_706_496, 70_553_706_496),
+    ("mistral-7b", 7_241_732_096, 7_241_732_096),
+    ("qwen2-7b", 7_615_616_512, 7_615_616_512),
+    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
+])
+def test_parameter_counts_match_the_published_checkpoints(key, total, active):
+    model = sm.MODELS[key]
+    assert model.parameters == total
+    assert model.active_parameters == active
+
+
+def test_llama_3_8b_shape_and_kv_bytes():
+    assert (M.layers, M.hidden, M.heads, M.kv_heads, M.head_dim, M.ffn, M.vocab) == (32, 4096, 32, 8, 128, 14336, 128256)
+    assert M.kv_bytes_per_token() == 131_072
+    assert M.kv_bytes_per_token(8) == 65_536
+
+
+def test_from_hf_config_reads_explicit_head_dim_tied_embeddings_and_biases():
+    base = dict(models.CONFIGS["llama-3-8b"])
+    tied = models.Model.from_hf_config({**base, "tie_word_embeddings": True})
+    assert M.parameters - tied.parameters == 128256 * 4096
+    explicit = models.Model.from_hf_config({**base, "head_dim": 64})
+    assert explicit.head_dim == 64 and explicit.attention_width == 32 * 64
+    biased = models.Model.from_hf_config({**base, "attention_bias": True})
+    assert biased.parameters - M.parameters == 32 * (4096 + 2 * 1024 + 4096)
+    mha = models.Model.from_hf_config({k: v for k, v in base.items() if k != "num_key_value_heads"})
+    assert mha.kv_heads == mha.heads == 32
+
+
+def test_from_hf_config_refuses_what_it_cannot_read():
+    with pytest.raises(TypeError, match="config must be a dict"):
+        models.Model.from_hf_config("config.json")
+    with pytest.raises(ValueError, match=r"config is missing \['hidden_size'\]"):
+        models.Model.from_hf_config({k: v for k, v in models.CONFIGS["llama-3-8b"].items() if k != "hidden_size"})
+
+
+def test_model_lookup():
+    assert sm.model("Llama 3 8B") is M and sm.model("llama-3-8b") is M
+    with pytest.raises(ValueError, match="model must be one of"):
+        sm.model("gpt-5")
+
+
+# -- passes ----------------------------------------------------------------------------
+def test_positions_attended_causal_and_full():
+    assert passes.positions_attended(4) == 10  # 1 + 2 + 3 + 4
+    assert passes.positions_attended(1, 1000) == 1001
+    assert passes.positions_attended(4, attention="full") == 16
+    assert passes.positions_attended(2, 3, attention="full") == 10
+    assert passes.positions_attended(4, attention="none") == 0
+
+
+def test_forward_pass_counts():
+    cost = sm.forward_pass(M, 1024)
+    assert cost.tokens == 1024
+    assert cost.linear_flops == 2 * M.parameters * 1024
+    assert cost.attention_flops == 4 * 32 * 4096 * (1024 * 1025 / 2)
+    assert cost.weight_bytes == 2 * M.parameters
+    assert cost.kv_read_bytes == 0 and cost.kv_write_bytes == 1024 * 131_072
+    step = sm.forward_pass(M, 1, cached_tokens=1000, batch=8)
+    assert step.kv_read_bytes == 8 * 1000 * 131_072
+    assert step.attention_flops == 8 * 4 * 32 * 4096 * 1001
+    assert step.intensity == pytest.approx(step.flops / step.bytes)
+
+
+def test_mixture_of_experts_computes_with_active_but_reads_all_weights():
+    mixtral = sm.MODELS["mixtral-8x7b"]
+    cost = sm.forward_pass(mixtral, 10, attention="none", kv_cache=False)
+    assert cost.linear_flops == 2 * mixtral.active_parameters * 10
+    assert cost.weight_bytes == 2 * mixtral.parameters
+
+
+def test_forward_pass_sweeps_arrays():
+    tokens = np.array([1, 10, 100])
+    cost = sm.forward_pass(M, tokens, attention="none", kv_cache=False)
+    np.testing.assert_allclose(cost.intensity, [1, 10, 100])
+
+
+# -- roofline --------------------------------------------------------------------------
+def test_ridge_point_and_attainable():
+    assert roofline.ridge_point(989.4e12, 3.35e12) == pytest.approx(295.3433, rel=1e-6)
+    np.testing.assert_allclose(sm.attainable_flops([1, 295.3433, 1000], 989.4e12, 3.35e12),
+                               [3.35e12, 989.4e12, 989.4e12], rtol=1e-6)
+
+
+def test_pass_time_takes_the_slower_limit_plus_overhead():
+    fast = sm.pass_time(1e12, 1e9, peak_flops=1e12, bandwidth=1e9)
+    assert fast.compute_time == 1 and fast.memory_time == 1 and fast.time == 1 and fast.bound == "memory"
+    plate = sm.pass_time(6e11, 8e8, 1e12, 1e9, sm.PLATE)
+    assert plate.time == pytest.approx(1.0 + 0.2e-3) and plate.bound == "memory"
+    swept = sm.pass_time(np.array([1e9, 1e13]), 1e9, 1e12, 1e9)
+    assert list(swept.bound) == ["memory", "compute"]
+
+
+# -- serving ---------------------------------------------------------------------------
+def test_passes_for_request():
+    assert sm.passes_for_request(20_000, 100) == 100
+    assert sm.passes_for_request(1, 1) == 1
+
+
+def test_request_pieces_add_up():
+    req = sm.request(M, G, 3000, 250)
+    assert req.decode_steps == 249 and req.passes == 250
+    assert req.total_time == pytest.approx(req.ttft + 249 * req.tpot)
+    assert req.tokens_per_second == pytest.approx(1 / req.tpot)
+    assert req.prefill.bound == "compute" and req.decode.bound == "memory"
+
+
+def test_plate_decode_reads_the_mean_cache():
+    req = sm.request(M, G, 1000, 2, assumptions=sm.PLATE)
+    assert req.decode.cost.kv_read_bytes == 1001 * 131_072
+
+
+def test_tokens_and_cost():
+    assert serving.tokens_per_hour(2, 0.5) == 14_400
+    assert sm.cost_per_million_tokens(3, 750_000) == pytest.approx(4.0)
+    assert sm.cost_per_million_tokens(0, 1) == 0
+
+
+def test_batching_uses_the_gpu_price_unless_told_and_refuses_no_price():
+    assert sm.batching(M, G, 1).price_per_hour == 3.0
+    assert sm.batching(M, G, 1, price_per_hour=6).cost_per_million_tokens == pytest.approx(
+        2 * sm.batching(M, G, 1).cost_per_million_tokens)
+    with pytest.raises(ValueError, match="price_per_hour is needed"):
+        sm.batching(M, sm.CATALOG["laptop"], 1)
+
+
+# -- units -----------------------------------------------------------------------------
+@pytest.mark.parametrize("shown, expected", [
+    (units.ms(0.0487), "48.70 ms"),
+    (units.ms(0.0487, 0), "49 ms"),
+    (units.seconds(1.2424), "1.24 s"),
+    (units.gb(16_060_522_496), "16.06 GB"),
+    (units.tb_per_s(3.35e12), "3.35 TB/s"),
+    (units.tflops(989.4e12), "989 TFLOP/s"),
+    (units.trillions(48.18e12), "48.2 T"),
+    (units.billions(8.03e9), "8.03 billion"),
+    (units.millions(24.03e6), "24 million"),
+    (units.dollars(0.12485, 3), "$0.125"),
+    (units.dollars(3.995), "$4.00"),
+    (units.percent(0.9608), "96 %"),
+    (units.times(12.05), "12×"),
+    (units.number(750_000), "750,000"),
+])
+def test_units_print_as_the_prose_does(shown, expected):
+    assert shown == expected and repr(shown) == expected
+
+
+def test_round_to_significant_figures():
+    assert units.round_to(750_909.6, 2) == 750_000
+    assert units.round_to(160.2, 2) == 160
+    assert units.round_to(0.0, 2) == 0

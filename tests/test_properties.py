@@ -1,0 +1,84 @@
+"""Properties that must hold for any model, GPU and sizes, checked with hypothesis."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import servingmath as sm
+
+models = st.sampled_from(list(sm.MODELS.values()))
+gpus = st.sampled_from([g for g in sm.CATALOG.values()])
+tokens = st.integers(min_value=1, max_value=50_000)
+cache = st.integers(min_value=0, max_value=200_000)
+bits = st.sampled_from([2, 4, 8, 16, 32])
+assumptions = st.builds(
+    sm.Assumptions,
+    compute_efficiency=st.floats(0.05, 1.0),
+    bandwidth_efficiency=st.floats(0.05, 1.0),
+    overhead=st.floats(0, 1e-2),
+    attention=st.sampled_from(["causal", "full", "none"]),
+    kv_cache=st.booleans(),
+)
+settings.register_profile("course", max_examples=150, deadline=None)
+settings.load_profile("course")
+
+
+@given(models, gpus, tokens, tokens, cache, assumptions)
+def test_pass_time_never_falls_as_tokens_or_cache_grow(model, gpu, a, b, cached, assume):
+    small, large = sorted((a, b))
+    time = lambda n, c: sm.step(model, gpu, n, c, assumptions=assume).time  # noqa: E731
+    assert time(small, cached) <= time(large, cached)
+    assert time(small, cached) <= time(small, cached + 1000)
+
+
+@given(models, gpus, tokens, cache, st.floats(1e10, 1e13), st.floats(1e10, 1e13), assumptions)
+def test_more_bandwidth_never_slows_a_pass(model, gpu, n, cached, bw_a, bw_b, assume):
+    slow, fast = sorted((bw_a, bw_b))
+    time = lambda bw: sm.step(model, gpu.with_changes(memory_bandwidth=bw), n, cached, assumptions=assume).time  # noqa: E731
+    assert time(fast) <= time(slow)
+
+
+@given(models, gpus, tokens, bits, bits, assumptions)
+def test_fewer_bits_never_slow_a_pass(model, gpu, n, bits_a, bits_b, assume):
+    few, many = sorted((bits_a, bits_b))
+    assert (sm.step(model, gpu, n, weight_bits=few, kv_bits=few, assumptions=assume).time
+            <= sm.step(model, gpu, n, weight_bits=many, kv_bits=many, assumptions=assume).time)
+
+
+@given(models, gpus, tokens, cache, assumptions)
+def test_a_pass_takes_the_slower_of_its_two_limits(model, gpu, n, cached, assume):
+    timing = sm.step(model, gpu, n, cached, assumptions=assume).timing
+    assert timing.time == pytest.approx(max(timing.compute_time, timing.memory_time) + assume.overhead)
+    assert timing.time >= timing.compute_time and timing.time >= timing.memory_time
+    assert timing.bound == ("compute" if timing.compute_time > timing.memory_time else "memory")
+
+
+@given(models, tokens)
+def test_sixteen_bit_intensity_is_the_tokens_in_the_pass(model, n):
+    cost = sm.forward_pass(model, n, attention="none", kv_cache=False)
+    assert cost.intensity == pytest.approx(n * model.active_parameters / model.parameters)
+
+
+@given(models, gpus, st.integers(1, 4096), st.integers(1, 4096), cache, assumptions)
+def test_batching_never_costs_more_per_token_while_memory_bound(model, gpu, a, b, cached, assume):
+    small, large = sorted((a, b))
+    gpu = gpu if gpu.price_per_hour else gpu.with_changes(price_per_hour=1.0)
+    cost_small = sm.batching(model, gpu, small, cached, assumptions=assume)
+    cost_large = sm.batching(model, gpu, large, cached, assumptions=assume)
+    if cost_large.decode.bound == "memory":
+        assert cost_large.cost_per_million_tokens <= cost_small.cost_per_million_tokens * (1 + 1e-12)
+    # and never more than one user alone, whatever the bound
+    alone = sm.batching(model, gpu, 1, cached, assumptions=assume)
+    assert cost_large.cost_per_million_tokens <= alone.cost_per_million_tokens * (1 + 1e-12)
+
+
+@given(models, gpus, st.lists(tokens, min_size=1, max_size=50), assumptions)
+def test_arrays_give_the_same_answers_as_numbers(model, gpu, many, assume):
+    swept = sm.step(model, gpu, np.array(many), assumptions=assume).time
+    one_by_one = [sm.step(model, gpu, n, assumptions=assume).time for n in many]
+    np.testing.assert_allclose(swept, one_by_one, rtol=1e-12)
+
+
+@given(st.integers(1, 100_000), st.integers(1, 100_000))
+def test_passes_are_one_per_reply_token_whatever_the_prompt(prompt, reply):
+    assert sm.passes_for_request(prompt, reply) == reply
