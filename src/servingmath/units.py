@@ -24,64 +24,73 @@ def _fixed(value, digits):
     return f"{value:,.{digits}f}"
 
 
+def _scaled(value, scale, suffix, digits, prefix=""):
+    """One formatter behind them all: ``value ÷ scale`` at ``digits`` places, with a unit."""
+    return Shown(prefix + _fixed(_check.finite("value", value) / scale, digits) + suffix)
+
+
+def _unsigned(value):
+    return _check.finite("value", value, minimum=0)
+
+
 def number(value, digits=0):
     """``1234.5`` -> ``"1,235"``; thousands separated, ``digits`` after the point."""
-    return Shown(_fixed(_check.finite("value", value), digits))
+    return _scaled(value, 1, "", digits)
 
 
 def seconds(value, digits=2):
     """``1.2424`` -> ``"1.24 s"``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0), digits) + " s")
+    return _scaled(_unsigned(value), 1, " s", digits)
 
 
 def ms(value, digits=2):
     """Seconds shown in milliseconds: ``0.004794`` -> ``"4.79 ms"``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) * 1e3, digits) + " ms")
+    return _scaled(_unsigned(value), 1e-3, " ms", digits)
 
 
 def gb(value, digits=2):
     """Bytes shown in decimal gigabytes (1e9), as spec sheets count: ``16.06 GB``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GB")
+    return _scaled(_unsigned(value), 1e9, " GB", digits)
 
 
 def tb_per_s(value, digits=2):
     """Bytes a second shown in TB/s: ``3.35 TB/s``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " TB/s")
+    return _scaled(_unsigned(value), 1e12, " TB/s", digits)
 
 
 def tflops(value, digits=0):
     """FLOP/s shown in TFLOP/s: ``989 TFLOP/s``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " TFLOP/s")
+    return _scaled(_unsigned(value), 1e12, " TFLOP/s", digits)
 
 
 def trillions(value, digits=1):
     """A count in trillions: ``48.2 T``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e12, digits) + " T")
+    return _scaled(_unsigned(value), 1e12, " T", digits)
 
 
 def billions(value, digits=2):
     """A count in billions: ``8.03 billion``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " billion")
+    return _scaled(_unsigned(value), 1e9, " billion", digits)
 
 
 def millions(value, digits=0):
     """A count in millions: ``24 million``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e6, digits) + " million")
+    return _scaled(_unsigned(value), 1e6, " million", digits)
 
 
 def dollars(value, digits=2):
     """``0.12485`` with 3 digits -> ``"$0.125"``."""
-    return Shown("$" + _fixed(_check.finite("value", value, minimum=0), digits))
+    return _scaled(_unsigned(value), 1, "", digits, prefix="$")
 
 
 def percent(fraction, digits=0):
     """``0.9608`` -> ``"96 %"`` (a fraction shown as a percentage)."""
-    return Shown(_fixed(_check.finite("fraction", fraction) * 100, digits) + " %")
+    return _scaled(_check.finite("fraction", fraction), 0.01, " %", digits)
 
 
 def times(value, digits=0):
     """A ratio: ``12.05`` -> ``"12×"``."""
-    return Shown(_fixed(_check.finite("value", value, minimum=0), digits) + "×")
+    return _scaled(_unsigned(value), 1, "×", digits)
 
 
 def round_to(value, significant=2):
