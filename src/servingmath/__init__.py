@@ -14,7 +14,7 @@ from .models import LLAMA_3_8B, MODELS, Model, model
 from .passes import arithmetic_intensity, attention_flops, forward_pass, linear_flops, weight_bytes
 from .roofline import LESSON, PLATE, Assumptions, attainable_flops, pass_time, ridge_point
 from .serving import (batching, cost_per_million_tokens, decode_step, passes_for_request, prefill, request,
-                      step, tokens_per_hour)
+                      step, time_per_token_curve, tokens_per_hour)
 
 __version__ = "0.1.0"
 
@@ -23,5 +23,5 @@ __all__ = [
     "arithmetic_intensity", "attention_flops", "forward_pass", "linear_flops", "weight_bytes",
     "LESSON", "PLATE", "Assumptions", "attainable_flops", "pass_time", "ridge_point",
     "batching", "cost_per_million_tokens", "decode_step", "passes_for_request", "prefill", "request",
-    "step", "tokens_per_hour",
+    "step", "time_per_token_curve", "tokens_per_hour",
 ]

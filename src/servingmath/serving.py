@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import _check
 from .hardware import GPU
 from .models import Model
 from .passes import PassCost, forward_pass
-from .roofline import LESSON, Assumptions, PassTime, pass_time
+from .roofline import LESSON, PLATE, Assumptions, PassTime, pass_time, ridge_point
 
 SECONDS_PER_HOUR = 3600
 
@@ -168,3 +170,75 @@ def batching(model: Model, gpu: GPU, batch, cached_tokens=0, price_per_hour=None
         raise ValueError(f"price_per_hour is needed: {gpu.name} has no rental price, got {price_per_hour!r}")
     price = _check.finite("price_per_hour", price, minimum=0)
     return Batching(batch, decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions), price)
+
+
+# Plate XXIII.1's range: one token (a decode step's worth) up to a 16,384-token prompt.
+WORKSHOP_TOKENS = range(1, 16_385)
+
+
+@dataclass(frozen=True)
+class TimePerTokenCurve:
+    """Prefill passes of every size in ``tokens`` on one GPU: the data behind the plate's chart.
+
+    ``passes`` is one ``Step`` swept over the token counts, so each property below is an
+    array with one entry per count.
+    """
+
+    model: Model
+    gpu: GPU
+    assumptions: Assumptions
+    passes: Step
+
+    @property
+    def tokens(self):
+        return self.passes.cost.tokens
+
+    @property
+    def time(self):
+        return self.passes.time
+
+    @property
+    def time_per_token(self):
+        return self.passes.time_per_token
+
+    @property
+    def intensity(self):
+        return self.passes.cost.intensity
+
+    @property
+    def bound(self):
+        """``"compute"`` or ``"memory"`` for each token count."""
+        return self.passes.bound
+
+    @property
+    def ridge(self):
+        """The GPU's ridge point, FLOP per byte (about the tokens a pass needs, as intensity ≈ tokens)."""
+        return ridge_point(self.gpu.peak_flops, self.gpu.memory_bandwidth)
+
+    @property
+    def arithmetic_from(self):
+        """The fewest tokens on the curve at which arithmetic, not memory, sets the time (None if never)."""
+        compute = np.asarray(self.passes.timing.compute_bound)
+        return int(self.tokens[compute].min()) if compute.any() else None
+
+    @property
+    def fastest(self):
+        """The tokens on the curve where the time per token is lowest: past it, prefill stops gaining."""
+        return int(self.tokens[np.argmin(self.time_per_token)])
+
+    def prefill_at(self, tokens) -> Step:
+        """The prefill pass of ``tokens`` prompt tokens under the curve's model, GPU and assumptions."""
+        return prefill(self.model, self.gpu, tokens, assumptions=self.assumptions)
+
+    def decode_at(self, cached_tokens) -> Step:
+        """One user's decode step over ``cached_tokens`` under the curve's model, GPU and assumptions."""
+        return decode_step(self.model, self.gpu, cached_tokens, assumptions=self.assumptions)
+
+
+def time_per_token_curve(model: Model, gpu: GPU, tokens=WORKSHOP_TOKENS,
+                         assumptions: Assumptions = PLATE) -> TimePerTokenCurve:
+    """Time per token of one prefill pass as the tokens it carries grow (plate XXIII.1)."""
+    tokens = np.atleast_1d(_check.count("tokens", tokens, minimum=1))
+    if tokens.size == 0:
+        raise ValueError(f"tokens must hold at least one token count, got {tokens!r}")
+    return TimePerTokenCurve(model, gpu, assumptions, prefill(model, gpu, tokens, assumptions=assumptions))

@@ -100,3 +100,14 @@ def round_to(value, significant=2):
     if value == 0:
         return 0.0
     return round(value, significant - 1 - math.floor(math.log10(abs(value))))
+
+
+def ms_significant(value, significant=3):
+    """Seconds in milliseconds to ``significant`` figures, for readouts that span decades:
+    ``0.028367`` -> ``"28.4 ms"``, ``0.0000277`` -> ``"0.0277 ms"``, ``0.5620`` -> ``"562 ms"``."""
+    value = _check.finite("value", value, minimum=0)
+    significant = int(_check.count("significant", significant, minimum=1))
+    shown = round_to(value * 1e3, significant)
+    # Digits after the point come from the rounded value, so 9.996 shows as 10.0, not 10.00.
+    digits = significant - 1 - (math.floor(math.log10(shown)) if shown else 0)
+    return Shown(_fixed(shown, max(0, digits)) + " ms")

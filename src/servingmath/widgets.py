@@ -98,6 +98,88 @@ class Explorer:
 
 
 # --- Plate XXIII.1: the workshop --------------------------------------------------------
+from dataclasses import replace  # noqa: E402  (imports kept inside this chapter's section)
+from types import SimpleNamespace  # noqa: E402
+
+from . import plots, units  # noqa: E402
+from .hardware import CATALOG  # noqa: E402
+from .hardware import gpu as find_gpu  # noqa: E402
+from .models import MODELS  # noqa: E402
+from .models import model as find_model  # noqa: E402
+from .roofline import LESSON, PLATE  # noqa: E402
+from .serving import time_per_token_curve  # noqa: E402
+
+# Powers of two from a single token (a decode step) to a 16,384-token prompt.
+WORKSHOP_STOPS = tuple(2 ** power for power in range(15))
+# Overheads from none to 1 ms a pass, in steps of 0.05 ms (held in seconds).
+WORKSHOP_OVERHEADS = tuple(step / 20_000 for step in range(21))
+LIMITS = {"compute": "arithmetic (compute-bound)", "memory": "memory (memory-bound)"}
+
+
+def _workshop(tokens, compute_efficiency, bandwidth_efficiency, overhead, model, gpu, cached_tokens):
+    assumptions = replace(
+        PLATE, compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency, overhead=overhead,
+        label=f"plate: {units.percent(compute_efficiency)} compute, {units.percent(bandwidth_efficiency)} "
+              f"bandwidth, {units.ms(overhead)} a pass")
+    chosen_model, chosen_gpu = find_model(model), find_gpu(gpu)
+    curve = time_per_token_curve(chosen_model, chosen_gpu, assumptions=assumptions)
+    decode = curve.decode_at(cached_tokens)
+    # One token in the pass is a decode step over the cache; more is a prefill of the prompt.
+    chosen = decode if tokens == 1 else curve.prefill_at(tokens)
+    return SimpleNamespace(tokens=tokens, cached_tokens=cached_tokens, curve=curve, decode=decode, chosen=chosen,
+                           ideal=time_per_token_curve(chosen_model, chosen_gpu, assumptions=LESSON))
+
+
+def _describe_workshop(result):
+    if result.tokens == 1:
+        what = f"decode step: 1 new token over {units.number(result.cached_tokens)} cached"
+    else:
+        what = f"prefill of {units.number(result.tokens)} prompt tokens"
+    switch = result.curve.arithmetic_from
+    return {
+        "pass": what,
+        "time of the pass": units.ms_significant(result.chosen.time),
+        "time per token": units.ms_significant(result.chosen.time_per_token),
+        "FLOP per byte": units.number(result.chosen.cost.intensity),
+        "limit": LIMITS[result.chosen.bound],
+        "arithmetic sets the time from": "never" if switch is None else f"{units.number(switch)} tokens",
+    }
+
+
+def _draw_workshop(result, ax):
+    marks = () if result.chosen is result.decode else (result.chosen,)
+    plots.time_per_token_chart(result.curve, result.decode, marks, ideal=result.ideal, ax=ax)
+
+
+def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="h100-sxm") -> Explorer:
+    """Plate XXIII.1: time per token of one pass as its tokens grow, under the plate's assumptions."""
+    if tokens not in WORKSHOP_STOPS:
+        raise ValueError(f"tokens must be one of {WORKSHOP_STOPS}, got {tokens!r}")
+    style = {"description_width": "13em"}
+    layout = widgets.Layout(width="34em")
+    controls = {
+        "tokens": widgets.SelectionSlider(
+            options=[(units.number(stop), stop) for stop in WORKSHOP_STOPS], value=tokens,
+            description="tokens in the pass", style=style, layout=layout),
+        "compute_efficiency": widgets.FloatSlider(
+            value=PLATE.compute_efficiency, min=0.05, max=1.0, step=0.05, readout_format=".0%",
+            description="compute efficiency", style=style, layout=layout),
+        "bandwidth_efficiency": widgets.FloatSlider(
+            value=PLATE.bandwidth_efficiency, min=0.05, max=1.0, step=0.05, readout_format=".0%",
+            description="bandwidth efficiency", style=style, layout=layout),
+        "overhead": widgets.SelectionSlider(
+            options=[(units.ms(seconds), seconds) for seconds in WORKSHOP_OVERHEADS], value=PLATE.overhead,
+            description="overhead a pass", style=style, layout=layout),
+        "model": widgets.Dropdown(options=[(entry.name, key) for key, entry in MODELS.items()], value=model,
+                                  description="model", style=style, layout=layout),
+        "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
+                                description="GPU", style=style, layout=layout),
+        "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
+                                           description="decode: tokens cached", style=style, layout=layout),
+    }
+    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop,
+                    title="Time per token of one forward pass")
+
 
 
 # --- Lab: measured against predicted ---------------------------------------------------
