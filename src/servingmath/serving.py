@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import _check
 from .hardware import GPU
 from .models import Model
@@ -167,3 +169,40 @@ def batching(model: Model, gpu: GPU, batch, cached_tokens=0, price_per_hour=None
         raise ValueError(f"price_per_hour is needed: {gpu.name} has no rental price, got {price_per_hour!r}")
     price = _check.finite("price_per_hour", price, minimum=0)
     return Batching(batch, decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions), price)
+
+
+# Far more users than any GPU's memory could hold; a step that is still memory-bound here never turns.
+_MOST_USERS_SEARCHED = 2**40
+
+
+def compute_bound_batch(model: Model, gpu: GPU, cached_tokens=0, weight_bits=16, kv_bits=16,
+                        assumptions: Assumptions = LESSON):
+    """The fewest users per decode step at which arithmetic, not memory, sets the step's time.
+
+    Found by searching the package's own timing of a decode step: double the batch
+    until the step is compute-bound, then halve the gap. Adding users never makes a
+    step less compute-bound (each brings the same arithmetic and the same bytes of its
+    own, while the weights are read once for all), so the search is exact. Returns
+    None when no batch turns the step compute-bound, as when each user's cache reads
+    take longer than its arithmetic. Takes single numbers, not arrays.
+    """
+    for name, value in (("cached_tokens", cached_tokens), ("weight_bits", weight_bits), ("kv_bits", kv_bits)):
+        if np.ndim(value) != 0:
+            raise TypeError(f"{name} must be a single number, got {value!r}")
+
+    def compute_bound(batch):
+        return bool(decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions)
+                    .timing.compute_bound)
+
+    if not compute_bound(_MOST_USERS_SEARCHED):
+        return None
+    memory_bound_at, compute_bound_at = 0, 1
+    while not compute_bound(compute_bound_at):
+        memory_bound_at, compute_bound_at = compute_bound_at, compute_bound_at * 2
+    while compute_bound_at - memory_bound_at > 1:
+        middle = (memory_bound_at + compute_bound_at) // 2
+        if compute_bound(middle):
+            compute_bound_at = middle
+        else:
+            memory_bound_at = middle
+    return compute_bound_at
