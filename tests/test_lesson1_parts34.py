@@ -6,6 +6,8 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 import servingmath as sm  # noqa: E402
 from servingmath import plots, serving, widgets  # noqa: E402
@@ -195,3 +197,13 @@ def test_batching_sweep_without_a_turning_batch_marks_none():
     figure = plots.batching_sweep(sweep, chosen, None)
     gids = {line.get_gid() for line in figure.axes[0].lines}
     assert "compute-bound-batch" not in gids and "chosen-batch" in gids
+
+
+@settings(max_examples=40, deadline=None)
+@given(peak_tera=st.floats(1, 5000), bandwidth_tera=st.floats(0.05, 10), weight_bits=st.sampled_from([4, 8, 16]))
+def test_compute_bound_batch_is_the_first_compute_bound_batch_on_any_gpu(peak_tera, bandwidth_tera, weight_bits):
+    gpu = G.with_changes(dense_flops={"bf16": peak_tera * 1e12}, memory_bandwidth=bandwidth_tera * 1e12)
+    turn = serving.compute_bound_batch(M, gpu, weight_bits=weight_bits)
+    assert serving.decode_step(M, gpu, batch=turn, weight_bits=weight_bits).bound == "compute"
+    if turn > 1:
+        assert serving.decode_step(M, gpu, batch=turn - 1, weight_bits=weight_bits).bound == "memory"
