@@ -35,7 +35,78 @@ def new_axes(ax=None, size=(7.0, 3.6)):
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
 
 
+def request_time_split(request, ax=None):
+    """One request's time as a bar: the prefill, then the decode steps, each labelled.
+
+    ``request`` is a ``servingmath.serving.Request``.
+    """
+    from . import units
+
+    figure, ax = new_axes(ax)
+    ax.barh([0], [request.ttft], height=0.5, color=PREFILL, gid="prefill",
+            label=f"prefill, 1 pass: {units.ms(request.ttft, 0)}")
+    ax.barh([0], [request.decode_time], left=[request.ttft], height=0.5, color=DECODE, gid="decode",
+            label=f"decode, {units.number(request.decode_steps)} steps of {units.ms(request.tpot)}: "
+                  f"{units.seconds(request.decode_time)}")
+    ax.annotate(f"first token\n{units.ms(request.ttft, 0)}", xy=(request.ttft, 0.25), xytext=(0, 28),
+                textcoords="offset points", ha="center", arrowprops={"arrowstyle": "->", "color": PREFILL})
+    ax.annotate(f"last token\n{units.seconds(request.total_time)}", xy=(request.total_time, 0.25),
+                xytext=(0, 28), textcoords="offset points", ha="center",
+                arrowprops={"arrowstyle": "->", "color": DECODE})
+    ax.set_ylim(-1.2, 1.4)
+    ax.set_yticks([])
+    ax.set_xlim(0, request.total_time * 1.08)
+    ax.set_xlabel("seconds since the request started")
+    ax.set_title(f"Where the time goes: {units.percent(request.decode_share)} of it decode")
+    ax.legend(loc="lower center", ncol=1, frameon=False)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    return figure
+
+
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
+
+
+def _fresh_twin(ax):
+    """A right-hand axis over ``ax``'s x axis, replacing any left from an earlier drawing."""
+    for other in ax.figure.axes:
+        if other is not ax and other.get_shared_x_axes().joined(ax, other):
+            other.remove()
+    return ax.twinx()
+
+
+def batching_sweep(sweep, chosen, compute_bound_batch=None, ax=None):
+    """Cost per million tokens and each user's speed against users per pass.
+
+    ``sweep`` and ``chosen`` are ``servingmath.serving.Batching`` results, the first
+    over an array of batch sizes; ``compute_bound_batch`` is where a decode step turns
+    compute-bound (None if it never does).
+    """
+    from . import units
+
+    figure, ax = new_axes(ax)
+    speed_axis = _fresh_twin(ax)
+    ax.loglog(sweep.batch, sweep.cost_per_million_tokens, color=DECODE, lw=2, gid="cost",
+              label="cost per million tokens (left)")
+    speed_axis.semilogx(sweep.batch, sweep.tokens_per_second_per_user, color=PREFILL, lw=2, ls="--", gid="speed",
+                        label="each user's tokens a second (right)")
+    ax.plot([chosen.batch], [chosen.cost_per_million_tokens], "o", color=DECODE, ms=8, gid="chosen-batch",
+            label=f"{units.number(chosen.batch)} users: {units.dollars(chosen.cost_per_million_tokens, 3)} "
+                  f"per million")
+    ax.axvline(chosen.batch, color=NEUTRAL, lw=1)
+    if compute_bound_batch is not None:
+        ax.axvline(compute_bound_batch, color=COMPUTE, ls=":", lw=2, gid="compute-bound-batch",
+                   label=f"arithmetic becomes the limit: {units.number(compute_bound_batch)} users")
+        ax.axvspan(compute_bound_batch, sweep.batch[-1], color=COMPUTE, alpha=0.08, lw=0)
+    ax.set_xlim(sweep.batch[0], sweep.batch[-1])
+    ax.set_xlabel("users per pass (batch size)")
+    ax.set_ylabel("$ per million tokens")
+    speed_axis.set_ylabel("tokens a second, each user")
+    speed_axis.set_ylim(0, None)
+    handles = ax.get_legend_handles_labels()
+    speed_handles = speed_axis.get_legend_handles_labels()
+    ax.legend(handles[0] + speed_handles[0], handles[1] + speed_handles[1], loc="lower left", fontsize="small")
+    return figure
 
 
 # --- Plate XXIII.1: time per token against tokens per pass ----------------------------

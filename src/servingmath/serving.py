@@ -242,3 +242,40 @@ def time_per_token_curve(model: Model, gpu: GPU, tokens=WORKSHOP_TOKENS,
     if tokens.size == 0:
         raise ValueError(f"tokens must hold at least one token count, got {tokens!r}")
     return TimePerTokenCurve(model, gpu, assumptions, prefill(model, gpu, tokens, assumptions=assumptions))
+
+
+# Far more users than any GPU's memory could hold; a step that is still memory-bound here never turns.
+_MOST_USERS_SEARCHED = 2**40
+
+
+def compute_bound_batch(model: Model, gpu: GPU, cached_tokens=0, weight_bits=16, kv_bits=16,
+                        assumptions: Assumptions = LESSON):
+    """The fewest users per decode step at which arithmetic, not memory, sets the step's time.
+
+    Found by searching the package's own timing of a decode step: double the batch
+    until the step is compute-bound, then halve the gap. Adding users never makes a
+    step less compute-bound (each brings the same arithmetic and the same bytes of its
+    own, while the weights are read once for all), so the search is exact. Returns
+    None when no batch turns the step compute-bound, as when each user's cache reads
+    take longer than its arithmetic. Takes single numbers, not arrays.
+    """
+    for name, value in (("cached_tokens", cached_tokens), ("weight_bits", weight_bits), ("kv_bits", kv_bits)):
+        if np.ndim(value) != 0:
+            raise TypeError(f"{name} must be a single number, got {value!r}")
+
+    def compute_bound(batch):
+        return bool(decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions)
+                    .timing.compute_bound)
+
+    if not compute_bound(_MOST_USERS_SEARCHED):
+        return None
+    memory_bound_at, compute_bound_at = 0, 1
+    while not compute_bound(compute_bound_at):
+        memory_bound_at, compute_bound_at = compute_bound_at, compute_bound_at * 2
+    while compute_bound_at - memory_bound_at > 1:
+        middle = (memory_bound_at + compute_bound_at) // 2
+        if compute_bound(middle):
+            compute_bound_at = middle
+        else:
+            memory_bound_at = middle
+    return compute_bound_at

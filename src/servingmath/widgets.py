@@ -90,8 +90,96 @@ class Explorer:
 
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
 
+_WIDE = {"description_width": "10em"}
+
+
+def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_tokens=3000, reply_tokens=250):
+    """Part 3: a model, a GPU and a request's lengths -> TTFT, TPOT and where the time goes."""
+    from . import plots, serving, units
+    from .hardware import CATALOG
+    from .models import MODELS
+
+    controls = {
+        "model": widgets.Dropdown(options=[(entry.name, key) for key, entry in MODELS.items()], value=model,
+                                  description="model", style=_WIDE),
+        "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
+                                description="GPU", style=_WIDE),
+        "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits, description="bits a weight",
+                                             style=_WIDE),
+        "prompt_tokens": widgets.IntSlider(value=prompt_tokens, min=1, max=6000, description="prompt tokens",
+                                           style=_WIDE),
+        "reply_tokens": widgets.IntSlider(value=reply_tokens, min=1, max=2000, description="reply tokens",
+                                          style=_WIDE),
+    }
+
+    def compute(model, gpu, weight_bits, prompt_tokens, reply_tokens):
+        chosen_gpu = CATALOG[gpu]
+        return chosen_gpu, serving.request(MODELS[model], chosen_gpu, prompt_tokens, reply_tokens, weight_bits)
+
+    def describe(result):
+        chosen_gpu, timed = result
+        return {
+            "time to first token (TTFT)": f"{units.ms(timed.ttft, 0)}, {timed.prefill.bound}-bound",
+            "time per output token (TPOT)": f"{units.ms(timed.tpot)}, {timed.decode.bound}-bound",
+            "tokens a second": units.number(timed.tokens_per_second),
+            "whole reply": units.seconds(timed.total_time),
+            "share spent in decode": units.percent(timed.decode_share),
+            "weights read each pass": f"{units.gb(timed.decode.cost.weight_bytes)} "
+                                      f"(the GPU holds {units.gb(chosen_gpu.memory_bytes, 0)})",
+        }
+
+    return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
+                    title="Where a request's time goes")
+
 
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
+
+# Users per pass the slider offers: roughly evenly spaced on a log scale, 1 to 4,096.
+USERS_PER_PASS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
+                  3072, 4096)
+
+
+def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama-3-8b"):
+    """Part 4: users per pass and the price of an hour -> tokens an hour and the cost of a million."""
+    from types import SimpleNamespace
+
+    from . import plots, serving, units
+    from .hardware import CATALOG
+    from .models import MODELS
+
+    controls = {
+        "batch": widgets.SelectionSlider(options=USERS_PER_PASS, value=batch, description="users per pass",
+                                         style=_WIDE),
+        "price_per_hour": widgets.FloatSlider(value=price_per_hour, min=0.25, max=10.0, step=0.05,
+                                              readout_format=".2f", description="$ an hour", style=_WIDE),
+        "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
+                                description="GPU", style=_WIDE),
+    }
+    served = MODELS[model]
+
+    def compute(batch, price_per_hour, gpu):
+        chosen_gpu = CATALOG[gpu]
+        return SimpleNamespace(
+            chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
+            sweep=serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1),
+                                   price_per_hour=price_per_hour),
+            compute_bound_batch=serving.compute_bound_batch(served, chosen_gpu),
+        )
+
+    def describe(result):
+        chosen, turn = result.chosen, result.compute_bound_batch
+        return {
+            "tokens an hour": units.millions(chosen.tokens_per_hour, 2),
+            "cost per million tokens": units.dollars(chosen.cost_per_million_tokens, 3),
+            "each user's tokens a second": units.number(chosen.tokens_per_second_per_user),
+            "one decode step": f"{units.ms(chosen.step_time)}, {chosen.decode.bound}-bound",
+            "arithmetic becomes the limit at": "never" if turn is None else f"{units.number(turn)} users per pass",
+        }
+
+    def draw(result, ax):
+        return plots.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch, ax)
+
+    return Explorer(controls, compute, describe, draw, title=f"Batching {served.name}: what a million tokens cost")
 
 
 # --- Lesson 1, wrap-up: the quiz --------------------------------------------------------
