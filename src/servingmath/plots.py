@@ -143,11 +143,12 @@ def roofline_chart(gpu, passes, ax=None):
             ax.annotate(text, (intensity, height), xytext=(10, -4), textcoords="offset points", fontsize=9,
                         color=colour, ha="left", va="top")
         else:
-            # Under a point on the flat roof, leaning away from the nearer edge so it stays inside.
-            across = to_axes.transform((intensity, height))[0]
-            align = "left" if across < 0.25 else "right" if across > 0.75 else "center"
-            ax.annotate(text, (intensity, height), xytext=(0, -12), textcoords="offset points", fontsize=9,
-                        color=colour, ha=align, va="top")
+            # Under a point on the flat roof, running right, away from the ridge line, unless
+            # that would run off the chart's right edge.
+            near_right_edge = to_axes.transform((intensity, height))[0] > 0.75
+            ax.annotate(text, (intensity, height), xytext=(4 if near_right_edge else -4, -12),
+                        textcoords="offset points", fontsize=9, color=colour,
+                        ha="right" if near_right_edge else "left", va="top")
     ax.set_xlabel("arithmetic intensity (FLOP per byte read)")
     ax.set_ylabel("attainable TFLOP/s")
     ax.set_title(f"{gpu.name}: {units.tflops(gpu.peak_flops)} dense 16-bit, {units.tb_per_s(gpu.memory_bandwidth)}",
