@@ -7,12 +7,6 @@ widget can redraw into the same figure, and returns the figure.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
-
-from . import units
-from .hardware import T
-from .roofline import attainable_flops, ridge_point
-from .serving import TOKENS_PER_DECODE_PASS
 
 # One palette for the whole course, so prefill and decode look the same on every page.
 PREFILL = "#1f77b4"
@@ -33,6 +27,9 @@ def new_axes(ax=None, size=(7.0, 3.6)):
 
 
 # --- Lesson 1, part 1: the passes of a request ---------------------------------------
+from . import units  # noqa: E402  (each section keeps its imports with it)
+from .serving import TOKENS_PER_DECODE_PASS  # noqa: E402
+
 # Widths are slots on the page, not to scale: a prefill pass would otherwise be
 # thousands of times wider than a decode pass, and a long reply a grey smear.
 PREFILL_SLOTS = 6
@@ -88,9 +85,9 @@ def request_timeline(counted, ax=None):
 
     ax.text(0, 1.1, "prefill: 1 pass", color=PREFILL, fontsize=9, va="bottom")
     if decode_passes:
-        ax.text(decode_left, 1.1,
-                f"decode: {_counted(decode_passes, 'pass', 'passes')}, {_counted(TOKENS_PER_DECODE_PASS, 'token', 'tokens')} each",
-                color=DECODE, fontsize=9, va="bottom")
+        label = (f"decode: {_counted(decode_passes, 'pass', 'passes')}, "
+                 f"{_counted(TOKENS_PER_DECODE_PASS, 'token', 'tokens')} each")
+        ax.text(decode_left, 1.1, label, color=DECODE, fontsize=9, va="bottom")
     right = lefts[-1] + 1 if lefts else PREFILL_SLOTS
     ax.set_xticks(ticks, tick_labels)
     ax.set_xlim(-0.5, max(right, decode_left + DECODE_SHOWN_FIRST + ELIDED_SLOTS + DECODE_SHOWN_LAST) + 0.5)
@@ -103,6 +100,11 @@ def request_timeline(counted, ax=None):
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
+import numpy as np  # noqa: E402
+
+from .hardware import T  # noqa: E402
+from .roofline import attainable_flops, ridge_point  # noqa: E402
+
 # From one token in 16-bit weights (about 1 FLOP a byte) to 100,000 tokens in 4-bit (400,000).
 INTENSITY_RANGE = (0.3, 2e6)
 
