@@ -25,6 +25,49 @@ def passes_for_request(prompt_tokens, reply_tokens):
     return 1 + (reply_tokens - 1)
 
 
+# A decode pass's only new input is the token the pass before it chose.
+TOKENS_PER_DECODE_PASS = 1
+
+
+@dataclass(frozen=True)
+class RequestPasses:
+    """How one request's forward passes divide between prefill and decode."""
+
+    prompt_tokens: object
+    reply_tokens: object
+
+    @property
+    def passes(self):
+        return passes_for_request(self.prompt_tokens, self.reply_tokens)
+
+    @property
+    def prefill_tokens(self):
+        """Tokens the prefill pass carries: the whole prompt, side by side."""
+        return self.prompt_tokens
+
+    @property
+    def decode_passes(self):
+        """Every pass after the first."""
+        return self.passes - 1
+
+    @property
+    def decode_share_of_passes(self):
+        return self.decode_passes / self.passes
+
+    @property
+    def prefill_share_of_tokens(self):
+        """Of all the tokens the passes carry, the share that goes through in the prefill pass."""
+        decode_tokens = self.decode_passes * TOKENS_PER_DECODE_PASS
+        return self.prefill_tokens / (self.prefill_tokens + decode_tokens)
+
+
+def request_passes(prompt_tokens, reply_tokens) -> RequestPasses:
+    """A request counted in passes: one prefill pass carrying the prompt, then one decode pass per later reply token."""
+    prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
+    return RequestPasses(prompt_tokens, reply_tokens)
+
+
 @dataclass(frozen=True)
 class Step:
     """One pass on one GPU: its cost and its time."""
