@@ -34,8 +34,9 @@ HOW_TO_PASTE = ("paste every line Ollama prints after a reply when run with --ve
 _LINE = re.compile(r"^\s*(?P<label>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>.*?)\s*$")
 # Go prints durations as runs of number-and-unit: 850µs, 32.51ms, 1.234567s, 2m3.5s, 1h0m2s.
 _SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION = re.compile(r"(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+")
+_UNITS = "|".join(sorted(_SECONDS_PER_UNIT, key=len, reverse=True))  # "ms" is tried before "m" and "s"
+_DURATION_PART = re.compile(rf"(\d+(?:\.\d*)?|\.\d+)({_UNITS})")
+_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+")
 _RATE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*tokens?/s")
 _COUNT = re.compile(r"(\d+)(?:\s*token(?:\(s\)|s)?)?")
 
