@@ -165,6 +165,18 @@ def request(model: Model, gpu: GPU, prompt_tokens, reply_tokens, weight_bits=16,
     )
 
 
+def decode_ceiling(memory_bandwidth, weight_bytes):
+    """The most tokens a second one user can get, in tokens/s: memory bandwidth ÷ weight bytes.
+
+    Every decode step reads every weight byte once, so no step is shorter than
+    weight bytes ÷ bandwidth. Takes raw figures (bytes/s, bytes), for machines and
+    model files the catalog does not hold, such as a laptop running a quantized copy.
+    """
+    memory_bandwidth = _check.positive("memory_bandwidth", memory_bandwidth)
+    weight_bytes = _check.positive("weight_bytes", weight_bytes)
+    return memory_bandwidth / weight_bytes
+
+
 def tokens_per_hour(batch, step_time):
     """Tokens made in an hour when every step makes ``batch`` tokens in ``step_time`` seconds."""
     batch = _check.count("batch", batch, minimum=1)

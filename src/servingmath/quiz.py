@@ -1,0 +1,207 @@
+"""Multiple-choice questions, written once and shown two ways.
+
+A ``Question`` holds its prompt, its options, the index of the right one and a line
+of feedback for every option. The same data drives the clickable quiz of a live
+notebook (``servingmath.widgets.Quiz``) and the website's version, where
+``markdown`` puts each answer in a dropdown that opens on a click. Figures quoted in
+the feedback are computed by the package, never typed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import _check, units
+from .hardware import H100_SXM
+from .models import LLAMA_3_8B
+from .passes import forward_pass, weight_bytes
+from .roofline import ridge_point
+from .serving import batching, decode_ceiling, decode_step, request
+
+LETTERS = "ABCDEFGH"
+RIGHT, WRONG = "Right.", "Not quite."
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a reader is told after choosing an option."""
+
+    correct: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """A prompt, its options, which option is right, and why each option is or isn't."""
+
+    prompt: str
+    options: tuple[str, ...]
+    correct: int
+    feedback: tuple[str, ...]
+
+    def __post_init__(self):
+        _check.instance("prompt", self.prompt, str)
+        object.__setattr__(self, "options", tuple(self.options))
+        object.__setattr__(self, "feedback", tuple(self.feedback))
+        if not 2 <= len(self.options) <= len(LETTERS):
+            raise ValueError(f"options must hold 2 to {len(LETTERS)} choices, got {self.options!r}")
+        if len(self.feedback) != len(self.options):
+            raise ValueError(f"feedback must hold one line per option ({len(self.options)}), got {self.feedback!r}")
+        for name, texts in (("options", self.options), ("feedback", self.feedback)):
+            for text in texts:
+                if not isinstance(text, str) or not text.strip():
+                    raise ValueError(f"{name} must be non-empty strings, got {text!r}")
+        self._index("correct", self.correct)
+
+    def _index(self, name, value) -> int:
+        index = int(_check.count(name, value))
+        if index >= len(self.options):
+            raise ValueError(f"{name} must be from 0 to {len(self.options) - 1}, got {value!r}")
+        return index
+
+    def answer(self, option_index) -> Feedback:
+        """The feedback for choosing option ``option_index`` (counted from 0)."""
+        index = self._index("option_index", option_index)
+        correct = index == self.correct
+        return Feedback(correct, f"{RIGHT if correct else WRONG} {self.feedback[index]}")
+
+
+def _escaped(text: str) -> str:
+    # A dollar sign would open inline maths on the website.
+    return text.replace("$", r"\$")
+
+
+def markdown(questions) -> str:
+    """The questions as MyST Markdown, each answer folded in a dropdown until clicked."""
+    blocks = []
+    for number, question in enumerate(questions, start=1):
+        _check.instance(f"questions[{number - 1}]", question, Question)
+        options = "\n".join(f"- **{LETTERS[i]}.** {_escaped(text)}" for i, text in enumerate(question.options))
+        right = question.correct
+        why_not = "\n".join(f"- **{LETTERS[i]}.** {_escaped(question.answer(i).message)}"
+                            for i in range(len(question.options)) if i != right)
+        blocks.append(
+            f"**{number}. {_escaped(question.prompt)}**\n\n{options}\n\n"
+            f":::{{dropdown}} Answer to question {number}\n"
+            f"**{LETTERS[right]}.** {_escaped(question.answer(right).message)}\n\n"
+            f"The other options:\n\n{why_not}\n:::\n")
+    return "\n".join(blocks)
+
+
+# --- Lesson 1: the figures its feedback quotes, computed ---------------------------
+def _share(fraction):
+    """A fraction as a percentage to two significant figures: 41 %, 2.2 %, 0.05 %."""
+    digits = max(0, 1 - math.floor(math.log10(fraction * 100)))
+    return units.percent(fraction, digits)
+
+
+def _prefill_share(prompt_tokens, reply_tokens):
+    return _share(1 - request(LLAMA_3_8B, H100_SXM, prompt_tokens, reply_tokens).decode_share)
+
+
+def _decode_steps(prompt_tokens, reply_tokens):
+    return units.number(request(LLAMA_3_8B, H100_SXM, prompt_tokens, reply_tokens).decode_steps)
+
+
+_RIDGE = units.number(ridge_point(H100_SXM.peak_flops, H100_SXM.memory_bandwidth))
+_ONE_USER_RATE = units.number(1 / decode_step(LLAMA_3_8B, H100_SXM).time)
+_TWICE_THE_WEIGHTS_RATE = units.number(decode_ceiling(
+    H100_SXM.memory_bandwidth, 2 * weight_bytes(LLAMA_3_8B.parameters)))
+_EIGHT_USER_INTENSITY = units.number(forward_pass(LLAMA_3_8B, 1, batch=8, attention="none", kv_cache=False).intensity)
+_WEIGHTS = units.gb(weight_bytes(LLAMA_3_8B.parameters))
+_PRICE = units.dollars(H100_SXM.price_per_hour, 0)
+_COST_ONE_USER = units.dollars(batching(LLAMA_3_8B, H100_SXM, 1).cost_per_million_tokens)
+_COST_EIGHT_USERS = units.dollars(batching(LLAMA_3_8B, H100_SXM, 8).cost_per_million_tokens)
+
+LESSON_1_QUESTIONS = (
+    Question(
+        prompt="Which of these requests spends the biggest fraction of its time decoding? "
+               "(Llama 3 8B on one H100, timed as in the lesson.)",
+        options=(
+            "Summarising a 20,000-token report in 100 tokens.",
+            "Answering a 2,000-token question in 300 tokens.",
+            "Writing a 2,000-token story from a one-line, 20-token prompt.",
+            "The lesson's own request: a 3,000-token prompt and a 250-token reply.",
+        ),
+        correct=2,
+        feedback=(
+            "Nearly all of this request's work is prefill: one pass carrying 20,000 tokens, then only "
+            f"{_decode_steps(20_000, 100)} decode steps. Prefill takes {_prefill_share(20_000, 100)} of its time, the most of the four.",
+            f"Prefill takes {_prefill_share(2_000, 300)} of this request's time, so decode has a big share. "
+            "But another option has a far shorter prompt and a far longer reply.",
+            "The prompt is one short pass; the reply is "
+            f"{_decode_steps(20, 2_000)} decode steps, each reading every weight. "
+            f"Prefill takes only {_prefill_share(20, 2_000)} of the time. Reply length adds passes; "
+            "prompt length only makes the first pass bigger.",
+            f"Decode is most of the lesson's example too, with prefill at {_prefill_share(3_000, 250)} of the "
+            "time. Look for the request whose prompt is shortest and whose reply is longest.",
+        ),
+    ),
+    Question(
+        prompt="One model has twice as many weights as another, stored in the same number of bits, "
+               "on the same GPU. With one user, how fast does the larger one decode, compared with the smaller?",
+        options=(
+            "About as fast: the GPU's arithmetic units sit mostly idle in decode either way.",
+            "About half as many tokens a second: every step reads twice the bytes.",
+            "About a quarter as many: twice the weights, and twice the work for each.",
+            "Faster: a bigger model keeps the arithmetic units busier.",
+        ),
+        correct=1,
+        feedback=(
+            "The arithmetic units are idle, and that is the clue: a decode step waits on memory, "
+            "and the larger model has twice as many bytes to read.",
+            "A decode step for one user is memory-bound, so it lasts weight bytes ÷ memory bandwidth. "
+            f"Llama 3 8B gets {_ONE_USER_RATE} tokens a second on an H100; a model twice its size, "
+            f"about {_TWICE_THE_WEIGHTS_RATE}.",
+            "Each weight still does 2 operations per token, whatever the model's size. And arithmetic "
+            "doesn't set decode's pace anyway: the bytes do, and they only double.",
+            "The larger model has twice the arithmetic but also twice the bytes, so its operations per byte "
+            f"stay where the smaller one's are, far below the H100's ridge of {_RIDGE}. Each step still waits on memory, for twice as long.",
+        ),
+    ),
+    Question(
+        prompt="Prefill takes ten prompt tokens through the model in one pass. "
+               "Why can't decode take ten reply tokens through in one pass?",
+        options=(
+            "Each reply token is the input to the pass that chooses the next one, so the ten don't "
+            "exist until they have been made one at a time.",
+            "The causal mask stops reply tokens from being processed together.",
+            "Decode uses different weights from prefill, too large to apply to ten tokens at once.",
+            "Ten tokens would make the pass compute-bound, and so slower.",
+        ),
+        correct=0,
+        feedback=(
+            "Every prompt token is known before the model starts; the reply is a chain in which each "
+            "token waits on the one before it.",
+            "The causal mask is at work in prefill too, and prefill still takes the whole prompt in one "
+            "pass: the mask only stops each token from looking ahead. What decode lacks is the tokens.",
+            "Prefill and decode use the very same weights, and a decode pass can carry many tokens: "
+            "batching fills it with other users' tokens. What it can't have is this reply's next ones.",
+            f"Ten tokens a pass is far below the H100's ridge of {_RIDGE} operations per byte: carrying them "
+            "together would cost almost nothing. The trouble is that they don't exist yet.",
+        ),
+    ),
+    Question(
+        prompt="Decode is memory-bound. Instead of running 8 users' decode steps one after another, "
+               "you put all 8 in one pass. How do the weight reads per token change?",
+        options=(
+            "They fall to an eighth: one read of the weights now serves 8 tokens.",
+            "They stay the same: each user still needs every weight.",
+            "They grow eightfold, because the pass carries eight times the tokens.",
+            "They fall to an eighth, but each step takes about eight times as long, so nothing is gained.",
+        ),
+        correct=0,
+        feedback=(
+            f"The pass still reads all {_WEIGHTS} once, and now 8 tokens use it. At {_EIGHT_USER_INTENSITY} "
+            f"operations per byte, far below the ridge of {_RIDGE}, the step takes about as long as before, "
+            f"so a million tokens at {_PRICE} an hour cost {_COST_EIGHT_USERS} instead of {_COST_ONE_USER}.",
+            "Each user does need every weight, but all 8 use the same copy, read once in the same pass. "
+            "Reads happen per pass, not per user.",
+            "The arithmetic grows eightfold; the bytes of weights read do not. A pass reads each weight "
+            "once, however many tokens it carries.",
+            f"The reads per token do fall to an eighth, but the step doesn't slow down: at "
+            f"{_EIGHT_USER_INTENSITY} operations per byte the pass still waits on memory, so it lasts about "
+            "as long as a single-token pass.",
+        ),
+    ),
+)
