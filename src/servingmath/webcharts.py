@@ -29,7 +29,8 @@ from .serving import batching, decode_step, prefill, request
 
 WIDTH = 640
 LEFT, RIGHT, TOP, BOTTOM = 78, 20, 14, 40
-GRID = "#dddddd"
+# Grid lines in the text colour, faint, so they suit a light page and a dark one.
+GRID = 'stroke="currentColor" stroke-opacity="0.18"'
 
 
 class Chart(str):
@@ -150,12 +151,12 @@ class _Panel:
         parts = []
         for value, label in self.y_ticks:
             y = float(self.y(value))
-            parts.append(f'<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
+            parts.append(f'<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" {GRID}/>')
             parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
                          f'{html.escape(label)}</text>')
         for value, label in self.x_ticks:
             x = float(self.x(value))
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="{GRID}"/>')
+            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" {GRID}/>')
             if self.show_x_ticks:
                 parts.append(f'<text x="{x:.1f}" y="{bottom + 15}" text-anchor="middle" font-size="11">'
                              f'{html.escape(label)}</text>')

@@ -96,15 +96,17 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert f"https://mybinder.org/v2/gh/{repository_path}/{branch}?urlpath=lab/tree/index.md" in links
 
 
-def test_each_check_meets_a_solution_a_glued_number_a_formula_and_a_chart(browser, test_page_site):
+def test_each_check_meets_a_solution_a_glued_number_a_formula_and_charts(browser, test_page_site):
     check = check_page(browser, f"{test_page_site}{FIXTURE.stem}.html", test_page_site)
     assert check.problems == []
-    assert (check.solutions, check.glued, check.charts) == (1, 1, 1)
+    assert (check.solutions, check.glued, check.charts) == (1, 1, 2)
     assert "4.79 ms" in check.visible_text
     # MathJax typeset the formula from the site's own copy (no request left the site).
     assert browser.evaluate("document.querySelectorAll('mjx-container').length") == 1
     assert move_slider(browser, "workshop", "1,024 tokens") == [
         "1,024 tokens", "28.4 ms", "0.0277 ms", "1,033", "compute-bound"]
+    assert move_slider(browser, "request", "20,000 tokens") == [
+        "20,000 tokens", "325 ms", "4.79 ms", "209", "1.52 s", "79 %"]
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):
