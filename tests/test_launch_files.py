@@ -100,7 +100,7 @@ def test_binder_installs_the_package_and_opens_markdown_as_notebooks():
     assert (ROOT / ".binder" / "runtime.txt").read_text().strip() == "python-3.11"
 
 
-# --- the Colab link on each page (_ext/course_site.py) -------------------------------------
+# --- the pages' corrections (_ext/course_site.py) ------------------------------------------
 def page_context(url):
     return {"header_buttons": [{"label": "launch-buttons", "buttons": [
         {"text": "Binder", "url": "https://mybinder.org/v2/gh/org/course/main?urlpath=lab/tree/x.md"},
@@ -140,16 +140,17 @@ def test_a_page_without_its_copy_is_a_warning(tmp_path, monkeypatch):
     assert context["header_buttons"][0]["buttons"][1]["url"] == url
 
 
-def test_a_page_lists_each_inline_script_once():
+def test_a_page_lists_each_inline_script_once_and_no_widget_state():
     from sphinx.builders.html._assets import _JavaScript
 
     thebe = "const THEBE_JS_URL = 'x'"
     scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body=thebe), _JavaScript("", body=thebe),
-               _JavaScript("_static/a.js", priority=900), _JavaScript(None, body="var other = 1")]
+               _JavaScript("_static/a.js", priority=900), _JavaScript(None, body="var other = 1"),
+               _JavaScript(None, body="{}", type="application/vnd.jupyter.widget-state+json")]
     context = {"script_files": scripts}
-    course_site.drop_repeated_inline_scripts(None, "index", "page.html", context, None)
+    course_site.page_scripts(None, "index", "page.html", context, None)
     assert context["script_files"] == [scripts[0], scripts[1], scripts[3], scripts[4]]
-    assert len(scripts) == 5  # the builder's own list is left alone
+    assert len(scripts) == 6  # the builder's own list is left alone
 
 
 def test_make_notebooks_is_quiet_when_nothing_changed():
@@ -157,3 +158,17 @@ def test_make_notebooks_is_quiet_when_nothing_changed():
                             text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 0
     assert result.stdout.splitlines() == [f"launch files: {len(nbgate.sources()) + 1} up to date"]
+
+
+def test_an_explorer_on_the_website_says_where_it_runs():
+    from docutils import nodes
+
+    doctree = nodes.section()
+    output = nodes.container(classes=["cell_output"])
+    output += nodes.raw("", '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "1"}</script>',
+                        format="html")
+    doctree += [output, nodes.raw("", "<p>kept</p>", format="html")]
+    course_site.explorers_say_where_they_run(None, doctree, "page")
+    note, kept = list(doctree.findall(nodes.paragraph)), list(doctree.findall(nodes.raw))
+    assert [n.astext() for n in note] == [course_site.EXPLORER_RUNS_LIVE] and note[0]["classes"] == ["explorer-runs-live"]
+    assert [k.astext() for k in kept] == ["<p>kept</p>"]

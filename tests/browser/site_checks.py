@@ -58,10 +58,13 @@ Array.from(document.images).filter(image => !(image.complete && image.naturalWid
   .map(image => image.getAttribute("src"))
 """
 
-# Inline glue ({glue:}`name` in the prose) renders as <span class="output ...">.
+# Inline glue ({glue:}`name` in the prose) renders as <span class="output ...">. One inside a
+# block the reader has not opened (a hint's dropdown, a hidden cell) is shown once it is opened.
 GLUE = """
-Array.from(document.querySelectorAll("span.output"),
-           span => ({text: span.textContent.trim(), visible: span.checkVisibility()}))
+Array.from(document.querySelectorAll("span.output"), span => ({
+  text: span.textContent.trim(),
+  visible: span.checkVisibility() || span.closest(".toggle-hidden, details:not([open])") !== null,
+}))
 """
 
 
@@ -71,6 +74,7 @@ class PageCheck:
     problems: list[str] = field(default_factory=list)
     solutions: int = 0
     charts: int = 0
+    explorers: int = 0
     glued: int = 0
     images: int = 0
     visible_text: str = ""
@@ -141,6 +145,7 @@ def check_page(browser, url: str, origin: str) -> PageCheck:
         if not span["text"] or not span["visible"]:
             check.problems.append(f"a glued value is {'empty' if not span['text'] else 'hidden'}: {span['text']!r}")
 
+    check.explorers = browser.evaluate("document.querySelectorAll('p.explorer-runs-live').length")
     charts = browser.evaluate(CHARTS)
     check.charts = len(charts)
     for chart in charts:

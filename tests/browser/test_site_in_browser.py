@@ -96,11 +96,11 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert f"https://mybinder.org/v2/gh/{repository_path}/{branch}?urlpath=lab/tree/index.md" in links
 
 
-def test_each_check_meets_a_solution_a_glued_number_a_formula_and_charts(browser, test_page_site):
+def test_each_check_meets_a_solution_a_glued_number_a_formula_charts_and_an_explorer(browser, test_page_site):
     check = check_page(browser, f"{test_page_site}{FIXTURE.stem}.html", test_page_site)
     assert check.problems == []
-    assert (check.solutions, check.glued, check.charts) == (1, 1, 2)
-    assert "4.79 ms" in check.visible_text
+    assert (check.solutions, check.glued, check.charts, check.explorers) == (1, 1, 2, 1)
+    assert "4.79 ms" in check.visible_text and "This explorer runs live" in check.visible_text
     # MathJax typeset the formula from the site's own copy (no request left the site).
     assert browser.evaluate("document.querySelectorAll('mjx-container').length") == 1
     assert move_slider(browser, "workshop", "1,024 tokens") == [
