@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 READY  := $(VENV)/.ready
 
-.PHONY: book test unit notebooks-check book-check bench exercises notebooks pins clean
+.PHONY: book test unit notebooks-check book-check browser-check bench exercises notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -20,9 +20,10 @@ book: $(READY)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-# Every check: the package, then every notebook under nbval, then the book with warnings as errors.
+# Every check: the package, then every notebook under nbval, then the book with warnings as errors,
+# then the built site in headless Chromium (skipped, and said so, where Chromium is missing).
 test: $(READY)
-	$(MAKE) unit notebooks-check book-check
+	$(MAKE) unit notebooks-check book-check browser-check
 
 unit: $(READY)
 	$(BIN)/python -m pytest
@@ -35,12 +36,25 @@ book-check: $(READY)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python scripts/check_site.py _build/html
 
+browser-check: $(READY)
+	@if [ -x /usr/bin/chromium ]; then \
+		COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider; \
+	else \
+		echo "browser test skipped: /usr/bin/chromium not found (apt-get install chromium)"; \
+	fi
+
+# What Binder and Colab open: .binder/requirements.txt from requirements.txt, and an .ipynb copy
+# of every page under notebooks/. Run it after changing a page; a test fails while they differ.
+notebooks: $(READY)
+	$(BIN)/python scripts/launch_files.py
+
 bench: $(READY)
 	$(BIN)/python scripts/bench.py
 
 pins:
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in
 	{ head -n 2 requirements.txt; /tmp/servingmath-pins/bin/pip freeze; } > requirements.new && mv requirements.new requirements.txt
+	$(MAKE) notebooks
 
 clean:
 	rm -rf _build

@@ -1,0 +1,118 @@
+"""Write the files that Binder and Colab open, each made from its source so it cannot drift.
+
+- ``.binder/requirements.txt``: the build's pins (``requirements.txt``), because Binder
+  reads only ``.binder/`` once that folder exists, and cannot follow ``-r ../``.
+- ``notebooks/``: an ``.ipynb`` copy of every page, exercise and solution (Colab opens
+  only ``.ipynb``), at the same path as its source. Its first cell, hidden, installs
+  what a fresh kernel lacks: ``servingmath`` from the repository named in
+  ``_config.yml`` (the one place the URL is set) and the ``myst-nb`` the pages glue with.
+
+``python scripts/launch_files.py`` writes them (``make notebooks``);
+``tests/test_launch_files.py`` fails when a committed copy differs from what this makes.
+"""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgate import ROOT, sources  # noqa: E402  (the same list of notebooks the gate runs)
+
+NOTEBOOKS = ROOT / "notebooks"
+BINDER_REQUIREMENTS = ROOT / ".binder" / "requirements.txt"
+GENERATED = "# Made from {source} by `make notebooks`: edit {source} instead, then run `make notebooks`.\n"
+
+
+def repository() -> tuple[str, str]:
+    """The repository's URL and branch, from ``_config.yml``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    return config["url"].rstrip("/"), config.get("branch", "main")
+
+
+def pinned(requirement: str) -> str:
+    """``name==version`` for ``requirement`` as ``requirements.txt`` pins it."""
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        if line.lower().startswith(requirement.lower() + "=="):
+            return line.strip()
+    raise ValueError(f"requirement must be pinned in requirements.txt, got {requirement!r}")
+
+
+def setup_cell_source() -> str:
+    url, branch = repository()
+    needed = {"servingmath": f"servingmath @ git+{url}@{branch}", "myst_nb": pinned("myst-nb")}
+    listed = "".join(f'    "{module}": "{requirement}",\n' for module, requirement in needed.items())
+    return (
+        "#@title Setup: install the course's package where it is missing (Colab)\n"
+        "import importlib.util\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        "course_packages = {\n"
+        f"{listed}"
+        "}\n"
+        "missing = [requirement for module, requirement in course_packages.items()\n"
+        "           if importlib.util.find_spec(module) is None]\n"
+        "if missing:\n"
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)'
+    )
+
+
+def setup_cell() -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(setup_cell_source())
+    # Hidden three ways: removed from the website, collapsed in JupyterLab, a form on Colab.
+    cell.metadata = {"tags": ["remove-cell"], "jupyter": {"source_hidden": True}, "cellView": "form"}
+    return cell
+
+
+def notebook_copy(source: Path) -> str:
+    """The ``.ipynb`` text of ``source``: the setup cell, then every cell of the page."""
+    notebook = jupytext.read(source)
+    notebook.cells.insert(0, setup_cell())
+    # The pairing with the .md stays in the repository; the copy is a plain notebook.
+    notebook.metadata.pop("jupytext", None)
+    seen: dict[str, int] = {}
+    for cell in notebook.cells:
+        # Ids from the cell's text, so regenerating leaves unchanged cells unchanged.
+        digest = hashlib.sha1((cell.cell_type + cell.source).encode("utf-8")).hexdigest()[:8]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell.id = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+    nbformat.validate(notebook)
+    return nbformat.writes(notebook) + "\n"
+
+
+def expected() -> dict[Path, str]:
+    """Every generated file and the text it should hold."""
+    files = {BINDER_REQUIREMENTS: GENERATED.format(source="requirements.txt")
+             + "".join(line + "\n" for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+                       if line.strip() and not line.startswith("#"))}
+    for source in sources():
+        files[NOTEBOOKS / source.relative_to(ROOT).with_suffix(".ipynb")] = notebook_copy(source)
+    return files
+
+
+def stale(files: dict[Path, str]) -> list[Path]:
+    """Notebook copies whose page no longer exists."""
+    return sorted(path for path in NOTEBOOKS.rglob("*.ipynb") if path not in files) if NOTEBOOKS.is_dir() else []
+
+
+def main() -> int:
+    files = expected()
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print("wrote", path.relative_to(ROOT))
+    for path in stale(files):
+        path.unlink()
+        print("removed", path.relative_to(ROOT))
+    print(f"launch files: {len(files)} up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

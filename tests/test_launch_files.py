@@ -1,0 +1,174 @@
+"""What Binder and Colab open: made from the sources, and failing here when they drift.
+
+Run `make notebooks` to bring .binder/requirements.txt and notebooks/ up to date."""
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import course_site  # noqa: E402
+import launch_files  # noqa: E402
+import nbgate  # noqa: E402
+
+FIX = "run `make notebooks` and commit the result"
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return launch_files.expected()
+
+
+def test_binder_pins_are_the_builds(expected):
+    text = launch_files.BINDER_REQUIREMENTS.read_text(encoding="utf-8")
+    assert text == expected[launch_files.BINDER_REQUIREMENTS], f".binder/requirements.txt drifted: {FIX}"
+    pins = [line for line in text.splitlines() if not line.startswith("#")]
+    assert pins == [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+                    if line and not line.startswith("#")]
+    assert any(pin.startswith("jupyter-book==1.") for pin in pins) and any(pin.startswith("jupytext==") for pin in pins)
+
+
+def test_every_page_has_its_notebook_copy_and_no_copy_outlives_its_page(expected):
+    copies = {path for path in expected if path.suffix == ".ipynb"}
+    assert ROOT / "notebooks" / "index.ipynb" in copies
+    assert len(copies) == len(nbgate.sources())
+    for path in copies:
+        assert path.is_file(), f"{path.relative_to(ROOT)} is missing: {FIX}"
+        assert path.read_text(encoding="utf-8") == expected[path], f"{path.relative_to(ROOT)} drifted: {FIX}"
+    assert launch_files.stale(expected) == [], f"copies without a page: {FIX}"
+
+
+def test_a_copy_is_its_page_after_a_hidden_setup_cell():
+    import jupytext
+
+    copy = json.loads((ROOT / "notebooks" / "index.ipynb").read_text(encoding="utf-8"))
+    page = jupytext.read(ROOT / "index.md")
+    setup, *cells = copy["cells"]
+    assert [("".join(c["source"]), c["cell_type"]) for c in cells] == [(c.source, c.cell_type) for c in page.cells]
+    assert setup["metadata"] == {"tags": ["remove-cell"], "jupyter": {"source_hidden": True}, "cellView": "form"}
+    assert copy["metadata"] == {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
+    assert len({c["id"] for c in copy["cells"]}) == len(copy["cells"])
+
+
+def test_the_setup_cell_installs_from_the_repository_in_config():
+    source = launch_files.setup_cell_source()
+    url, branch = launch_files.repository()
+    assert url.startswith("https://github.com/") and branch == "main"
+    assert f'"servingmath @ git+{url}@{branch}"' in source
+    assert f'"{launch_files.pinned("myst-nb")}"' in source and '"myst-nb==' in source  # the pin the build uses
+    # The URL is written in _config.yml only (the README names it for readers; the copies are made from it).
+    places = subprocess.run(["git", "grep", "-l", url.split("://")[1], "--", ".", ":!notebooks", ":!README.md"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert places.split() == ["_config.yml"]
+
+
+def run_setup_cell(monkeypatch, absent):
+    installs = []
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in absent else real_find_spec(name))
+    monkeypatch.setattr(subprocess, "run", lambda command, check: installs.append(command))
+    exec(launch_files.setup_cell_source(), {})
+    return installs
+
+
+def test_the_setup_cell_does_nothing_where_the_packages_are_installed(monkeypatch):
+    assert run_setup_cell(monkeypatch, absent=()) == []
+
+
+def test_the_setup_cell_installs_only_what_is_missing(monkeypatch):
+    url, branch = launch_files.repository()
+    assert run_setup_cell(monkeypatch, absent=("servingmath",)) == [
+        [sys.executable, "-m", "pip", "install", "--quiet", f"servingmath @ git+{url}@{branch}"]]
+    assert run_setup_cell(monkeypatch, absent=("servingmath", "myst_nb"))[0][-2:] == [
+        f"servingmath @ git+{url}@{branch}", launch_files.pinned("myst-nb")]
+
+
+def test_binder_installs_the_package_and_opens_markdown_as_notebooks():
+    post_build = ROOT / ".binder" / "postBuild"
+    assert post_build.stat().st_mode & stat.S_IXUSR
+    text = post_build.read_text()
+    assert "pip install --quiet --no-deps ." in text
+    assert "jupytext-config set-default-viewer markdown myst" in text
+    assert (ROOT / ".binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+# --- the pages' corrections (_ext/course_site.py) ------------------------------------------
+def page_context(url):
+    return {"header_buttons": [{"label": "launch-buttons", "buttons": [
+        {"text": "Binder", "url": "https://mybinder.org/v2/gh/org/course/main?urlpath=lab/tree/x.md"},
+        {"text": "Colab", "url": url}]}]}
+
+
+def fake_app(srcdir, path_to_docs=""):
+    options = {"repository_branch": "main", "path_to_docs": path_to_docs}
+    return SimpleNamespace(srcdir=str(srcdir), config=SimpleNamespace(html_theme_options=options))
+
+
+def test_colab_opens_the_notebook_copy(tmp_path):
+    (tmp_path / "notebooks" / "chapters" / "lesson-1").mkdir(parents=True)
+    (tmp_path / "notebooks" / "chapters" / "lesson-1" / "part-3.ipynb").write_text("{}")
+    context = page_context("https://colab.research.google.com/github/org/course/blob/main/chapters/lesson-1/part-3.md")
+    course_site.point_colab_at_notebook_copy(fake_app(tmp_path), "chapters/lesson-1/part-3", "page.html", context, None)
+    colab = context["header_buttons"][0]["buttons"][1]["url"]
+    assert colab == "https://colab.research.google.com/github/org/course/blob/main/notebooks/chapters/lesson-1/part-3.ipynb"
+    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("lab/tree/x.md")  # Binder keeps the page
+
+
+def test_colab_link_keeps_the_books_folder(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "index.ipynb").write_text("{}")
+    context = page_context("https://colab.research.google.com/github/org/course/blob/main/book/index.md")
+    course_site.point_colab_at_notebook_copy(fake_app(tmp_path, "book/"), "index", "page.html", context, None)
+    assert context["header_buttons"][0]["buttons"][1]["url"].endswith("/blob/main/book/notebooks/index.ipynb")
+
+
+def test_a_page_without_its_copy_is_a_warning(tmp_path, monkeypatch):
+    warnings = []
+    monkeypatch.setattr(course_site.logger, "warning", lambda message, **kw: warnings.append(message))
+    url = "https://colab.research.google.com/github/org/course/blob/main/index.md"
+    context = page_context(url)
+    course_site.point_colab_at_notebook_copy(fake_app(tmp_path), "index", "page.html", context, None)
+    assert warnings == ["index: Colab needs notebooks/index.ipynb; run `make notebooks` to write it"]
+    assert context["header_buttons"][0]["buttons"][1]["url"] == url
+
+
+def test_a_page_lists_each_inline_script_once_and_no_widget_state():
+    from sphinx.builders.html._assets import _JavaScript
+
+    thebe = "const THEBE_JS_URL = 'x'"
+    scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body=thebe), _JavaScript("", body=thebe),
+               _JavaScript("_static/a.js", priority=900), _JavaScript(None, body="var other = 1"),
+               _JavaScript(None, body="{}", type="application/vnd.jupyter.widget-state+json")]
+    context = {"script_files": scripts}
+    course_site.page_scripts(None, "index", "page.html", context, None)
+    assert context["script_files"] == [scripts[0], scripts[1], scripts[3], scripts[4]]
+    assert len(scripts) == 6  # the builder's own list is left alone
+
+
+def test_make_notebooks_is_quiet_when_nothing_changed():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "launch_files.py")], capture_output=True,
+                            text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [f"launch files: {len(nbgate.sources()) + 1} up to date"]
+
+
+def test_an_explorer_on_the_website_says_where_it_runs():
+    from docutils import nodes
+
+    doctree = nodes.section()
+    output = nodes.container(classes=["cell_output"])
+    output += nodes.raw("", '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "1"}</script>',
+                        format="html")
+    doctree += [output, nodes.raw("", "<p>kept</p>", format="html")]
+    course_site.explorers_say_where_they_run(None, doctree, "page")
+    note, kept = list(doctree.findall(nodes.paragraph)), list(doctree.findall(nodes.raw))
+    assert [n.astext() for n in note] == [course_site.EXPLORER_RUNS_LIVE] and note[0]["classes"] == ["explorer-runs-live"]
+    assert [k.astext() for k in kept] == ["<p>kept</p>"]
