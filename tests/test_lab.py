@@ -3,6 +3,7 @@ measurements return sane figures, the machine entry is a valid catalog entry, an
 chart draws what it is given."""
 import itertools
 import math
+import os
 import subprocess
 import sys
 
@@ -104,7 +105,7 @@ def test_lab_shape_refuses_bad_sizes(bad, error):
 
 # -- measuring the machine ----------------------------------------------------------------
 def test_bandwidth_measurement_is_positive_finite_and_sane():
-    read = lab.measure_bandwidth(16e6, repeats=3)
+    read = lab.measure_bandwidth(16e6, repeats=3, threads=1)
     assert read.work == 976 * 4096 * 4  # whole rows of 4,096 float32 numbers, at most 16 MB
     assert len(read.timing.seconds) == 3 and len(read.runs) == 3
     assert math.isfinite(read.per_second) and 1e8 < read.per_second < 1e13
@@ -138,6 +139,22 @@ def test_time_runs_stops_at_repeats_or_when_enough_time_is_spent(monkeypatch):
     assert lab.Timing((3.0, 1.0, 2.0)).median == 2.0
 
 
+def test_usable_cpus_is_at_most_the_cores_this_process_may_run_on():
+    cpus = lab.usable_cpus()
+    assert 1 <= cpus <= (os.cpu_count() or 1)
+
+
+def test_numpy_threads_are_limited_inside_the_context_only():
+    from threadpoolctl import threadpool_info
+
+    before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    with lab.NUMPY.threads(1):
+        assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
+    assert [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"] == before
+    with pytest.raises(ValueError, match="threads"):
+        lab.NUMPY.threads(0)
+
+
 def test_memory_is_positive_and_a_container_limit_lowers_it(tmp_path, monkeypatch):
     physical = lab.machine_memory()
     assert physical > 2**28 and lab.memory_limit() <= physical
@@ -156,7 +173,8 @@ def test_this_machine_is_a_valid_catalog_entry_with_its_float32_rate_as_peak():
     assert machine.memory_bandwidth == 20e9 and machine.memory_bytes == 16e9 and machine.price_per_hour is None
     assert "fp16 figure is the measured fp32 rate" in machine.source
     assert sm.ridge_point(machine.peak_flops, machine.memory_bandwidth) == 20.0
-    assert lab.this_machine(1e9, 1e9).memory_bytes == lab.machine_memory()
+    default = lab.this_machine(1e9, 1e9)
+    assert default.memory_bytes == lab.machine_memory() and default.name == "this machine (measured)"
     gpu = lab.this_machine(900e9, 60e12, memory_bytes=24e9, name="a GPU (measured)", measured_format="fp16")
     assert dict(gpu.dense_flops) == {"fp16": 60e12} and gpu.name == "a GPU (measured)"
 
@@ -191,7 +209,7 @@ def test_unknown_gpus_find_no_entry():
 
 # -- timing and reading the results -----------------------------------------------------------
 def test_timing_prefill_and_decode_returns_one_figure_per_length_and_step(small):
-    sweep = lab.time_prefill(small, [1, 4, 16], repeats=2)
+    sweep = lab.time_prefill(small, [1, 4, 16], repeats=2, threads=1)
     np.testing.assert_array_equal(sweep.tokens, [1, 4, 16])
     assert sweep.seconds.shape == (3,) and np.all(sweep.seconds > 0)
     np.testing.assert_allclose(sweep.time_per_token, sweep.seconds / [1, 4, 16])
@@ -273,11 +291,22 @@ def test_settings_choose_the_mode_asked_unless_the_environment_says_otherwise(mo
     assert full.prompt_tokens[-1] == 4096 and full.cached_tokens == 1000
     quick = lab.settings()
     assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128)
-    assert quick.shape.layers == 1 and not quick.progress
+    assert quick.shape.layers == 1 and not quick.progress and quick.threads == 1
+    assert full.threads == lab.usable_cpus()
     monkeypatch.setenv("CI", "true")
     assert lab.settings("full").mode == "quick" and lab.settings("full").reason == "CI is set in the environment"
     monkeypatch.setenv(lab.MODE_VARIABLE, "full")
     assert lab.settings("quick").mode == "full"
+
+
+def test_mode_settings_ignore_the_environment(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv(lab.MODE_VARIABLE, "quick")
+    full = lab.mode_settings("full")
+    assert full.mode == "full" and full.reason == "asked for"
+    assert full.weight_bytes == min(lab.FULL_WEIGHT_CAP, lab.FULL_MEMORY_SHARE * lab.memory_limit())
+    with pytest.raises(ValueError, match="mode must be one of"):
+        lab.mode_settings("medium")
 
 
 def test_settings_refuse_unknown_modes(monkeypatch):

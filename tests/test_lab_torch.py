@@ -61,3 +61,11 @@ def test_torch_timing_and_measurements_run_through_the_same_functions(decoders):
     ops = torch_decoder.ops
     assert lab.measure_bandwidth(8e6, 2, ops).per_second > 1e8
     assert lab.measure_matmul_flops(128, 2, ops).work == 2 * 128**3
+
+
+def test_torch_threads_are_limited_inside_the_context_only():
+    ops = lab_torch.TorchOps("cpu", torch.float32)
+    before = torch.get_num_threads()
+    with ops.threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before

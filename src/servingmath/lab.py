@@ -14,6 +14,9 @@ very passes timed here. The same forward code runs on numpy or, through
 ``servingmath.lab_torch``, on PyTorch: the decoder takes its array operations from an
 ``ops`` object (``NUMPY`` here).
 
+Every measurement runs on a stated number of threads (``usable_cpus()`` unless told), so
+that a library does not start more threads than the cores the process may use.
+
 How long the measurements run is set by a mode, ``"quick"`` (seconds; what CI runs) or
 ``"full"`` (minutes; a bigger model and longer prompts). ``settings(mode)`` returns the
 mode's figures; the environment variable ``SERVINGMATH_LAB`` overrides the mode asked
@@ -21,17 +24,18 @@ for, and without it a set ``CI`` variable means quick.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import os
 import re
 import statistics
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from . import _check
@@ -43,7 +47,7 @@ from .serving import decode_step, step
 # --- the machine ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Timing:
     """The seconds of each run of one measurement."""
 
@@ -54,7 +58,7 @@ class Timing:
         return statistics.median(self.seconds)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Rate:
     """Work done (bytes read, or FLOPs) and the timed runs that did it."""
 
@@ -90,12 +94,13 @@ def time_runs(action: Callable[[], object], repeats, enough=math.inf, synchroniz
     return Timing(tuple(seconds))
 
 
-def measure_bandwidth(read_bytes=256e6, repeats=5, ops=None) -> Rate:
+def measure_bandwidth(read_bytes=256e6, repeats=5, ops=None, threads=None) -> Rate:
     """Bytes a second this machine reads from memory, streaming over ``read_bytes`` of float32.
 
     The pass multiplies a vector by a matrix of that size: each number is read once and
     does one multiply-add, far too little arithmetic to keep the processor busy, so the
     time is the time to read. It is the read a decode step makes of each weight matrix.
+    ``threads`` (all usable cores if None) is how many threads the library may use.
     """
     ops = NUMPY if ops is None else ops
     read_bytes = _check.number("read_bytes", read_bytes, above=0)
@@ -107,11 +112,13 @@ def measure_bandwidth(read_bytes=256e6, repeats=5, ops=None) -> Rate:
     def read():
         return vector @ matrix
 
-    read()  # the first run maps the pages and wakes the threads: not timed
-    return Rate(rows * columns * ops.bytes_per_number, time_runs(read, repeats, synchronize=ops.synchronize))
+    with ops.threads(_thread_count(threads)):
+        read()  # the first run maps the pages and wakes the threads: not timed
+        timing = time_runs(read, repeats, synchronize=ops.synchronize)
+    return Rate(rows * columns * ops.bytes_per_number, timing)
 
 
-def measure_matmul_flops(size=1024, repeats=5, ops=None) -> Rate:
+def measure_matmul_flops(size=1024, repeats=5, ops=None, threads=None) -> Rate:
     """FLOP/s of a ``size`` × ``size`` matrix product: 2 × size³ FLOPs (a multiply and an add each)."""
     ops = NUMPY if ops is None else ops
     size = int(_check.count("size", size, minimum=1))
@@ -122,8 +129,10 @@ def measure_matmul_flops(size=1024, repeats=5, ops=None) -> Rate:
     def multiply():
         return left @ right
 
-    multiply()
-    return Rate(2 * size**3, time_runs(multiply, repeats, synchronize=ops.synchronize))
+    with ops.threads(_thread_count(threads)):
+        multiply()
+        timing = time_runs(multiply, repeats, synchronize=ops.synchronize)
+    return Rate(2 * size**3, timing)
 
 
 def machine_memory() -> int:
@@ -152,6 +161,27 @@ def memory_limit() -> int:
     return limit
 
 
+def usable_cpus() -> int:
+    """Processor cores this process may use: those it may run on, fewer where a container's quota says so.
+
+    A library left to itself starts a thread for every core it sees; in a container
+    allowed one core of a large machine (Binder, say) those threads queue for that one
+    core and every short operation waits for them.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cpus
+
+
+def _thread_count(threads):
+    return usable_cpus() if threads is None else threads
+
+
 def this_machine(bandwidth, flops, memory_bytes=None, name=None, measured_format="fp32") -> GPU:
     """A catalog-style entry for the machine measured: its bandwidth, its FLOP/s, its memory.
 
@@ -168,7 +198,7 @@ def this_machine(bandwidth, flops, memory_bytes=None, name=None, measured_format
     standing_in = "" if measured_format == "fp16" else "; the fp16 figure is the measured fp32 rate, the format the lab's model computes in"
     return GPU(
         key="this-machine",
-        name=name or f"this machine ({os.cpu_count()} processor threads, measured)",
+        name=name or "this machine (measured)",
         dense_flops={measured_format: flops, "fp16": flops},
         memory_bandwidth=bandwidth,
         memory_bytes=memory_bytes,
@@ -276,6 +306,10 @@ class NumpyOps:
 
     def synchronize(self):
         return None
+
+    def threads(self, count):
+        """A context in which numpy's matrix library uses ``count`` threads."""
+        return threadpool_limits(limits=int(_check.count("threads", count, minimum=1)), user_api="blas")
 
 
 NUMPY = NumpyOps()
@@ -414,7 +448,7 @@ def _rotate(x, cos, sin, ops):
 # --- timing the passes -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PrefillSweep:
     """The median time of one pass over each prompt length, nothing cached."""
 
@@ -426,7 +460,7 @@ class PrefillSweep:
         return self.seconds / self.tokens
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class DecodeTiming:
     """Decode steps, one new token each over ``cached_tokens`` cached ones."""
 
@@ -442,40 +476,42 @@ def _prompt(decoder, length, seed=1):
     return np.random.default_rng(seed).integers(0, decoder.shape.vocab, int(length))
 
 
-def time_prefill(decoder: Decoder, prompt_tokens, repeats=3, enough=1.0, progress=False) -> PrefillSweep:
-    """Time one pass over the first N tokens of a prompt for each N in ``prompt_tokens``."""
+def time_prefill(decoder: Decoder, prompt_tokens, repeats=3, enough=1.0, progress=False, threads=None) -> PrefillSweep:
+    """Time one pass over the first N tokens of a prompt for each N in ``prompt_tokens``, on ``threads`` threads."""
     _check.instance("decoder", decoder, Decoder)
     lengths = [int(n) for n in np.atleast_1d(_check.count("prompt_tokens", prompt_tokens, minimum=1))]
     prompt = _prompt(decoder, max(lengths))
     cache = decoder.new_cache(max(lengths))
-    decoder.forward(prompt[:1], cache)  # wakes the threads and the first pages: not timed
     medians = []
-    for length in tqdm(lengths, desc="prefill passes", disable=not progress, leave=False):
-        def one_pass():
-            cache.length = 0
-            decoder.forward(prompt[:length], cache)
-        medians.append(time_runs(one_pass, repeats, enough, decoder.ops.synchronize).median)
+    with decoder.ops.threads(_thread_count(threads)):
+        decoder.forward(prompt[:1], cache)  # wakes the threads and the first pages: not timed
+        for length in tqdm(lengths, desc="prefill passes", disable=not progress, leave=False):
+            def one_pass():
+                cache.length = 0
+                decoder.forward(prompt[:length], cache)
+            medians.append(time_runs(one_pass, repeats, enough, decoder.ops.synchronize).median)
     return PrefillSweep(np.array(lengths), np.array(medians))
 
 
-def time_decode(decoder: Decoder, cached_tokens, steps=9, progress=False) -> DecodeTiming:
-    """Time ``steps`` decode steps, each one token over the same ``cached_tokens`` positions."""
+def time_decode(decoder: Decoder, cached_tokens, steps=9, progress=False, threads=None) -> DecodeTiming:
+    """Time ``steps`` decode steps, each one token over the same ``cached_tokens`` positions, on ``threads`` threads."""
     _check.instance("decoder", decoder, Decoder)
     cached_tokens = int(_check.count("cached_tokens", cached_tokens))
     steps = int(_check.count("steps", steps, minimum=1))
     prompt = _prompt(decoder, cached_tokens + 1)
     cache = decoder.new_cache(cached_tokens + 1)
-    if cached_tokens:
-        decoder.forward(prompt[:cached_tokens], cache)  # fills the cache: not timed
 
     def one_step():
         cache.length = cached_tokens
         decoder.forward(prompt[cached_tokens:], cache)
 
-    one_step()
     seconds = []
-    for _ in tqdm(range(steps), desc="decode steps", disable=not progress, leave=False):
-        seconds += time_runs(one_step, 1, synchronize=decoder.ops.synchronize).seconds
+    with decoder.ops.threads(_thread_count(threads)):
+        if cached_tokens:
+            decoder.forward(prompt[:cached_tokens], cache)  # fills the cache: not timed
+        one_step()
+        for _ in tqdm(range(steps), desc="decode steps", disable=not progress, leave=False):
+            seconds += time_runs(one_step, 1, synchronize=decoder.ops.synchronize).seconds
     return DecodeTiming(cached_tokens, Timing(tuple(seconds)))
 
 
@@ -493,7 +529,11 @@ def bandwidth_fraction(bytes_moved, seconds, bandwidth):
     return bytes_moved / seconds / _check.positive("bandwidth", bandwidth)
 
 
-def gain_stops(tokens, time_per_token, within=0.1):
+# A longer pass counts as a gain only if it is more than this much cheaper per token.
+GAIN_WITHIN = 0.1
+
+
+def gain_stops(tokens, time_per_token, within=GAIN_WITHIN):
     """Tokens per pass past which time per token stops falling.
 
     The first length whose time per token is within ``within`` (10 %) of the best
@@ -511,7 +551,7 @@ def gain_stops(tokens, time_per_token, within=0.1):
 # --- what the chart draws -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Curve:
     """Time per token against tokens per pass, and a decode step beside it, for one chart."""
 
@@ -551,7 +591,7 @@ def measured_curve(label, sweep: PrefillSweep, decode: DecodeTiming) -> Curve:
 # --- how long the lab runs -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """The sizes and repeats of one run of the lab."""
 
@@ -566,6 +606,7 @@ class Settings:
     read_bytes: float
     matmul_size: int
     progress: bool
+    threads: int
 
     @property
     def shape(self) -> Model:
@@ -576,24 +617,39 @@ MODE_VARIABLE = "SERVINGMATH_LAB"
 MODES = ("quick", "full")
 
 
+# Full mode's model: about a gigabyte of weights, but never more than a quarter of the
+# memory this process may use, so that Binder's small allowance is enough.
+FULL_WEIGHT_CAP = 1e9
+FULL_MEMORY_SHARE = 0.25
+
+
+def mode_settings(mode) -> Settings:
+    """The sizes of ``mode``, ``"quick"`` or ``"full"``, whatever the environment says.
+
+    Quick runs on one core, so that a shared machine (a build server, Binder) gives steady
+    figures; full uses every core this process may use.
+    """
+    if mode == "quick":
+        return Settings("quick", "asked for", weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(8)),
+                        cached_tokens=128, decode_steps=7, repeats=3, enough=0.5, read_bytes=256e6,
+                        matmul_size=1024, progress=False, threads=1)
+    if mode == "full":
+        return Settings("full", "asked for", weight_bytes=min(FULL_WEIGHT_CAP, FULL_MEMORY_SHARE * memory_limit()),
+                        prompt_tokens=tuple(2**k for k in range(13)), cached_tokens=1000, decode_steps=21,
+                        repeats=5, enough=3.0, read_bytes=512e6, matmul_size=2048, progress=True,
+                        threads=usable_cpus())
+    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
 def settings(mode="quick") -> Settings:
     """The lab's sizes for ``mode``; ``SERVINGMATH_LAB`` in the environment overrides it, and ``CI`` means quick."""
     forced = os.environ.get(MODE_VARIABLE)
     if forced:
-        chosen, reason = forced, f"{MODE_VARIABLE}={forced} in the environment"
-        if chosen not in MODES:
+        if forced not in MODES:
             raise ValueError(f"{MODE_VARIABLE} must be one of {MODES}, got {forced!r}")
+        chosen, reason = forced, f"{MODE_VARIABLE}={forced} in the environment"
     elif os.environ.get("CI"):
         chosen, reason = "quick", "CI is set in the environment"
     else:
         chosen, reason = mode, "chosen in the notebook"
-        if chosen not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if chosen == "quick":
-        return Settings("quick", reason, weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(8)),
-                        cached_tokens=128, decode_steps=7, repeats=3, enough=0.5, read_bytes=256e6,
-                        matmul_size=1024, progress=False)
-    # About 1 GB of weights where memory allows; a quarter of the memory at most, so Binder's 2 GB copes.
-    return Settings("full", reason, weight_bytes=min(1e9, memory_limit() / 4),
-                    prompt_tokens=tuple(2**k for k in range(13)), cached_tokens=1000, decode_steps=21,
-                    repeats=5, enough=3.0, read_bytes=512e6, matmul_size=2048, progress=True)
+    return dataclasses.replace(mode_settings(chosen), reason=reason)

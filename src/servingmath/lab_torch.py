@@ -12,6 +12,8 @@ This module needs PyTorch (``pip install torch``); the rest of the package does 
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 
@@ -67,6 +69,16 @@ class TorchOps:
     def synchronize(self):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+    @contextlib.contextmanager
+    def threads(self, count):
+        """A context in which PyTorch's processor operations use ``count`` threads."""
+        before = torch.get_num_threads()
+        torch.set_num_threads(int(count))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def best_ops() -> TorchOps:

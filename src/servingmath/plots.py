@@ -66,6 +66,9 @@ def lab_panel(prediction, measured=None, title="", ax=None):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    # Plain numbers, not powers of ten: the decades, and the 2s and 5s between them.
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "25" else ""))
     ax.set_xlabel("tokens per pass")
     ax.set_ylabel("ms per token")
     ax.set_title(title, fontsize="medium")
