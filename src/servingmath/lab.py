@@ -105,7 +105,7 @@ def measure_bandwidth(read_bytes=256e6, repeats=5, ops=None, threads=None) -> Ra
     ops = NUMPY if ops is None else ops
     read_bytes = _check.number("read_bytes", read_bytes, above=0)
     columns = 4096
-    rows = max(1, int(read_bytes // (4 * columns)))
+    rows = max(1, int(read_bytes // (ops.bytes_per_number * columns)))
     matrix = ops.full((rows, columns), 1.0)
     vector = ops.full((rows,), 1.0)
 
@@ -195,7 +195,8 @@ def this_machine(bandwidth, flops, memory_bytes=None, name=None, measured_format
     if measured_format not in ("fp32", "fp16"):
         raise ValueError(f"measured_format must be 'fp32' or 'fp16', got {measured_format!r}")
     memory_bytes = machine_memory() if memory_bytes is None else memory_bytes
-    standing_in = "" if measured_format == "fp16" else "; the fp16 figure is the measured fp32 rate, the format the lab's model computes in"
+    standing_in = ("" if measured_format == "fp16" else
+                   "; the fp16 figure is the measured fp32 rate, the format the lab's model computes in")
     return GPU(
         key="this-machine",
         name=name or "this machine (measured)",
@@ -593,7 +594,11 @@ def measured_curve(label, sweep: PrefillSweep, decode: DecodeTiming) -> Curve:
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The sizes and repeats of one run of the lab."""
+    """The sizes and repeats of one run of the lab.
+
+    ``repeats`` times each pass (fewer once ``enough`` seconds are spent on one length),
+    ``measure_repeats`` each measurement of the machine, which are short.
+    """
 
     mode: str
     reason: str
@@ -602,6 +607,7 @@ class Settings:
     cached_tokens: int
     decode_steps: int
     repeats: int
+    measure_repeats: int
     enough: float
     read_bytes: float
     matmul_size: int
@@ -631,13 +637,13 @@ def mode_settings(mode) -> Settings:
     """
     if mode == "quick":
         return Settings("quick", "asked for", weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(8)),
-                        cached_tokens=128, decode_steps=7, repeats=3, enough=0.5, read_bytes=256e6,
-                        matmul_size=1024, progress=False, threads=1)
+                        cached_tokens=128, decode_steps=7, repeats=3, measure_repeats=9, enough=0.5,
+                        read_bytes=256e6, matmul_size=1024, progress=False, threads=1)
     if mode == "full":
         return Settings("full", "asked for", weight_bytes=min(FULL_WEIGHT_CAP, FULL_MEMORY_SHARE * memory_limit()),
                         prompt_tokens=tuple(2**k for k in range(13)), cached_tokens=1000, decode_steps=21,
-                        repeats=5, enough=3.0, read_bytes=512e6, matmul_size=2048, progress=True,
-                        threads=usable_cpus())
+                        repeats=5, measure_repeats=15, enough=3.0, read_bytes=512e6, matmul_size=2048,
+                        progress=True, threads=usable_cpus())
     raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 

@@ -56,7 +56,8 @@ def lab_panel(prediction, measured=None, title="", ax=None):
     ax.plot([1], [prediction.decode_time * 1e3], "D", markerfacecolor="none", markeredgecolor=DECODE,
             label=f"predicted decode step, {prediction.cached_tokens:,} cached tokens")
     if prediction.knee is not None:
-        ax.axvline(prediction.knee, color=COMPUTE, linestyle=":", label=f"{prediction.knee_label}: {prediction.knee:,.0f}")
+        ax.axvline(prediction.knee, color=COMPUTE, linestyle=":",
+                   label=f"{prediction.knee_label}: {prediction.knee:,.0f}")
     if measured is not None:
         ax.plot(measured.tokens, measured.time_per_token * 1e3, "o", color=PREFILL, markeredgecolor="black",
                 markeredgewidth=0.5, label=measured.label)
