@@ -58,6 +58,21 @@ def tb_per_s(value, digits=2):
     return _scaled(_unsigned(value), 1e12, " TB/s", digits)
 
 
+def mb(value, digits=0):
+    """Bytes shown in decimal megabytes (1e6): ``88_092_672`` -> ``"88 MB"``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e6, digits) + " MB")
+
+
+def gb_per_s(value, digits=1):
+    """Bytes a second shown in GB/s, the scale of a processor's memory: ``6.4 GB/s``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GB/s")
+
+
+def gflops(value, digits=0):
+    """FLOP/s shown in GFLOP/s, the scale of a processor's arithmetic: ``47 GFLOP/s``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GFLOP/s")
+
+
 def tflops(value, digits=0):
     """FLOP/s shown in TFLOP/s: ``989 TFLOP/s``."""
     return _scaled(_unsigned(value), 1e12, " TFLOP/s", digits)
