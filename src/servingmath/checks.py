@@ -355,7 +355,7 @@ def _matching(text, options, partial):
         return []
     spelled = {key: [_words(key), *(_words(spelling) for spelling in spellings)] for key, spellings in options.items()}
     exact = [key for key, forms in spelled.items() if said in forms]
-    if exact or not partial:
+    if exact or not partial or len("".join(said)) < 3:  # a lone "a" names nothing
         return exact
     return [key for key, forms in spelled.items() if any(set(said) <= set(form) for form in forms)]
 
