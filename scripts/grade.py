@@ -33,10 +33,12 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
 import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,12 +73,14 @@ def run_notebook(path: Path, timeout: float) -> Run:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    timed_out = False
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": scratch}})
         try:
             client.execute(stderr=subprocess.DEVNULL)  # the kernel's own warnings are noise here
         except CellTimeoutError:
+            timed_out = True
             outcome.problems.append(f"stopped: a cell ran past {timeout:g} s")
         except DeadKernelError:
             outcome.problems.append("stopped: the kernel died")
@@ -85,7 +89,8 @@ def run_notebook(path: Path, timeout: float) -> Run:
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for number, cell in enumerate(code_cells, start=1):
         for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
+            # The interrupt that ends a cell past its time is already told as the timeout.
+            if output.get("output_type") == "error" and not (timed_out and output.get("ename") == "KeyboardInterrupt"):
                 outcome.problems.append(f"code cell {number} raised {output.get('ename')}")
             record = output.get("data", {}).get(RECORD_MIME)
             if isinstance(record, dict) and isinstance(record.get("label"), str):
@@ -103,15 +108,21 @@ def notebook_names(solutions: Path = SOLUTIONS) -> list[str]:
     return [path.stem for path in sorted(solutions.glob("*.md"))]
 
 
-def reference(names: list[str], solutions: Path = SOLUTIONS, timeout: float = 120) -> dict[str, dict[str, dict]]:
+def run_many(paths: list[Path], timeout: float, jobs: int) -> list[Run]:
+    """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda path: run_notebook(path, timeout), paths))
+
+
+def reference(names: list[str], solutions: Path = SOLUTIONS, timeout: float = 120,
+              jobs: int = 1) -> dict[str, dict[str, dict]]:
     """Each notebook's problems, in order, from running its solution: label -> record.
 
     Raises RuntimeError if a solution fails to run or any of its checks is not right,
     since grading against it would be wrong.
     """
     problems = {}
-    for name in names:
-        ran = run_notebook(solutions / f"{name}.md", timeout)
+    for name, ran in zip(names, run_many([solutions / f"{name}.md" for name in names], timeout, jobs)):
         not_right = [label for label, record in ran.records.items() if record.get("status") != "right"]
         if ran.problems or not_right or not ran.records:
             raise RuntimeError(f"the solution {name}.md cannot be the reference: "
@@ -190,19 +201,20 @@ def columns(problems: dict[str, dict[str, dict]]) -> list[tuple[str, str]]:
     return [(name, label) for name, records in problems.items() for label in records]
 
 
-def grade(submissions: Path, problems: dict[str, dict[str, dict]], timeout: float = 60):
+def grade(submissions: Path, problems: dict[str, dict[str, dict]], timeout: float = 60, jobs: int = 1):
     """A row for each student: {(notebook, label): score, ...} plus "notes"; and files skipped."""
     chosen, skipped, duplicate_notes = find_submissions(submissions, list(problems))
+    tasks = [(student, name) for student in sorted(chosen) for name in problems if name in chosen[student]]
+    runs = dict(zip(tasks, run_many([chosen[student][name] for student, name in tasks], timeout, jobs)))
     rows = {}
     for student in sorted(chosen):
         scores, notes = {}, list(duplicate_notes.get(student, []))
         for name, expected_records in problems.items():
-            path = chosen[student].get(name)
-            if path is None:
+            if (student, name) not in runs:
                 notes.append(f"{name}: not submitted")
                 scores.update({(name, label): 0 for label in expected_records})
                 continue
-            ran = run_notebook(path, timeout)
+            ran = runs[(student, name)]
             notes += [f"{name}: {problem}" for problem in ran.problems]
             missing, altered = [], []
             for label, expected in expected_records.items():
@@ -249,6 +261,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--notebooks", nargs="+", metavar="NAME",
                         help="grade only these notebooks (default: every one in solutions/)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds a cell may run (60)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks run at once, each in its own kernel (default: one per CPU)")
     options = parser.parse_args(argv)
     if not options.submissions.is_dir():
         print(f"grade: {options.submissions} is not a folder", file=sys.stderr)
@@ -260,11 +274,11 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        problems = reference(options.notebooks or names, options.solutions)
+        problems = reference(options.notebooks or names, options.solutions, jobs=options.jobs)
     except RuntimeError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
-    rows, skipped = grade(options.submissions, problems, options.timeout)
+    rows, skipped = grade(options.submissions, problems, options.timeout, options.jobs)
     for path in skipped:
         print(f"grade: skipped {path}: its name matches no notebook or no student", file=sys.stderr)
     write_csv(rows, problems, options.out)
