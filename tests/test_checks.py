@@ -67,7 +67,8 @@ def test_a_flipped_sign_is_a_slip():
 def test_close_is_a_little_off_and_scores_nothing():
     result = check(DECODE_MS * 1.04, DECODE_MS, rel=0.02)
     assert (result.status, result.score) == ("close", 0)
-    assert "a little high" in result.message and "within 10%" in result.message
+    assert "a little high" in result.message and "within 10 % of the answer but not within 2 %" in result.message
+    assert "within 2.5 % of the answer but not within 0.5 %" in check(1.02, 1.0, rel=0.005).message
     assert check(DECODE_MS * 0.96, DECODE_MS).message.startswith("4.602 is a little low")
     assert check(DECODE_MS * (1 + CLOSE_FACTOR * 0.02 * 1.01), DECODE_MS, rel=0.02).status == "wrong"
 
@@ -178,6 +179,8 @@ def test_a_bad_expected_figure_raises_naming_it(expected, error):
 def test_bad_tolerance_label_or_choices_raise():
     with pytest.raises(ValueError, match="rel"):
         check(1.0, 1.0, rel=-0.1)
+    with pytest.raises(TypeError, match="rel"):
+        check(1.0, 1.0, rel=[0.1])
     with pytest.raises(TypeError, match="label"):
         check(1.0, 1.0, label=3)
     with pytest.raises(ValueError, match="choices"):

@@ -86,6 +86,16 @@ def test_the_expected_figures_are_computed_not_typed():
     assert checks == 33
 
 
+def test_check_cells_assign_only_underscored_names_so_they_never_overwrite_a_students():
+    for solution in SOLUTIONS:
+        for cell in jupytext.read(solution).cells:
+            if cell.cell_type == "code" and "check(answer, " in cell.source:
+                tree = ast.parse(cell.source)
+                assigned = [target.id for node in tree.body if isinstance(node, ast.Assign)
+                            for target in node.targets if isinstance(target, ast.Name)]
+                assert all(name.startswith("_") for name in assigned), f"{solution.name}: {assigned}"
+
+
 def test_the_stub_keeps_the_indentation_and_the_rest_byte_for_byte():
     solution = "```{code-cell} ipython3\nx = 1\r\n    ### BEGIN SOLUTION\r\n    answer = 2\r\n    ### END SOLUTION\r\ny = 3\n```\n"
     assert exercise_text(solution) == "```{code-cell} ipython3\nx = 1\r\n    " + STUB + "\r\ny = 3\n```\n"

@@ -32,7 +32,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from . import _check
+from . import _check, units
 
 RECORD_MIME = "application/vnd.servingmath.check+json"
 STATUSES = ("right", "close", "slip", "wrong", "unanswered")
@@ -145,6 +145,8 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     label = _text("label", label)
     units = _text("units", units)
     rel = _check.number("rel", rel, minimum=0, maximum=1)
+    if not isinstance(rel, float):
+        raise TypeError(f"rel must be one number, got {rel!r}")
     if isinstance(expected, np.ndarray) and expected.ndim == 0:
         expected = expected.item()
     if isinstance(expected, str):
@@ -188,8 +190,8 @@ def _check_number(answer, expected, rel, label, units):
     if _close(value, expected, rel):
         direction = "high" if value > expected else "low"
         if rel > 0:
-            message = (f"{shown} is a little {direction}: within {CLOSE_FACTOR * rel:.0%} of the answer but not "
-                       f"within {rel:.0%}. Did you round a figure early, or use another GPU figure?")
+            message = (f"{shown} is a little {direction}: within {_percent(CLOSE_FACTOR * rel)} of the answer but "
+                       f"not within {_percent(rel)}. Did you round a figure early, or use another GPU figure?")
         else:
             message = f"{shown} is a little {direction}: the answer is a whole number; round with care."
         return result("close", message, value)
@@ -280,6 +282,10 @@ def _show(value, units):
     else:
         text = f"{value:.4g}"
     return f"{text} {units}" if units else text
+
+
+def _percent(fraction):
+    return units.percent(fraction, 0 if fraction * 100 == round(fraction * 100) else 1)
 
 
 # -- words ---------------------------------------------------------------------------
