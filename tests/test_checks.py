@@ -132,6 +132,12 @@ def test_an_ambiguous_word_says_which_answers_it_fits():
     assert "fits more than one answer (h100-sxm, h100-pcie)" in message
 
 
+def test_a_zero_dimensional_array_counts_as_what_it_holds():
+    assert check(np.array("Memory"), "memory", choices=("memory", "compute")).status == "right"
+    assert check(np.array(None, dtype=object), 4.79).status == "unanswered"
+    assert check(np.array(4.79), np.array(4.79)).status == "right"
+
+
 def test_without_choices_a_word_must_match_whole():
     assert check("memory", "memory").status == "right"
     assert check("mem", "memory").status == "wrong"

@@ -32,7 +32,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from . import _check, units
+from . import _check
+from .units import percent
 
 RECORD_MIME = "application/vnd.servingmath.check+json"
 STATUSES = ("right", "close", "slip", "wrong", "unanswered")
@@ -147,8 +148,7 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     rel = _check.number("rel", rel, minimum=0, maximum=1)
     if not isinstance(rel, float):
         raise TypeError(f"rel must be one number, got {rel!r}")
-    if isinstance(expected, np.ndarray) and expected.ndim == 0:
-        expected = expected.item()
+    answer, expected = _unwrapped(answer), _unwrapped(expected)
     if isinstance(expected, str):
         options = _options(expected, choices)
         return _check_word(answer, str(expected), options, label, rel, units)
@@ -202,8 +202,6 @@ def _as_number(answer):
     """(value, None) for an answer that is one real number, or (None, what is wrong with it)."""
     if isinstance(answer, (bool, np.bool_)):
         return None, f"{answer} is a yes or no; the answer is a number."
-    if isinstance(answer, np.ndarray) and answer.ndim == 0:
-        answer = answer.item()
     if isinstance(answer, (str, np.str_)):
         return _number_from_text(str(answer))
     if isinstance(answer, (bytes, bytearray)):
@@ -285,7 +283,7 @@ def _show(value, units):
 
 
 def _percent(fraction):
-    return units.percent(fraction, 0 if fraction * 100 == round(fraction * 100) else 1)
+    return percent(fraction, 0 if fraction * 100 == round(fraction * 100) else 1)
 
 
 # -- words ---------------------------------------------------------------------------
@@ -367,6 +365,16 @@ def _matching(text, options, partial):
 
 
 # -- shared --------------------------------------------------------------------------
+def _unwrapped(value):
+    """A 0-dimensional numpy array as the value it holds (what ``np.sum`` and friends return)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        try:
+            return value.item()
+        except Exception:  # an exotic dtype: leave it to be told it is no number
+            return value
+    return value
+
+
 def _text(name, value):
     if not isinstance(value, str):
         raise TypeError(f"{name} must be text, got {value!r}")
