@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 READY  := $(VENV)/.ready
 
-.PHONY: book test unit notebooks-check book-check browser-check bench exercises notebooks pins clean
+.PHONY: book test unit notebooks-check book-check browser-check bench exercises grade notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -50,6 +50,15 @@ notebooks: $(READY)
 
 bench: $(READY)
 	$(BIN)/python scripts/bench.py
+
+# The students' notebooks in exercises/, made from solutions/ (edit those, then run this).
+exercises: $(READY)
+	$(BIN)/python scripts/make_exercises.py
+
+# Grade a folder of submitted notebooks: make grade SUBMISSIONS=folder [GRADES=grades.csv]
+grade: $(READY)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv]" >&2; exit 2; }
+	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --out "$(or $(GRADES),grades.csv)"
 
 pins:
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in

@@ -1,0 +1,116 @@
+"""exercises/ is made from solutions/ by `make exercises`: up to date, and with no solution left in it."""
+import ast
+import re
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import make_exercises  # noqa: E402  (a script, not a package)
+from make_exercises import BEGIN, END, STUB, exercise_text  # noqa: E402
+
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
+NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4", "plate-xxiii-1"]
+
+
+def solution_blocks(text):
+    """The lines inside each BEGIN/END SOLUTION block of a solution notebook."""
+    return re.findall(rf"^[ \t]*{re.escape(BEGIN)}\n(.*?)^[ \t]*{re.escape(END)}$", text, flags=re.M | re.S)
+
+
+def test_a_solution_notebook_for_each_lesson_part_and_the_plate():
+    assert [path.stem for path in SOLUTIONS] == NAMES
+
+
+def test_exercises_are_up_to_date_byte_for_byte():
+    made = make_exercises.expected_exercises()
+    different, orphans = make_exercises.stale(made)
+    assert not different and not orphans, "run `make exercises`"
+    assert sorted(path.name for path in (ROOT / "exercises").glob("*.md")) == [f"{name}.md" for name in NAMES]
+    for path, content in made.items():
+        assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda path: path.stem)
+def test_no_solution_survives_in_the_exercise(solution):
+    text = solution.read_text(encoding="utf-8")
+    exercise = (ROOT / "exercises" / solution.name).read_text(encoding="utf-8")
+    assert "BEGIN SOLUTION" not in exercise and "END SOLUTION" not in exercise
+    exercise_lines = {line.strip() for line in exercise.splitlines()}
+    blocks = solution_blocks(text)
+    for block in blocks:
+        for line in block.splitlines():
+            if line.strip():
+                assert line.strip() not in exercise_lines, f"a solution line leaks into the exercise: {line!r}"
+    assert exercise.count(STUB) == len(blocks) == text.count(BEGIN)
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda path: path.stem)
+def test_each_problem_has_a_question_an_answer_cell_and_a_check(solution):
+    notebook = jupytext.read(solution)
+    cells = notebook.cells
+    answer_cells = [i for i, cell in enumerate(cells) if cell.cell_type == "code" and BEGIN in cell.source]
+    assert len(answer_cells) >= 5  # the part's Your turn and at least four more
+    labels = []
+    for i in answer_cells:
+        question, check_cell = cells[i - 1], cells[i + 1]
+        assert question.cell_type == "markdown" and question.source.startswith("## Problem ")
+        assert re.search(r"answer = ", cells[i].source)
+        assert check_cell.cell_type == "code" and "check(answer, " in check_cell.source
+        assert check_cell.metadata["jupyter"]["source_hidden"] is True
+        labels.append(re.search(r'label="([^"]+)"', check_cell.source).group(1))
+        assert question.source.startswith(f"## Problem {labels[-1]} ")
+    assert len(set(labels)) == len(labels)
+    if solution.stem.startswith("lesson-"):  # the plate has no Your turn; it opens with its workshop's numbers
+        assert "Your turn" in cells[answer_cells[0] - 1].source
+
+
+def test_the_expected_figures_are_computed_not_typed():
+    # Each check compares with an expression the package computes, never a number or word typed in.
+    checks = 0
+    for solution in SOLUTIONS:
+        for cell in jupytext.read(solution).cells:
+            if cell.cell_type != "code" or "check(answer, " not in cell.source:
+                continue
+            calls = [node for node in ast.walk(ast.parse(cell.source))
+                     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check"]
+            expected = calls[0].args[1]
+            if isinstance(expected, ast.UnaryOp):
+                expected = expected.operand
+            assert not isinstance(expected, ast.Constant), f"{solution.name}: {ast.unparse(calls[0])}"
+            checks += 1
+    assert checks == 33
+
+
+def test_check_cells_assign_only_underscored_names_so_they_never_overwrite_a_students():
+    for solution in SOLUTIONS:
+        for cell in jupytext.read(solution).cells:
+            if cell.cell_type == "code" and "check(answer, " in cell.source:
+                tree = ast.parse(cell.source)
+                assigned = [target.id for node in tree.body if isinstance(node, ast.Assign)
+                            for target in node.targets if isinstance(target, ast.Name)]
+                assert all(name.startswith("_") for name in assigned), f"{solution.name}: {assigned}"
+
+
+def test_the_stub_keeps_the_indentation_and_the_rest_byte_for_byte():
+    solution = "```{code-cell} ipython3\nx = 1\r\n    ### BEGIN SOLUTION\r\n    answer = 2\r\n    ### END SOLUTION\r\ny = 3\n```\n"
+    assert exercise_text(solution) == "```{code-cell} ipython3\nx = 1\r\n    " + STUB + "\r\ny = 3\n```\n"
+
+
+@pytest.mark.parametrize("solution, says", [
+    ("```{code-cell} ipython3\n### BEGIN SOLUTION\nanswer = 1\n```\n", "cell ends inside"),
+    ("```{code-cell} ipython3\n### BEGIN SOLUTION\nanswer = 1\n", "never ends"),
+    ("```{code-cell} ipython3\n### BEGIN SOLUTION\n### BEGIN SOLUTION\n", "starts inside"),
+    ("```{code-cell} ipython3\n### END SOLUTION\n```\n", "without a"),
+    ("```{code-cell} ipython3\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n```\n", "never assigns `answer`"),
+    ("### BEGIN SOLUTION\nanswer = 1\n### END SOLUTION\n", "inside a code cell"),
+    ("```{code-cell} ipython3\n## BEGIN SOLUTIONS\nanswer = 1\n```\n", "line of its own"),
+])
+def test_a_malformed_solution_block_is_refused_with_its_line(solution, says):
+    with pytest.raises(ValueError, match=says) as raised:
+        exercise_text(solution, "solutions/x.md")
+    assert str(raised.value).startswith("solutions/x.md:")
