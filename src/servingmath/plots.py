@@ -7,6 +7,12 @@ widget can redraw into the same figure, and returns the figure.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
+
+from . import units
+from .hardware import T
+from .roofline import attainable_flops, ridge_point
+from .serving import TOKENS_PER_DECODE_PASS
 
 # One palette for the whole course, so prefill and decode look the same on every page.
 PREFILL = "#1f77b4"
@@ -27,8 +33,6 @@ def new_axes(ax=None, size=(7.0, 3.6)):
 
 
 # --- Lesson 1, part 1: the passes of a request ---------------------------------------
-from . import units  # noqa: E402  (each section keeps its imports with it)
-from .serving import TOKENS_PER_DECODE_PASS  # noqa: E402
 
 # Widths are slots on the page, not to scale: a prefill pass would otherwise be
 # thousands of times wider than a decode pass, and a long reply a grey smear.
@@ -100,10 +104,7 @@ def request_timeline(counted, ax=None):
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
-import numpy as np  # noqa: E402
 
-from .hardware import T  # noqa: E402
-from .roofline import attainable_flops, ridge_point  # noqa: E402
 
 # From one token in 16-bit weights (about 1 FLOP a byte) to 100,000 tokens in 4-bit (400,000).
 INTENSITY_RANGE = (0.3, 2e6)
@@ -166,7 +167,6 @@ def request_time_split(request, ax=None):
 
     ``request`` is a ``servingmath.serving.Request``.
     """
-    from . import units
 
     figure, ax = new_axes(ax)
     ax.barh([0], [request.ttft], height=0.5, color=PREFILL, gid="prefill",
@@ -194,10 +194,16 @@ def request_time_split(request, ax=None):
 
 
 def _fresh_twin(ax):
-    """A right-hand axis over ``ax``'s x axis, replacing any left from an earlier drawing."""
+    """A right-hand axis over ``ax``'s x axis: the one an earlier drawing made, cleared, or a new one.
+
+    Reusing it keeps its place on the figure when an explorer has frozen the layout.
+    """
     for other in ax.figure.axes:
         if other is not ax and other.get_shared_x_axes().joined(ax, other):
-            other.remove()
+            other.clear()
+            other.yaxis.tick_right()
+            other.yaxis.set_label_position("right")
+            return other
     return ax.twinx()
 
 
@@ -208,7 +214,6 @@ def batching_sweep(sweep, chosen, compute_bound_batch=None, ax=None):
     over an array of batch sizes; ``compute_bound_batch`` is where a decode step turns
     compute-bound (None if it never does).
     """
-    from . import units
 
     figure, ax = new_axes(ax)
     speed_axis = _fresh_twin(ax)
@@ -251,7 +256,6 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None, ax=None):
     shading shows which limit sets ``curve``'s time; the dotted line is the GPU's ridge
     point (a pass's FLOP per byte is about its tokens).
     """
-    from . import units
 
     figure, ax = new_axes(ax)
     first, last = curve.tokens.min(), curve.tokens.max()
@@ -296,7 +300,6 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None, ax=None):
     ax.set_title(f"{curve.model.name} on {curve.gpu.name}", fontsize=10)
     ax.legend(loc="lower left", fontsize=8, frameon=False)
     return figure
-
 
 
 # --- Lab: measured against predicted ---------------------------------------------------
