@@ -1,6 +1,7 @@
 """Speed figures, measured and printed (not asserted): run with `make bench`.
 
 - a 100,000-point sweep of pass time through the package (target under 20 ms);
+- each explorer: the readouts after a control moves (target under 50 ms), and the figure's redraw;
 - the three charts the website moves without a kernel, built from scratch;
 - a clean build of the whole book into a fresh folder, then the same build again after
   one page is touched (what an author waits for after saving a chapter). The book's
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import servingmath as sm
-from servingmath import lab, webcharts
+from servingmath import lab, webcharts, widgets
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -79,9 +80,19 @@ def decode_bandwidth_fraction(rounds=3, threads=1):
     return statistics.median(fractions)
 
 
+def explorer_timings():
+    """For each explorer: the readouts after a value change, and the figure redrawn after it."""
+    for make in (widgets.passes_explorer, widgets.intensity_explorer, widgets.request_explorer,
+                 widgets.batching_explorer, widgets.workshop_explorer):
+        explorer = make()
+        yield make.__name__, median_seconds(explorer.update_readouts, 9), median_seconds(explorer.redraw, 5)
+
+
 def main():
     assert sweep().shape == (100_000,)
     print(f"sweep of pass time, 100,000 points: {median_seconds(sweep) * 1e3:.2f} ms (target < 20 ms)")
+    for name, readouts, figure in explorer_timings():
+        print(f"{name}: readouts {readouts * 1e3:.1f} ms after a change (target < 50 ms), figure {figure * 1e3:.0f} ms")
     print(f"the three website charts: {median_seconds(charts, repeats=5) * 1e3:.0f} ms")
     with tempfile.TemporaryDirectory() as out:
         print(f"clean book build ({len(toc_files())} pages): {build_seconds(out):.1f} s")

@@ -25,7 +25,7 @@ from .hardware import GPU, H100_SXM
 from .models import LLAMA_3_8B, Model
 from .plots import COMPUTE, DECODE, MEMORY, NEUTRAL, PREFILL
 from .roofline import LESSON, PLATE, Assumptions
-from .serving import batching, decode_step, prefill, request
+from .serving import batching, compute_bound_batch, decode_step, prefill, request
 
 WIDTH = 640
 LEFT, RIGHT, TOP, BOTTOM = 78, 20, 14, 40
@@ -328,7 +328,7 @@ def request_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, reply_tokens: 
 
 
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
-def batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, price_per_hour: float = 3.0,
+def batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, price_per_hour: float | None = None,
                    max_users: int = 1024, default_users: int = 32, assumptions: Assumptions = LESSON) -> Chart:
     """Cost of a million tokens and each user's tokens a second, against users per pass.
 
@@ -339,13 +339,11 @@ def batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, price_per_hou
     _check.instance("model", model, Model)
     users = slider_steps(1, max_users, 6, default_users)
     shared = batching(model, gpu, users, price_per_hour=price_per_hour, assumptions=assumptions)
+    price_per_hour = shared.price_per_hour  # the GPU's own rental price unless one was given
     per_hour, cost, each_rate = (_along(value, users) for value in (
         shared.tokens_per_hour, shared.cost_per_million_tokens, shared.tokens_per_second_per_user))
     bounds = np.broadcast_to(shared.decode.bound, users.shape)
-    # Every whole batch size, to find the first one that is compute-bound.
-    every_batch = np.arange(1, max_users + 1)
-    every_bound = np.asarray(batching(model, gpu, every_batch, price_per_hour=price_per_hour,
-                                      assumptions=assumptions).decode.bound)
+    first_compute_bound = compute_bound_batch(model, gpu, assumptions=assumptions)
 
     cost_low = 10 ** math.floor(math.log10(cost.min()))
     cost_high = 10 ** math.ceil(math.log10(cost.max()))
@@ -359,8 +357,8 @@ def batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, price_per_hou
     cost_panel.y_ticks = [(c, units.dollars(c, _figures(c, 1))) for c in _log_ticks(cost_low, cost_high)]
     rate_panel.y_ticks = [(r, units.number(r)) for r in rate_ticks]
     drawing = [cost_panel.line(users, cost, PREFILL), rate_panel.line(users, each_rate, MEMORY)]
-    if (every_bound == "compute").any():
-        first = every_batch[np.argmax(every_bound == "compute")]
+    if first_compute_bound is not None and first_compute_bound <= max_users:
+        first = first_compute_bound
         # Named at the top of the cost panel and the foot of the rate panel, clear of both curves.
         for panel, low in ((cost_panel, False), (rate_panel, True)):
             drawing += panel.boundary(first, f"compute-bound from {_counted(first, 'user', 'users')}", low)
