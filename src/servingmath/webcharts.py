@@ -25,7 +25,7 @@ from .hardware import GPU, H100_SXM
 from .models import LLAMA_3_8B, Model
 from .plots import COMPUTE, DECODE, MEMORY, NEUTRAL, PREFILL
 from .roofline import LESSON, PLATE, Assumptions
-from .serving import batching, compute_bound_batch, decode_step, prefill, request
+from .serving import batching, compute_bound_batch, decode_step, prefill, request, time_per_token_curve
 
 WIDTH = 640
 LEFT, RIGHT, TOP, BOTTOM = 78, 20, 14, 40
@@ -275,8 +275,9 @@ def workshop_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, assumptions: 
                panel.label(max_tokens, decode.time * 1.25,
                            f"decode over a {units.number(decode_cache)}-token cache: {_ms(decode.time)} a token",
                            DECODE, anchor="end")]
-    if (bounds == "compute").any():
-        first = tokens[np.argmax(bounds == "compute")]
+    # The exact crossing, over every whole token count, not just the slider's stops.
+    first = time_per_token_curve(model, gpu, range(1, max_tokens + 1), assumptions).arithmetic_from
+    if first is not None:
         drawing += panel.boundary(first, f"compute-bound from {_counted(first, 'token', 'tokens')}", low=True)
 
     values = [_counted(t, "token", "tokens") for t in tokens]
