@@ -5,7 +5,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 READY  := $(VENV)/.ready
 
-.PHONY: book test unit notebooks-check book-check browser-check bench exercises grade notebooks pins clean
+# JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
+LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
+
+.PHONY: lab book test unit notebooks-check book-check browser-check bench exercises grade notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -15,6 +18,11 @@ $(READY): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	touch $@
+
+# The chapters, exercises and solutions in JupyterLab, the Markdown pages opening as notebooks.
+lab: $(READY)
+	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupytext-config set-default-viewer markdown myst >/dev/null
+	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupyter lab
 
 book: $(READY)
 	$(BIN)/jupyter-book build . -W -n --keep-going
