@@ -87,6 +87,7 @@ def run_notebook(path: Path, timeout: float) -> Run:
         except Exception as error:
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    raised = [any(output.get("output_type") == "error" for output in cell.get("outputs", [])) for cell in code_cells]
     for number, cell in enumerate(code_cells, start=1):
         for output in cell.get("outputs", []):
             # The interrupt that ends a cell past its time is already told as the timeout.
@@ -94,6 +95,11 @@ def run_notebook(path: Path, timeout: float) -> Run:
                 outcome.problems.append(f"code cell {number} raised {output.get('ename')}")
             record = output.get("data", {}).get(RECORD_MIME)
             if isinstance(record, dict) and isinstance(record.get("label"), str):
+                if number > 1 and raised[number - 2]:
+                    # The answer cell before this check failed, so `answer` may still hold the
+                    # previous problem's value: this problem counts as not answered.
+                    record = {**record, "answer": None}
+                    outcome.problems.append(f"the answer to {record['label']!r} raised before it was set")
                 outcome.records[record["label"]] = record  # a check run twice: the last one counts
     return outcome
 

@@ -43,10 +43,12 @@ def cell_index(notebook, text):
 
 
 def broken_submission():
-    """Part 1 worked, but: 1.3's cell raises, 1.4 is wrong with its check edited to agree, the kernel dies
-    before 1.6."""
+    """Part 1 worked, but: 1.2 holds 1.3's answer and 1.3's own cell raises (so `answer` still holds the
+    right figure for 1.3, left over), 1.4 is wrong with its check edited to agree, the kernel dies before 1.6."""
     notebook = jupytext.read(ROOT / "solutions" / f"{PART_1}.md")
+    check_12 = cell_index(notebook, 'label="1.2"')
     check_13 = cell_index(notebook, 'label="1.3"')
+    notebook.cells[check_12 - 1].source = notebook.cells[check_13 - 1].source
     notebook.cells[check_13 - 1].source = "answer = 1 / 0"
     check_14 = cell_index(notebook, 'label="1.4"')
     notebook.cells[check_14 - 1].source = "answer = 21"
@@ -91,13 +93,14 @@ def test_grading_a_folder_of_submissions(problems, tmp_path):
     assert (table["ada"]["score"], table["ada"]["out of"], table["ada"]["notes"]) == ("6", "13", missing)
     assert [table["bo"][label] for label in labels] == ["0"] * 6 and table["bo"]["score"] == "0"
     assert table["bo"]["notes"] == missing
-    assert [table["cy"][label] for label in labels] == ["1", "1", "0", "0", "1", "0"]
+    # 1.3's left-over answer would be right, but its own cell raised: not answered.
+    assert [table["cy"][label] for label in labels] == ["1", "0", "0", "0", "1", "0"]
     assert table["cy"]["notes"] == (f"{PART_1}: stopped: the kernel died; {PART_1}: code cell 6 raised "
-                                    f"ZeroDivisionError; {PART_1}: check cell edited for 1.4; graded against "
-                                    f"the reference; {missing}")
+                                    f"ZeroDivisionError; {PART_1}: the answer to '1.3' raised before it was set; "
+                                    f"{PART_1}: check cell edited for 1.4; graded against the reference; {missing}")
     assert [table["dee"][label] for label in labels] == ["1", "1", "0", "0", "0", "0"]
     assert table["dee"]["notes"] == f"{PART_1}: stopped: a cell ran past 5 s; {missing}"
-    assert grade.summary(rows, reference) == "grade: 4 students, 4 notebooks, mean score 2.75 of 13 (21%)"
+    assert grade.summary(rows, reference) == "grade: 4 students, 4 notebooks, mean score 2.50 of 13 (19%)"
 
 
 @pytest.mark.parametrize("path, who", [
