@@ -10,7 +10,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import servingmath as sm  # noqa: E402
-from servingmath import plots, serving, widgets  # noqa: E402
+from servingmath import plots, serving, units, widgets  # noqa: E402
 from servingmath.roofline import PLATE  # noqa: E402
 
 M = sm.LLAMA_3_8B
@@ -151,10 +151,21 @@ def test_batching_explorer_price_and_gpu_move_the_readouts():
     explorer = widgets.batching_explorer()
     explorer.set(price_per_hour=6.0)
     assert explorer.readouts["cost per million tokens"] == "$0.250"
-    explorer.set(price_per_hour=3.0, gpu="h200")
+    explorer.set(gpu="h200", price_per_hour=3.0)  # later controls win: the price stays at $3
     assert explorer.readouts["one decode step"] == "3.35 ms, memory-bound"
     assert explorer.readouts["arithmetic becomes the limit at"] == "207 users per pass"
+    assert explorer.controls["price_per_hour"].value == 3.0
     assert explorer.draws == 3
+
+
+def test_batching_explorer_takes_the_price_of_the_gpu_chosen():
+    explorer = widgets.batching_explorer()
+    explorer.controls["gpu"].value = "l4"
+    assert explorer.controls["price_per_hour"].value == sm.CATALOG["l4"].price_per_hour
+    l4 = serving.batching(M, sm.CATALOG["l4"], 32)
+    assert explorer.readouts["cost per million tokens"] == units.dollars(l4.cost_per_million_tokens, 3)
+    explorer.controls["gpu"].value = "laptop"  # owned, not rented: the price stays where it was
+    assert explorer.controls["price_per_hour"].value == sm.CATALOG["l4"].price_per_hour
 
 
 def test_batching_explorer_past_the_ridge_every_user_slows():
@@ -170,7 +181,7 @@ def test_batching_explorer_marks_the_batches_the_package_computes():
     lines = {line.get_gid(): line for line in explorer.ax.lines}
     assert lines["compute-bound-batch"].get_xdata()[0] == serving.compute_bound_batch(M, sm.CATALOG["a100-80gb"])
     assert list(lines["chosen-batch"].get_xdata()) == [64]
-    chosen = serving.batching(M, sm.CATALOG["a100-80gb"], 64, price_per_hour=3.0)
+    chosen = serving.batching(M, sm.CATALOG["a100-80gb"], 64)  # at the A100's own price
     assert lines["chosen-batch"].get_ydata()[0] == chosen.cost_per_million_tokens
     # One right-hand axis for the users' speed, however often the figure is redrawn.
     assert len(explorer.figure.axes) == 2

@@ -7,6 +7,7 @@ widget can redraw into the same figure, and returns the figure.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 import numpy as np
 
 from . import units
@@ -243,7 +244,6 @@ def batching_sweep(sweep, chosen, compute_bound_batch=None, ax=None):
 # --- Plate XXIII.1: time per token against tokens per pass ----------------------------
 def _milliseconds_axis(axis):
     """Label a log axis held in seconds as milliseconds ("0.01 ms", "1 ms")."""
-    from matplotlib.ticker import FuncFormatter
 
     axis.set_major_formatter(FuncFormatter(lambda seconds, _: f"{seconds * 1e3:g} ms"))
 

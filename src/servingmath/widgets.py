@@ -229,10 +229,11 @@ USERS_PER_PASS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 3
 
 
 def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama-3-8b"):
-    """Part 4: users per pass and the price of an hour -> tokens an hour and the cost of a million."""
-    from types import SimpleNamespace
+    """Part 4: users per pass and the price of an hour -> tokens an hour and the cost of a million.
 
-
+    Choosing a GPU sets the price to that GPU's rental price in the catalog (where it has one);
+    the slider then sets what you would pay.
+    """
     controls = {
         "batch": widgets.SelectionSlider(options=USERS_PER_PASS, value=batch, description="users per pass",
                                          style=_WIDE),
@@ -265,7 +266,15 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
     def draw(result, ax):
         return plots.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch, ax)
 
-    return Explorer(controls, compute, describe, draw, title=f"Batching {served.name}: what a million tokens cost")
+    explorer = Explorer(controls, compute, describe, draw, title=f"Batching {served.name}: what a million tokens cost")
+
+    def follow_the_gpu_price(change):
+        price = CATALOG[change["new"]].price_per_hour
+        if price is not None:
+            controls["price_per_hour"].value = price
+
+    controls["gpu"].observe(follow_the_gpu_price, names="value")
+    return explorer
 
 
 # --- Lesson 1, wrap-up: the quiz --------------------------------------------------------
