@@ -180,7 +180,8 @@ def catalog_rows():
 
 
 def catalog_markdown() -> str:
-    """The catalog as a Markdown table, figures rounded as the prose shows them."""
+    """The catalog as a Markdown table, figures rounded as the prose shows them, then each
+    machine's sources as a numbered list (the table's last column points into it)."""
     from . import units
 
     def cell(value, show):
@@ -188,11 +189,13 @@ def catalog_markdown() -> str:
 
     lines = [
         "| GPU | dense 16-bit | bandwidth | memory | ridge (FLOP/byte) | rent an hour | source |",
-        "|---|--:|--:|--:|--:|--:|---|",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
-    for row, entry in zip(catalog_rows(), _ENTRIES):
+    sources = []
+    for number, (row, entry) in enumerate(zip(catalog_rows(), _ENTRIES), start=1):
         lines.append(
             f"| {row['GPU']} | {units.tflops(entry.peak_flops)} | {units.tb_per_s(entry.memory_bandwidth)} "
             f"| {units.gb(entry.memory_bytes, 0)} | {units.number(row['ridge FLOP/byte'])} "
-            f"| {cell(entry.price_per_hour, units.dollars)} | {row['source']} |")
-    return "\n".join(lines)
+            f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
+        sources.append(f"{number}. {entry.name}: {row['source']}; price: {entry.price_source}.")
+    return "\n".join(lines) + "\n\nSources:\n\n" + "\n".join(sources)
