@@ -101,7 +101,8 @@ class Fit:
         if np.ndim(self.needed_bytes) or np.ndim(self.usable_bytes):
             fits = np.asarray(self.fits)
             return (f"{self.model.name} on {self.gpu.name}: {int(fits.sum())} of {fits.size} settings fit "
-                    f"(the GPU's {self.gpu.listed_memory} less a {units.percent(np.max(self.reserve))} reserve)")
+                    f"(weights {units.gb(self.weight_bytes)} and up to {units.gb(np.max(self.cache_bytes))} of KV cache, "
+                    f"against {units.gb(np.min(self.usable_bytes))} usable)")
         verdict = "fits" if self.fits else "does not fit"
         return (f"{self.model.name} {verdict} on one {self.gpu.name}: weights {units.gb(self.weight_bytes)} "
                 f"+ KV cache {units.gb(self.cache_bytes)} = {units.gb(self.needed_bytes)}, "
@@ -109,8 +110,23 @@ class Fit:
                 f"({self.gpu.listed_memory[:-3]} GiB; "
                 f"{units.percent(self.reserve)} held back for activations and the runtime)")
 
+    @property
+    def summary(self) -> str:
+        """The verdict in a few words, for an explorer's readout."""
+        if np.ndim(self.needed_bytes) or np.ndim(self.usable_bytes):
+            return self.message
+        verdict = "fits" if self.fits else "does not fit"
+        return (f"{verdict}: weights {units.gb(self.weight_bytes)} + KV cache {units.gb(self.cache_bytes)} "
+                f"against {units.gb(self.usable_bytes)} usable")
+
     def __bool__(self):
         return bool(np.all(self.fits))
+
+    def require(self) -> "Fit":
+        """Return this fit if everything fits; otherwise refuse with a ValueError giving ``message``."""
+        if not np.all(self.fits):
+            raise ValueError(self.message)
+        return self
 
 
 def fit(model: Model, gpu: GPU, context_tokens=0, batch=1, weight_bits=16, kv_bits=16, reserve=RESERVE) -> Fit:
