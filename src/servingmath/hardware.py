@@ -243,4 +243,6 @@ def catalog_markdown() -> str:
             f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
                        f"price: {entry.price_source}.")
-    return "\n".join(lines) + "\n\nSources:\n\n" + "\n".join(sources)
+    note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "
+            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere.")
+    return "\n".join(lines) + "\n\n" + note + "\n\nSources:\n\n" + "\n".join(sources)
