@@ -238,10 +238,9 @@ class Model:
         A dense model reads all of them; a mixture of experts reads the experts the tokens
         are expected to route to (``experts_touched``).
         """
-        touched = self.experts_touched(tokens)
         if not self.mixture_of_experts:
-            return self.parameters + 0 * touched
-        return self._parameters_with(touched)
+            return self.parameters + 0 * _check.count("tokens", tokens)
+        return self._parameters_with(self.experts_touched(tokens))
 
     # -- the KV cache ------------------------------------------------------------------
     @property
