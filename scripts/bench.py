@@ -9,6 +9,8 @@
   only the touched page again, so only that page runs.
 - the lab: a decode step's achieved bandwidth as a fraction of the measured bandwidth
   (target at least 0.5).
+- the words of prose a reader sees on each built page, counted by `../shared/tools/prose-words`,
+  against the page's budget (skipped, and said so, where the tool is missing).
 """
 from __future__ import annotations
 
@@ -80,6 +82,36 @@ def decode_bandwidth_fraction(rounds=3, threads=1):
     return statistics.median(fractions)
 
 
+PROSE_WORDS = ROOT.parent / "shared" / "tools" / "prose-words"
+# Words of prose a reader may meet on a page, at most.
+PROSE_BUDGETS = {"index": 600, "chapters/lesson-1/wrap-up": 1800, "chapters/plates/": 1400, "chapters/lab/": 1800,
+                 "chapters/lesson-1/part-": 1000}
+
+
+def prose_budget(page: str):
+    """The budget of a page named as in `_toc.yml` (None for pages without one)."""
+    return next((words for prefix, words in PROSE_BUDGETS.items()
+                 if page == prefix or (prefix.endswith(("/", "-")) and page.startswith(prefix))), None)
+
+
+def prose_word_counts(html_dir: Path):
+    """(page, words, budget) for every page of the table of contents, from the built HTML."""
+    pages = [(name, Path(html_dir) / f"{name}.html") for name in toc_files()]
+    found = subprocess.run([sys.executable, str(PROSE_WORDS), *(str(path) for _, path in pages if path.is_file())],
+                           check=True, capture_output=True, text=True).stdout.split("\n")
+    words = {Path(path).resolve(): int(count) for count, path in (line.split(" ", 1) for line in found if line)}
+    return [(name, words[path.resolve()], prose_budget(name)) for name, path in pages if path.resolve() in words]
+
+
+def print_prose_words(html_dir: Path):
+    if not PROSE_WORDS.is_file():
+        print(f"words of prose: skipped, {PROSE_WORDS} not found")
+        return
+    for page, words, budget in prose_word_counts(html_dir):
+        limit = "no budget" if budget is None else f"budget {budget:,}" + (" OVER" if words > budget else "")
+        print(f"words of prose, {page}: {words:,} ({limit})")
+
+
 def explorer_timings():
     """For each explorer: the readouts after a value change, and the figure redrawn after it."""
     for make in (widgets.passes_explorer, widgets.intensity_explorer, widgets.request_explorer,
@@ -99,6 +131,7 @@ def main():
         page = page_to_touch()
         os.utime(page)
         print(f"the book again after touching {page.relative_to(ROOT)}: {build_seconds(out):.1f} s")
+        print_prose_words(Path(out) / "_build" / "html")
     fraction = decode_bandwidth_fraction()
     print(f"lab decode step, achieved bandwidth / measured bandwidth: {fraction:.2f} (target at least 0.5)")
 

@@ -238,7 +238,7 @@ def catalog_markdown() -> str:
     sources = []
     for number, (row, entry) in enumerate(zip(catalog_rows(), _ENTRIES), start=1):
         lines.append(
-            f"| {row['GPU']} | {units.tflops(entry.peak_flops)} | {units.tb_per_s(entry.memory_bandwidth)} "
+            f"| {row['GPU']} | {units.tflops(entry.peak_flops, 1 if entry.peak_flops < 10e12 else 0)} | {units.tb_per_s(entry.memory_bandwidth)} "
             f"| {entry.listed_memory} | {units.number(row['ridge FLOP/byte'])} "
             f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "

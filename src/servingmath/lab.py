@@ -636,7 +636,7 @@ def mode_settings(mode) -> Settings:
     figures; full uses every core this process may use.
     """
     if mode == "quick":
-        return Settings("quick", "asked for", weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(8)),
+        return Settings("quick", "asked for", weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(11)),
                         cached_tokens=128, decode_steps=7, repeats=3, measure_repeats=9, enough=0.5,
                         read_bytes=256e6, matmul_size=1024, progress=False, threads=1)
     if mode == "full":

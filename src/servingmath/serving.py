@@ -388,3 +388,120 @@ def compute_bound_batch(model: Model, gpu: GPU, cached_tokens=0, weight_bits=16,
         else:
             memory_bound_at = middle
     return compute_bound_at
+
+
+# -- Lesson 1's fine print: what a prompt costs a server, and what the decode floor assumes --------
+
+
+@dataclass(frozen=True)
+class SharedDecode:
+    """``users`` requests served together: each prompt prefilled in a pass of its own, then
+    every later reply token made in decode steps that all the users share.
+
+    Times and the price are best cases under the assumptions the steps were timed with.
+    """
+
+    users: int
+    reply_tokens: object
+    prefill: Step
+    decode: Step
+    price_per_hour: float
+
+    @property
+    def prefill_time(self):
+        """GPU time the users' prefills take, one after another."""
+        return self.users * self.prefill.time
+
+    @property
+    def decode_time(self):
+        """GPU time of the shared decode steps: one for each reply token after the first."""
+        return (self.reply_tokens - 1) * self.decode.time
+
+    @property
+    def gpu_time(self):
+        return self.prefill_time + self.decode_time
+
+    @property
+    def reply_tokens_made(self):
+        return self.users * self.reply_tokens
+
+    @property
+    def cost_per_million_reply_tokens(self):
+        """Dollars a million reply tokens cost once the GPU time spent on the prompts is paid for too."""
+        return cost_per_million_tokens(self.price_per_hour,
+                                       self.reply_tokens_made * SECONDS_PER_HOUR / self.gpu_time)
+
+    @property
+    def decode_only_cost_per_million(self):
+        """The same, counting the decode steps alone (lesson 1, part 4's figure)."""
+        return cost_per_million_tokens(self.price_per_hour, tokens_per_hour(self.users, self.decode.time))
+
+
+def shared_decode(model: Model, gpu: GPU, users, prompt_tokens, reply_tokens, price_per_hour=None,
+                  weight_bits=16, kv_bits=16, assumptions: Assumptions = LESSON) -> SharedDecode:
+    """Serve ``users`` requests of the same lengths together: their prefills, then shared decode steps.
+
+    The decode step is timed at the mean cache length, as ``request`` does.
+    """
+    users = _check.count("users", users, minimum=1)
+    prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
+    for name, value in (("users", users), ("prompt_tokens", prompt_tokens), ("reply_tokens", reply_tokens)):
+        if np.ndim(value) != 0:
+            raise TypeError(f"{name} must be a single number, got {value!r}")
+    users, prompt_tokens, reply_tokens = int(users), int(prompt_tokens), int(reply_tokens)
+    timed = batching(model, gpu, users, prompt_tokens + reply_tokens // 2, price_per_hour, weight_bits, kv_bits,
+                     assumptions)
+    return SharedDecode(users, reply_tokens, prefill(model, gpu, prompt_tokens, 1, weight_bits, kv_bits, assumptions),
+                        timed.decode, timed.price_per_hour)
+
+
+def weight_bytes_read_per_token(model: Model, weight_bits=16):
+    """Bytes of weights one user's decode step must read, strictly.
+
+    Every weight is read, except the input embedding table: a token looks up only its own
+    row of it. Where the table is tied to the output layer it is read whole there anyway.
+    """
+    _check.instance("model", model, Model)
+    weight_bits = _check.positive("weight_bits", weight_bits)
+    looked_up = 0 if model.tied_embeddings else model.vocab * model.hidden - model.hidden
+    return (model.parameters - looked_up) * weight_bits / 8
+
+
+def strict_decode_floor(model: Model, gpu: GPU, weight_bits=16):
+    """The least time one user's decode step can take at one token a pass: the weights it
+    must read (``weight_bytes_read_per_token``) at the GPU's full memory bandwidth."""
+    _check.instance("gpu", gpu, GPU)
+    return weight_bytes_read_per_token(model, weight_bits) / gpu.memory_bandwidth
+
+
+# Lesson 1's peaks, with each user's cache read and attention over it counted (part 4's caveat).
+LESSON_WITH_CACHE = Assumptions(attention="causal", kv_cache=True,
+                                label="lesson: 100 % of peak, no overhead, the cache read and attention counted")
+
+
+def memory_bound_from_cache(model: Model, gpu: GPU, weight_bits=16, kv_bits=16,
+                            assumptions: Assumptions = LESSON_WITH_CACHE, longest=2**20):
+    """The fewest cached tokens per user at which no batch turns a decode step compute-bound.
+
+    Each user's cache brings bytes of its own, so a long enough cache keeps a step
+    memory-bound however many users share it. Returns None when even ``longest`` cached
+    tokens leave some batch compute-bound (as when the cache is not counted at all).
+    """
+    longest = int(_check.count("longest", longest, minimum=1))
+
+    def turns(cached):
+        return compute_bound_batch(model, gpu, cached, weight_bits, kv_bits, assumptions) is not None
+
+    if turns(longest):
+        return None
+    if not turns(0):
+        return 0
+    turning, never = 0, longest
+    while never - turning > 1:
+        middle = (turning + never) // 2
+        if turns(middle):
+            turning = middle
+        else:
+            never = middle
+    return never

@@ -1,0 +1,284 @@
+"""The claims lesson 1, the plate, the lab and the front page make in words, held by the package.
+
+Each test here pins a sentence a reader meets: what the price does past the ridge, when
+decode stays memory-bound, what a prompt costs a server, what the decode floor assumes,
+and how the pages are written (objectives once, titled exercises, no promise left unkept).
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import servingmath as sm
+from servingmath import units
+from servingmath.serving import (LESSON_WITH_CACHE, compute_bound_batch, memory_bound_from_cache, shared_decode,
+                                 strict_decode_floor, weight_bytes_read_per_token)
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL, H100 = sm.LLAMA_3_8B, sm.H100_SXM
+LESSON_PAGES = sorted((ROOT / "chapters" / "lesson-1").glob("*.md"))
+PARTS = sorted((ROOT / "chapters" / "lesson-1").glob("part-*.md"))
+PLATE = ROOT / "chapters" / "plates" / "xxiii-1-prefill-and-decode.md"
+LAB = ROOT / "chapters" / "lab" / "measure-your-machine.md"
+WRAP_UP = ROOT / "chapters" / "lesson-1" / "wrap-up.md"
+EDITED = [ROOT / "index.md", *LESSON_PAGES, PLATE, LAB, ROOT / "chapters" / "glossary.md"]
+
+
+def prose(path):
+    """A page's Markdown outside its code cells, its lines run together."""
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return re.sub(r"[ \t]*\n[ \t]*(?!\n)", " ", text)
+
+
+# -- Part 4: the price past the ridge, and the ridge with a cache -------------------------------
+
+
+def test_the_price_of_a_million_tokens_flattens_once_a_step_is_compute_bound():
+    turning = compute_bound_batch(MODEL, H100)
+    at_turn, crowded = (sm.batching(MODEL, H100, users) for users in (turning, 1024))
+    assert turning == 296 and at_turn.decode.bound == crowded.decode.bound == "compute"
+    assert math.isclose(at_turn.cost_per_million_tokens, crowded.cost_per_million_tokens, rel_tol=1e-12)
+    assert units.dollars(at_turn.cost_per_million_tokens, 4) == units.dollars(crowded.cost_per_million_tokens, 4) \
+        == "$0.0135"
+    # Below the ridge it still falls in proportion to the users.
+    one, many = sm.batching(MODEL, H100, 1), sm.batching(MODEL, H100, turning - 1)
+    assert math.isclose(one.cost_per_million_tokens / many.cost_per_million_tokens, turning - 1)
+
+
+def test_with_each_users_cache_read_decode_turns_later_and_then_never():
+    assert compute_bound_batch(MODEL, H100, 100, assumptions=LESSON_WITH_CACHE) == 389
+    assert memory_bound_from_cache(MODEL, H100) == 420
+    assert compute_bound_batch(MODEL, H100, 419, assumptions=LESSON_WITH_CACHE) is not None
+    for cached in (420, 500, 4000):
+        assert compute_bound_batch(MODEL, H100, cached, assumptions=LESSON_WITH_CACHE) is None
+    # Counting the weights alone, no cache ever keeps a batch memory-bound.
+    assert memory_bound_from_cache(MODEL, H100, assumptions=sm.LESSON) is None
+
+
+def test_memory_bound_from_cache_refuses_bad_input_by_name():
+    with pytest.raises(ValueError, match="longest"):
+        memory_bound_from_cache(MODEL, H100, longest=-1)
+
+
+# -- Part 4: what a prompt costs a server -------------------------------------------------------
+
+
+def test_thirty_two_prefills_cost_more_gpu_time_than_the_decode_they_share():
+    workload = shared_decode(MODEL, H100, 32, 3000, 250)
+    assert workload.prefill_time > workload.decode_time
+    assert units.seconds(workload.prefill_time) == "1.56 s" and units.seconds(workload.decode_time) == "1.19 s"
+    assert math.isclose(workload.prefill_time, 32 * sm.prefill(MODEL, H100, 3000).time)
+    assert math.isclose(workload.decode_time, 249 * sm.batching(MODEL, H100, 32).step_time)
+
+
+def test_counting_the_prompts_a_million_reply_tokens_cost_more_than_decode_alone():
+    workload = shared_decode(MODEL, H100, 32, 3000, 250)
+    assert units.dollars(workload.decode_only_cost_per_million, 3) == "$0.125"
+    assert math.isclose(workload.decode_only_cost_per_million, sm.batching(MODEL, H100, 32).cost_per_million_tokens)
+    assert workload.cost_per_million_reply_tokens > workload.decode_only_cost_per_million
+    assert units.dollars(workload.cost_per_million_reply_tokens, 2) == "$0.29"
+    hours = workload.gpu_time / 3600
+    assert math.isclose(workload.cost_per_million_reply_tokens, H100.price_per_hour * hours / (32 * 250 / 1e6))
+
+
+def test_a_short_prompt_prefilled_alone_costs_a_read_of_the_weights_like_a_decode_step():
+    workload = shared_decode(MODEL, H100, 32, 20, 250)
+    assert workload.prefill.bound == "memory" and workload.users == 32
+    assert math.isclose(workload.prefill_time, 32 * sm.decode_step(MODEL, H100).time)
+    assert workload.prefill_time < workload.decode_time
+
+
+@pytest.mark.parametrize("argument, value, error", [
+    ("users", 0, ValueError), ("users", 2.5, ValueError), ("prompt_tokens", -3, ValueError),
+    ("reply_tokens", "many", TypeError), ("users", np.array([1, 2]), TypeError),
+])
+def test_shared_decode_refuses_bad_input_by_name(argument, value, error):
+    given = dict(users=32, prompt_tokens=3000, reply_tokens=250)
+    given[argument] = value
+    with pytest.raises(error, match=argument):
+        shared_decode(MODEL, H100, **given)
+
+
+# -- Part 3: the summary's split and the decode floor's fine print ------------------------------
+
+
+def test_the_20000_token_summary_spends_more_time_decoding_than_prefilling():
+    summary = sm.request(MODEL, H100, 20_000, 100)
+    assert units.ms(summary.ttft, 0) == "325 ms" and units.ms(summary.decode_time, 0) == "475 ms"
+    assert summary.decode_share > 0.5 and units.percent(summary.decode_share) == "59 %"
+    # ... although 99.5 % of its tokens go through prefill.
+    assert units.percent(sm.serving.request_passes(20_000, 100).prefill_share_of_tokens, 1) == "99.5 %"
+
+
+def test_the_strict_decode_floor_skips_the_embedding_table_looked_up_a_row_at_a_time():
+    assert units.ms(strict_decode_floor(MODEL, H100)) == "4.48 ms"
+    assert units.ms(sm.decode_step(MODEL, H100).time) == "4.79 ms"
+    table = MODEL.vocab * MODEL.hidden * 2
+    assert weight_bytes_read_per_token(MODEL) == sm.weight_bytes(MODEL.parameters) - table + MODEL.hidden * 2
+
+
+def test_a_tied_embedding_table_is_read_whole_as_the_output_layer():
+    tied = sm.MODELS["llama-3.2-1b"]
+    assert tied.tied_embeddings
+    assert weight_bytes_read_per_token(tied, 8) == sm.weight_bytes(tied.parameters, 8)
+
+
+def test_the_floor_halves_with_half_the_bits():
+    assert math.isclose(strict_decode_floor(MODEL, H100, 8), strict_decode_floor(MODEL, H100) / 2)
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda: weight_bytes_read_per_token("llama", 16), "model"),
+    (lambda: weight_bytes_read_per_token(MODEL, 0), "weight_bits"),
+    (lambda: strict_decode_floor(MODEL, "h100"), "gpu"),
+])
+def test_the_floor_refuses_bad_input_by_name(call, argument):
+    with pytest.raises((ValueError, TypeError), match=argument):
+        call()
+
+
+def test_rounding_the_h100_peak_to_990_changes_no_figure_part_3_prints():
+    exact = sm.request(MODEL, H100, 3000, 250)
+    rounded_peak = units.round_to(H100.peak_flops, 2)
+    assert units.tflops(H100.peak_flops, 1) == "989.4 TFLOP/s" and units.tflops(rounded_peak) == "990 TFLOP/s"
+    rounded = sm.request(MODEL, H100.with_changes(dense_flops={"bf16": rounded_peak}), 3000, 250)
+    for show in (lambda r: units.ms(r.ttft, 0), lambda r: units.ms(r.tpot), lambda r: units.number(r.tokens_per_second),
+                 lambda r: units.seconds(r.total_time), lambda r: units.percent(r.decode_share)):
+        assert show(rounded) == show(exact)
+
+
+# -- The front page's hardware table ------------------------------------------------------------
+
+
+def test_the_catalog_table_shows_a_small_peak_with_its_decimal():
+    table = sm.hardware.catalog_markdown()
+    laptop = next(line for line in table.splitlines() if line.startswith("| Laptop"))
+    assert "| 3.6 TFLOP/s |" in laptop
+    assert "| 989 TFLOP/s |" in next(line for line in table.splitlines() if line.startswith("| NVIDIA H100 SXM"))
+
+
+# -- How the pages are written --------------------------------------------------------------------
+
+
+def test_objectives_are_listed_once_on_the_lesson_page_not_on_the_front_page_or_each_part():
+    assert "What you will be able to do" in (ROOT / "chapters" / "lesson-1" / "index.md").read_text()
+    for page in [ROOT / "index.md", *PARTS, WRAP_UP, PLATE, LAB]:
+        assert "What you will be able to do" not in page.read_text(), page.name
+    for part in PARTS:
+        assert prose(part).count("By the end of this part you can") == 1, part.name
+
+
+@pytest.mark.parametrize("page", [*PARTS, PLATE, LAB], ids=lambda p: p.stem)
+def test_every_exercise_has_a_title(page):
+    starts = re.findall(r"```\{exercise-start\}(.*)", page.read_text())
+    assert starts and all(title.strip() for title in starts), page.name
+
+
+def test_forward_references_are_marked_and_nothing_later_is_linked_as_if_written():
+    for page in EDITED:
+        text = prose(page)
+        for plate in ("XIII.3", "XXIII.4"):
+            for mention in re.finditer(rf"plate {re.escape(plate)}[^)]*", text):
+                assert "not yet written" in mention.group(0), (page.name, mention.group(0))
+        assert "later lessons" not in text and "next lessons" not in text, page.name
+    assert "later parts bring them in" not in prose(PARTS[1])
+
+
+def test_part_1s_question_about_the_summary_is_answered_in_part_3():
+    assert "part-3-time-on-the-clock" in prose(PARTS[0])
+    part_3 = prose(PARTS[2])
+    assert "{glue:}`p3_summary_prefill`" in part_3 and "{glue:}`p3_summary_decode`" in part_3
+
+
+def test_part_1_says_why_a_decode_pass_carries_one_new_token():
+    assert "{term}`KV cache` (lesson 2)" in prose(PARTS[0])
+
+
+def test_the_decode_floor_is_stated_with_what_it_assumes():
+    for page in (ROOT / "index.md", PARTS[2], WRAP_UP):
+        text = prose(page)
+        assert "No token comes faster" not in text and "can never get" not in text, page.name
+    for page in (PARTS[2], WRAP_UP):
+        text = prose(page)
+        assert "{glue:}`strict_floor`" in text or "{glue:}`p3_strict_floor`" in text
+        assert "speculative decoding" in text and "one token a pass" in text
+
+
+def test_part_4_says_the_price_flattens_and_decode_with_a_cache_stays_memory_bound():
+    text = prose(PARTS[3])
+    assert "still gets cheaper" not in text
+    assert "{glue:}`p4_turn_at_100`" in text and "{glue:}`p4_never_from`" in text
+    assert "{glue:}`p4_w_prefill`" in text and "input tokens" in text
+
+
+def test_the_wrap_up_merges_its_recaps_and_leaves_ollamas_details_to_the_lab():
+    text = prose(WRAP_UP)
+    assert "## What to remember" in text and "The lesson on one page" not in text
+    assert "One question for each part" not in text
+    assert "ollama.compare" not in WRAP_UP.read_text() and "ollama.compare" in LAB.read_text()
+    lab = prose(LAB)
+    assert "not a measurement" in lab and "not a result" in lab
+
+
+def test_the_plate_folds_its_attention_count_and_long_prompt_table_into_dropdowns():
+    text = PLATE.read_text()
+    assert "````{dropdown} How attention is counted" in text and "````{dropdown} Long prompts" in text
+
+
+def test_part_3_keeps_rounding_choices_out_of_its_prose():
+    assert "990" not in prose(PARTS[2]) and "p3_peak_rounded" not in PARTS[2].read_text()
+
+
+def test_the_lab_does_not_draw_a_conclusion_from_the_edge_of_its_sweep():
+    text = LAB.read_text()
+    assert "did not reach the turn" in text and "{glue:}`lab_turn`" in text
+    assert "{glue:}`lab_two_over_one`" in text
+    assert sm.lab.mode_settings("quick").prompt_tokens[-1] >= 8 * 2 * 36  # well past a laptop's 2 × ridge
+
+
+# -- The budgets, counted on the built pages --------------------------------------------------------
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402
+
+BUILT = ROOT / "_build" / "html"
+
+
+def test_each_page_has_the_budget_the_course_sets():
+    assert bench.prose_budget("index") == 600
+    assert bench.prose_budget("chapters/lesson-1/part-3-time-on-the-clock") == 1000
+    assert bench.prose_budget("chapters/lesson-1/wrap-up") == 1800
+    assert bench.prose_budget("chapters/plates/xxiii-1-prefill-and-decode") == 1400
+    assert bench.prose_budget("chapters/lab/measure-your-machine") == 1800
+    assert bench.prose_budget("chapters/lesson-1/index") is None and bench.prose_budget("chapters/glossary") is None
+
+
+def test_bench_says_so_when_the_word_counter_is_missing(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(bench, "PROSE_WORDS", tmp_path / "absent")
+    bench.print_prose_words(tmp_path)
+    assert "skipped" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not (BUILT / "index.html").is_file() or not bench.PROSE_WORDS.is_file(),
+                    reason="needs a built book and ../shared/tools/prose-words")
+def test_every_built_page_keeps_within_its_budget():
+    counted = bench.prose_word_counts(BUILT)
+    assert {page for page, _, budget in counted if budget} >= {"index", "chapters/lesson-1/wrap-up"}
+    over = [(page, words, budget) for page, words, budget in counted if budget and words > budget]
+    assert not over
+
+
+@pytest.mark.skipif(not (BUILT / "index.html").is_file(), reason="needs a built book")
+@pytest.mark.parametrize("page", ["index", "chapters/lesson-1/wrap-up", "chapters/plates/xxiii-1-prefill-and-decode",
+                                  "chapters/lab/measure-your-machine", *(f"chapters/lesson-1/{p.stem}" for p in PARTS)])
+def test_no_raw_float_is_printed_on_a_built_page(page):
+    html = (BUILT / f"{page}.html").read_text(encoding="utf-8")
+    outputs = re.findall(r'<div class="cell_output.*?</div>\s*</div>', html, flags=re.S)
+    for output in outputs:
+        text = re.sub(r"<[^>]+>", " ", output)
+        assert not re.search(r"\d\.\d{5,}", text), (page, text.strip()[:200])
