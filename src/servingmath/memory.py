@@ -45,7 +45,8 @@ def kv_cache_bytes(model: Model, context_tokens, batch=1, kv_bits=16):
     """Bytes of the KV cache of ``batch`` users, each with ``context_tokens`` tokens in it.
 
     Every full-attention layer holds every token; a sliding-window layer holds at most its
-    window. Each held token costs the model's ``cache_width`` numbers of ``kv_bits`` bits
+    window (the rolling buffer of W entries in the Mistral 7B paper; transformers keeps the
+    W − 1 entries the next token needs besides its own, one token less). Each held token costs the model's ``cache_width`` numbers of ``kv_bits`` bits
     (a key and a value per KV head; in latent attention the compressed vector and the
     shared rotary key). Numbers or numpy arrays.
     """
