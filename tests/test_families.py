@@ -119,6 +119,13 @@ def test_qwen_moe_was_counted_at_the_dense_width_before():
 # Bytes one token adds to the cache in 16 bits, and the cache of a 32,768-token context.
 CACHES = [
     ("llama-3-8b", 131_072, 32_768 * 131_072),
+    ("llama-2-7b", 524_288, 32_768 * 524_288),                               # 32 layers × 32 KV heads × 128 × 4
+    ("mixtral-8x7b", 131_072, 32_768 * 131_072),                             # experts share one attention
+    ("qwen2.5-7b", 57_344, 32_768 * 57_344),                                 # 28 × 4 × 128 × 4
+    ("qwen1.5-moe-a2.7b", 196_608, 32_768 * 196_608),                        # 24 × 16 × 128 × 4
+    ("gemma-2b", 18_432, 32_768 * 18_432),                                   # 18 × 1 × 256 × 4
+    ("gemma-7b", 458_752, 32_768 * 458_752),                                 # 28 × 16 × 256 × 4
+    ("deepseek-v2-lite", 31_104, 32_768 * 31_104),                           # (512 + 64) × 27 × 2
     ("mistral-7b", 131_072, 4096 * 131_072),                                  # every layer slides over 4,096
     ("mistral-7b-v0.3", 131_072, 32_768 * 131_072),                          # no window
     ("gemma-2-2b", 106_496, (13 * 32_768 + 13 * 4096) * 4096),               # 4 KV heads × 256 × K and V × 2 bytes
