@@ -151,7 +151,7 @@ _ENTRIES = [
 # Apple's GPUs: Apple publishes their memory bandwidth but no peak arithmetic rate, so the
 # 16-bit slot holds a third party's FP32 estimate (Apple's GPUs run FP16 no faster than FP32).
 # The chapter uses these machines only for decode steps of one user, which are memory-bound by
-# a factor of ten or more, so an error in the estimate cannot move their floor; a test checks it.
+# a factor of five or more, so an error in the estimate cannot move their floor; a test checks it.
 _ENTRIES += [
     GPU(
         key="m1-max", name="Apple M1 Max (32-core GPU)",

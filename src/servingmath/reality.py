@@ -427,7 +427,8 @@ def median_shares(floors_) -> dict[str, float]:
 def as_misread(measurement: Measurement, **changes) -> Measurement:
     """The same figure read under other conditions (fewer users, more bits...), to see what a misreading implies."""
     _check.instance("measurement", measurement, Measurement)
-    return replace(measurement, beats_floor=None, **changes)
+    changes.setdefault("beats_floor", None)
+    return replace(measurement, **changes)
 
 
 def gptfast_bytes(model: Model, weight_bits) -> float:
