@@ -168,7 +168,8 @@ def test_unstated_cache_counts_8_bits_for_fp8_and_16_otherwise():
 def test_several_gpus_add_their_bandwidth_and_arithmetic():
     m = BY_ID["nim-llama33-70b-5000-500-itl"].measurement
     assert m.bandwidth == 2 * sm.H100_SXM.memory_bandwidth and m.peak_flops == 2 * sm.H100_SXM.flops("fp8")
-    assert m.hardware_label == "2 × NVIDIA H100 SXM"
+    assert m.hardware_label == "2 × NVIDIA H100 SXM" and m.hardware_short == "2 × H100 SXM"
+    assert BY_ID["llamacpp-m2ultra-llama3-8b-f16"].measurement.hardware_short == "M2 Ultra"
 
 
 def test_decode_floor_is_the_package_step_at_the_mean_cache():
@@ -256,7 +257,7 @@ def test_table_has_a_line_per_row_and_numbered_sources():
     table = reality.table_markdown(FLOORS)
     body = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(body) == len(FLOORS) + 1
-    assert "| 93.89 tokens/s per user | 7.88 ms for a token | 74 % MBU |" in table
+    assert "| Llama 3.1 8B | bf16 | 16 | A100 80 GB SXM | 1 | 5 → 200 | 93.89 tok/s | 7.88 ms | 74 % MBU | 1 |" in table
     assert "102 % MBU ‡" in table
     for number, key in enumerate(dict.fromkeys(m.source.key for m in ROWS), start=1):
         assert f"{number}. [" in table

@@ -85,6 +85,12 @@ _EXTRA_CONFIGS: Mapping[str, Mapping] = {
 # Later releases with the same shape as one the package holds.
 _SAME_SHAPE = {"llama-3.1-8b": "llama-3-8b", "llama-3.1-70b": "llama-3-70b", "llama-3.3-70b": "llama-3-70b"}
 _EXTRA_MODELS = {key: Model.from_hf_config(config) for key, config in _EXTRA_CONFIGS.items()}
+_SAME_SHAPE_NAMES = {"llama-3.1-8b": "Llama 3.1 8B", "llama-3.1-70b": "Llama 3.1 70B", "llama-3.3-70b": "Llama 3.3 70B"}
+
+
+def model_name(key) -> str:
+    """The model's name as the table shows it ("Llama 3.1 8B", not its shape's "Llama 3 8B")."""
+    return _SAME_SHAPE_NAMES.get(key) or model_for(key).name
 
 
 def model_for(key) -> Model:
@@ -168,6 +174,12 @@ class Measurement:
         return self.gpu.name if self.gpus == 1 else f"{self.gpus} × {self.gpu.name}"
 
     @property
+    def hardware_short(self) -> str:
+        """The hardware as the table's narrow column shows it: ``8 × A100 80 GB SXM``, ``M2 Ultra``."""
+        name = re.sub(r"^(NVIDIA|Apple|AMD) | \(.*\)$", "", self.gpu.name)
+        return name if self.gpus == 1 else f"{self.gpus} × {name}"
+
+    @property
     def measured_time(self) -> float:
         """Seconds for the row's unit of work: a token (rates, ITL) or the whole prompt (TTFT)."""
         if self.metric in ("itl", "ttft"):
@@ -187,6 +199,15 @@ class Measurement:
         def shown(tokens):
             return "—" if tokens is None else units.number(tokens)
         return f"{shown(self.prompt_tokens)} → {shown(self.reply_tokens)}"
+
+    @property
+    def published(self) -> str:
+        """The figure as the table shows it, with the digits it was published with: ``93.89 tok/s``."""
+        written = repr(self.value)
+        digits = 0 if self.value.is_integer() else len(written.split(".")[1])
+        shown = {"decode_rate": "tok/s", "prefill_rate": "tok/s prefill", "output_rate_total": "tok/s in all",
+                 "itl": "ms ITL", "ttft": "ms TTFT"}[self.metric]
+        return f"{units.number(self.value, digits)} {shown}"
 
     @property
     def users(self) -> str:
@@ -462,23 +483,23 @@ def ollama_point(comparison, label="your Ollama run") -> Point:
 def table_markdown(floors_) -> str:
     """The rows as a Markdown table (numbers as the prose shows them), then the sources as a numbered list."""
     order = list(dict.fromkeys(f.measurement.source.key for f in floors_))
-    lines = ["| system | model, weights (bits a weight) | hardware | users | prompt → reply | published "
-             "| floor | share | source |",
-             "|---|---|---|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| model | weights | bits | hardware | users | prompt → reply | published | floor | share | source |",
+             "|---|---|--:|---|--:|--:|--:|--:|--:|--:|"]
     for f in floors_:
         m = f.measurement
-        published = f"{units.number(m.value, 2 if m.value < 100 else 0)} {m.unit}"
+        bits = units.number(m.weight_bits, 2).rstrip("0").rstrip(".")
         mark = " ‡" if f.beats else ""
         lines.append(
-            f"| {m.software} | {m.shape.name}, {m.weights} ({units.number(m.weight_bits, 2).rstrip('0').rstrip('.')}) "
-            f"| {m.hardware_label} | {m.users} | {m.lengths} | {published} "
-            f"| {units.ms_significant(f.time)} for {m.unit_of_work} | {units.percent(f.share)} {f.share_name}{mark} "
+            f"| {model_name(m.model)} | {m.weights} | {bits} | {m.hardware_short} | {m.users} | {m.lengths} "
+            f"| {m.published} | {units.ms_significant(f.time)} | {units.percent(f.share)} {f.share_name}{mark} "
             f"| {order.index(m.source.key) + 1} |")
-    sources = [f"{number}. [{source.title}]({source.url}), {source.publisher}."
-               for number, source in enumerate(
-                   (next(f.measurement.source for f in floors_ if f.measurement.source.key == key) for key in order),
-                   start=1)]
-    return ("\n".join(lines) + "\n\n‡ faster than its floor; the reason is in the data file.\n\nSources:\n\n"
+    first = {}
+    for f in floors_:
+        first.setdefault(f.measurement.source.key, f.measurement)
+    sources = [f"{number}. [{first[key].source.title}]({first[key].source.url}), {first[key].source.publisher}: "
+               f"{first[key].software}." for number, key in enumerate(order, start=1)]
+    return ("\n".join(lines) + "\n\nThe floor is for one token, or for the whole prompt where the figure is a "
+            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file.\n\nSources:\n\n"
             + "\n".join(sources))
 
 
@@ -490,7 +511,7 @@ def chart(floors_, points=(), ax=None):
     """Measured time against the floor's, log-log, one colour per machine; the diagonal is the floor."""
     from .plots import new_axes
 
-    fig, ax = new_axes(ax, size=(8.6, 5.4))
+    fig, ax = new_axes(ax, size=(10.0, 6.2))
     machines = list(dict.fromkeys(f.measurement.hardware_label for f in floors_))
     everything = [f.time for f in floors_] + [f.measurement.measured_time for f in floors_]
     everything += [p.floor_time for p in points] + [p.measured_time for p in points]
