@@ -275,3 +275,14 @@ def test_chart_draws_each_machine_and_each_extra_point():
     assert labels[-2:] == ["lab", "example"] and set(labels[:-2]) == machines
     assert ax.get_xscale() == ax.get_yscale() == "log"
     matplotlib.pyplot.close(figure)
+
+
+def test_the_chapter_stops_its_build_on_an_unexplained_row():
+    import jupytext
+
+    from pathlib import Path
+
+    chapter = jupytext.read(Path(__file__).resolve().parents[1] / "chapters" / "reality-check.md")
+    hidden = [cell.source for cell in chapter.cells
+              if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", [])]
+    assert "reality.check_explained(reality.floors(measurements))" in hidden[0]
