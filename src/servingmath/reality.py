@@ -1,0 +1,546 @@
+"""Published measurements set against the course's floors.
+
+``data/measurements.yaml`` holds figures that engines, vendors and benchmark threads have
+published: a model, its weights' format, the hardware, the software, how many users, the
+lengths, and the figure itself. For each, this module computes the *floor*: the time the
+course's roofline gives for the same work under the row's own conditions (weights and cache
+in their real bits, the row's hardware from the catalog, every figure at 100 % of peak and
+no overhead). The floor is a best case, so a real program should take longer; the ratio
+floor ÷ measured is the share of peak it reached: bandwidth utilisation (MBU) where memory
+sets the floor, FLOP utilisation (MFU) where arithmetic does.
+
+Conventions, the same for every row:
+
+- every pass reads every weight once at the row's bits a weight, the input embedding table
+  included (the course's count); gpt-fast's published bandwidth leaves that table out, and
+  ``published_share`` keeps its figure apart;
+- attention is counted with the causal mask, and the cache's keys and values are read and
+  written; a cache whose format the source does not state is counted at 8 bits where the
+  arithmetic is FP8 (the least such engines store) and at 16 bits otherwise;
+- several GPUs serving one model add their bandwidth and their FLOP/s, with no cost for
+  talking to each other;
+- a decode step of a request is timed at the request's mean cache length, prompt plus half
+  the reply, as ``serving.request`` does; lengths a source leaves out count as zero, which
+  can only lower the floor.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from statistics import median
+from typing import Mapping
+
+import numpy as np
+
+from . import _check, units
+from .hardware import CATALOG, GPU
+from .models import MODELS, Model
+from .passes import forward_pass
+from .roofline import Assumptions, pass_time
+
+DATA = Path(__file__).with_name("data") / "measurements.yaml"
+
+# The floor: the spec sheet's peaks reached exactly, no overhead, attention and the cache counted.
+FLOOR = Assumptions(attention="causal", kv_cache=True,
+                    label="floor: 100 % of peak, no overhead, causal attention and the cache counted")
+
+METRICS = {
+    "decode_rate": "tokens a second for one user",
+    "itl": "time between one user's tokens",
+    "ttft": "time to the first token",
+    "prefill_rate": "prompt tokens read a second",
+    "output_rate_total": "output tokens a second, all users together",
+}
+_RATE_METRICS = {"decode_rate", "prefill_rate", "output_rate_total"}
+COMPUTE_FORMATS = ("16-bit", "fp8")
+
+# Why a measurement may come in under its floor; anything else is an error in the data.
+BEAT_REASONS = {
+    "speculative decoding": "a small model drafts tokens and the large one checks several in one pass",
+    "quantized weights labelled otherwise": "the weights held fewer bits than the label says",
+    "batched total read as per user": "a total over many users was read as one user's rate",
+    "weights partly cached": "part of the weights stayed in a cache between steps",
+}
+
+# Shapes the package's model list lacks, from each model's published config.json.
+_EXTRA_CONFIGS: Mapping[str, Mapping] = {
+    "llama-2-7b": {
+        "_name_or_path": "Llama 2 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
+    "llama-2-70b": {
+        "_name_or_path": "Llama 2 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
+    "tinyllama-1.1b": {
+        "_name_or_path": "TinyLlama 1.1B", "model_type": "llama", "num_hidden_layers": 22, "hidden_size": 2048,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "intermediate_size": 5632, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
+}
+# Later releases with the same shape as one the package holds.
+_SAME_SHAPE = {"llama-3.1-8b": "llama-3-8b", "llama-3.1-70b": "llama-3-70b", "llama-3.3-70b": "llama-3-70b"}
+_EXTRA_MODELS = {key: Model.from_hf_config(config) for key, config in _EXTRA_CONFIGS.items()}
+_SAME_SHAPE_NAMES = {"llama-3.1-8b": "Llama 3.1 8B", "llama-3.1-70b": "Llama 3.1 70B", "llama-3.3-70b": "Llama 3.3 70B"}
+
+
+def model_name(key) -> str:
+    """The model's name as the table shows it ("Llama 3.1 8B", not its shape's "Llama 3 8B")."""
+    return _SAME_SHAPE_NAMES.get(key) or model_for(key).name
+
+
+def model_for(key) -> Model:
+    """The shape of a model named in the data: the package's own, or one of the few added here."""
+    if not isinstance(key, str):
+        raise TypeError(f"model must be a model's key such as 'llama-3-8b', got {key!r}")
+    if key in MODELS:
+        return MODELS[key]
+    if key in _SAME_SHAPE:
+        return MODELS[_SAME_SHAPE[key]]
+    if key in _EXTRA_MODELS:
+        return _EXTRA_MODELS[key]
+    known = sorted({*MODELS, *_SAME_SHAPE, *_EXTRA_MODELS})
+    raise ValueError(f"model must be one of {known}, got {key!r}")
+
+
+# -- the data ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    key: str
+    title: str
+    url: str
+    publisher: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published figure and the conditions it was measured under (see the data file's header)."""
+
+    id: str
+    source: Source
+    date: str
+    kind: str
+    model: str
+    weights: str
+    weight_bits: float
+    kv_bits: float | None
+    compute: str
+    hardware: str
+    gpus: int
+    software: str
+    version: str
+    batch: int | None
+    prompt_tokens: int | None
+    reply_tokens: int | None
+    metric: str
+    value: float
+    unit: str
+    note: str
+    published_bandwidth: float | None = None
+    beats_floor: Mapping | None = field(default=None, compare=False)
+
+    @property
+    def shape(self) -> Model:
+        return model_for(self.model)
+
+    @property
+    def gpu(self) -> GPU:
+        return CATALOG[self.hardware]
+
+    @property
+    def cache_bits(self) -> float:
+        """The cache's bits: as stated, else 8 where the arithmetic is FP8 and 16 otherwise."""
+        if self.kv_bits is not None:
+            return self.kv_bits
+        return 8 if self.compute == "fp8" else 16
+
+    @property
+    def peak_flops(self) -> float:
+        """FLOP/s of all the row's GPUs together, in the format its arithmetic runs on."""
+        rate = self.gpu.flops("fp8") if self.compute == "fp8" else self.gpu.peak_flops
+        return rate * self.gpus
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes a second of all the row's GPUs together."""
+        return self.gpu.memory_bandwidth * self.gpus
+
+    @property
+    def hardware_label(self) -> str:
+        return self.gpu.name if self.gpus == 1 else f"{self.gpus} × {self.gpu.name}"
+
+    @property
+    def hardware_short(self) -> str:
+        """The hardware as the table's narrow column shows it: ``8 × A100 80 GB SXM``, ``M2 Ultra``."""
+        name = re.sub(r"^(NVIDIA|Apple|AMD) | \(.*\)$", "", self.gpu.name)
+        return name if self.gpus == 1 else f"{self.gpus} × {name}"
+
+    @property
+    def measured_time(self) -> float:
+        """Seconds for the row's unit of work: a token (rates, ITL) or the whole prompt (TTFT)."""
+        if self.metric in ("itl", "ttft"):
+            return self.value / 1e3
+        if self.metric == "prefill_rate":
+            return self.prompt_tokens / self.value
+        return 1 / self.value
+
+    @property
+    def unit_of_work(self) -> str:
+        return {"ttft": "the prompt", "prefill_rate": "the prompt",
+                "output_rate_total": "an output token"}.get(self.metric, "a token")
+
+    @property
+    def lengths(self) -> str:
+        """Prompt → reply as the table shows them; a dash where the source does not say."""
+        def shown(tokens):
+            return "—" if tokens is None else units.number(tokens)
+        return f"{shown(self.prompt_tokens)} → {shown(self.reply_tokens)}"
+
+    @property
+    def published(self) -> str:
+        """The figure as the table shows it, with the digits it was published with: ``93.89 tok/s``."""
+        written = repr(self.value)
+        digits = 0 if self.value.is_integer() else len(written.split(".")[1])
+        shown = {"decode_rate": "tok/s", "prefill_rate": "tok/s prefill", "output_rate_total": "tok/s in all",
+                 "itl": "ms ITL", "ttft": "ms TTFT"}[self.metric]
+        return f"{units.number(self.value, digits)} {shown}"
+
+    @property
+    def users(self) -> str:
+        return "saturated" if self.batch is None else units.number(self.batch)
+
+
+_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+_FIELDS = ("id", "source", "date", "kind", "model", "weights", "weight_bits", "kv_bits", "compute", "hardware",
+           "gpus", "software", "version", "batch", "prompt_tokens", "reply_tokens", "metric", "value", "unit",
+           "note")
+_OPTIONAL = ("published_bandwidth", "beats_floor")
+# What a published figure may be, per metric: (lowest, highest) in the unit it is published in.
+VALUE_RANGES = {
+    "decode_rate": (0.1, 5_000),       # tokens/s for one user
+    "itl": (0.1, 10_000),              # ms
+    "ttft": (1, 600_000),              # ms
+    "prefill_rate": (1, 1_000_000),    # tokens/s
+    "output_rate_total": (1, 10_000_000),  # tokens/s
+}
+
+
+def _row_error(row_id, name, value, wanted):
+    return ValueError(f"measurement {row_id!r}: {name} must be {wanted}, got {value!r}")
+
+
+def _whole(row_id, name, value, minimum, optional=False):
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _row_error(row_id, name, value, f"a whole number of at least {minimum}" + (" or null" if optional else ""))
+    return value
+
+
+def _text(row_id, name, value):
+    if not isinstance(value, str) or not value.strip():
+        raise _row_error(row_id, name, value, "non-empty text")
+    return " ".join(value.split())
+
+
+def parse(document) -> tuple[Measurement, ...]:
+    """Check and read the data file's contents (a dict with ``sources`` and ``measurements``)."""
+    if not isinstance(document, Mapping) or set(document) != {"sources", "measurements"}:
+        raise ValueError(f"document must hold 'sources' and 'measurements', got {document!r:.200}")
+    sources = {}
+    for key, entry in document["sources"].items():
+        if not isinstance(entry, Mapping) or set(entry) != {"title", "url", "publisher"}:
+            raise ValueError(f"source {key!r} must have a title, a url and a publisher, got {entry!r}")
+        if not str(entry["url"]).startswith("https://"):
+            raise ValueError(f"source {key!r}: url must start with https://, got {entry['url']!r}")
+        sources[key] = Source(key, _text(key, "title", entry["title"]), entry["url"],
+                              _text(key, "publisher", entry["publisher"]))
+    rows, seen = [], set()
+    for raw in document["measurements"]:
+        row_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if not isinstance(row_id, str) or not row_id:
+            raise ValueError(f"every measurement needs an id, got {raw!r:.200}")
+        missing = [name for name in _FIELDS if name not in raw]
+        unknown = sorted(set(raw) - set(_FIELDS) - set(_OPTIONAL))
+        if missing or unknown:
+            raise ValueError(f"measurement {row_id!r}: missing {missing}, unknown {unknown}")
+        if row_id in seen:
+            raise ValueError(f"measurement ids must be unique, got {row_id!r} twice")
+        seen.add(row_id)
+        if raw["source"] not in sources:
+            raise _row_error(row_id, "source", raw["source"], f"one of {sorted(sources)}")
+        if not isinstance(raw["date"], str) or not _DATE.match(raw["date"]):
+            raise _row_error(row_id, "date", raw["date"], "a date written YYYY, YYYY-MM or YYYY-MM-DD, in quotes")
+        model_for(raw["model"])
+        if raw["hardware"] not in CATALOG:
+            raise _row_error(row_id, "hardware", raw["hardware"], f"a catalog key, one of {list(CATALOG)}")
+        if raw["metric"] not in METRICS:
+            raise _row_error(row_id, "metric", raw["metric"], f"one of {sorted(METRICS)}")
+        if raw["compute"] not in COMPUTE_FORMATS:
+            raise _row_error(row_id, "compute", raw["compute"], f"one of {COMPUTE_FORMATS}")
+        weight_bits = raw["weight_bits"]
+        if isinstance(weight_bits, bool) or not isinstance(weight_bits, (int, float)) or not 1 <= weight_bits <= 32:
+            raise _row_error(row_id, "weight_bits", weight_bits, "a number of bits from 1 to 32")
+        kv_bits = raw["kv_bits"]
+        if kv_bits is not None and (isinstance(kv_bits, bool) or not isinstance(kv_bits, (int, float))
+                                    or not 2 <= kv_bits <= 32):
+            raise _row_error(row_id, "kv_bits", kv_bits, "a number of bits from 2 to 32, or null")
+        value = raw["value"]
+        low, high = VALUE_RANGES[raw["metric"]]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise _row_error(row_id, "value", value, f"a number from {low:g} to {high:g} for {raw['metric']}")
+        unit = _text(row_id, "unit", raw["unit"])
+        wanted_unit = "ms" if raw["metric"] in ("itl", "ttft") else "tokens/s"
+        if not unit.startswith(wanted_unit) and not (wanted_unit == "tokens/s" and "tokens/s" in unit):
+            raise _row_error(row_id, "unit", unit, f"in {wanted_unit} for {raw['metric']}")
+        batch = _whole(row_id, "batch", raw["batch"], 1, optional=True)
+        prompt = _whole(row_id, "prompt_tokens", raw["prompt_tokens"], 0, optional=True)
+        reply = _whole(row_id, "reply_tokens", raw["reply_tokens"], 1, optional=True)
+        if raw["metric"] in ("ttft", "prefill_rate") and (not prompt or batch != 1):
+            raise _row_error(row_id, "prompt_tokens", prompt, f"stated, for one user, for {raw['metric']}")
+        if batch is None and (raw["metric"] != "output_rate_total" or prompt is None or reply is None):
+            raise _row_error(row_id, "batch", batch, "stated, except for a saturated server's total with its lengths")
+        if raw["metric"] == "decode_rate" and batch != 1:
+            raise _row_error(row_id, "batch", batch, "1 for a rate per user (use itl for many users)")
+        published = raw.get("published_bandwidth")
+        if published is not None and (isinstance(published, bool) or not isinstance(published, (int, float))
+                                      or published <= 0):
+            raise _row_error(row_id, "published_bandwidth", published, "a positive number of GB/s, or null")
+        beats = raw.get("beats_floor")
+        if beats is not None and (not isinstance(beats, Mapping) or beats.get("reason") not in BEAT_REASONS
+                                  or not str(beats.get("note", "")).strip()):
+            raise _row_error(row_id, "beats_floor", beats, f"a reason from {sorted(BEAT_REASONS)} and a note")
+        rows.append(Measurement(
+            id=row_id, source=sources[raw["source"]], date=raw["date"], kind=_text(row_id, "kind", raw["kind"]),
+            model=raw["model"], weights=_text(row_id, "weights", raw["weights"]), weight_bits=float(weight_bits),
+            kv_bits=None if kv_bits is None else float(kv_bits), compute=raw["compute"], hardware=raw["hardware"],
+            gpus=_whole(row_id, "gpus", raw["gpus"], 1), software=_text(row_id, "software", raw["software"]),
+            version=_text(row_id, "version", raw["version"]), batch=batch, prompt_tokens=prompt, reply_tokens=reply,
+            metric=raw["metric"], value=float(value), unit=unit, note=_text(row_id, "note", raw["note"]),
+            published_bandwidth=None if published is None else float(published),
+            beats_floor=None if beats is None else dict(beats),
+        ))
+    return tuple(rows)
+
+
+def load(path=DATA) -> tuple[Measurement, ...]:
+    """Read and check the measurements file."""
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        return parse(yaml.safe_load(handle))
+
+
+# -- the floor ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Floor:
+    """A measurement beside the best case the roofline allows for the same work."""
+
+    measurement: Measurement
+    time: float          # seconds for the row's unit of work, at the floor
+    flops: float
+    bytes: float
+    bound: str           # "memory" or "compute": which limit sets the floor
+
+    @property
+    def share(self) -> float:
+        """Floor ÷ measured: the share of peak bandwidth (or FLOP/s) the measurement implies."""
+        return self.time / self.measurement.measured_time
+
+    @property
+    def share_name(self) -> str:
+        return "MBU" if self.bound == "memory" else "MFU"
+
+    @property
+    def beats(self) -> bool:
+        """Faster than the floor: impossible as labelled unless something explains it."""
+        return self.share > 1
+
+    @property
+    def explained(self) -> bool:
+        return self.measurement.beats_floor is not None
+
+    @property
+    def published_share(self) -> float | None:
+        """The source's own achieved bandwidth ÷ the hardware's, where the source prints one."""
+        if self.measurement.published_bandwidth is None:
+            return None
+        return self.measurement.published_bandwidth * 1e9 / self.measurement.bandwidth
+
+
+def mean_cache(prompt_tokens, reply_tokens) -> int:
+    """A request's mean cache length over its decode steps: prompt + half the reply (unstated lengths count 0)."""
+    return (prompt_tokens or 0) + (reply_tokens or 0) // 2
+
+
+def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_tokens):
+    """FLOPs and bytes one request costs a server that batches without limit.
+
+    With enough users in every pass, the weights' read is shared until it costs nothing per
+    request; what is left is each token's arithmetic (the prompt's and the reply's, attention
+    with the causal mask) and each decode step's read of that request's own cache, plus the
+    cache written once for every token.
+    """
+    prompt_tokens = _check.count("prompt_tokens", prompt_tokens)
+    reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
+    whole = forward_pass(model, prompt_tokens + reply_tokens, 0, 1, weight_bits, kv_bits, attention="causal")
+    cache_reads = reply_tokens * prompt_tokens + reply_tokens * (reply_tokens - 1) / 2
+    return whole.flops, (cache_reads + prompt_tokens + reply_tokens) * model.kv_bytes_per_token(kv_bits)
+
+
+def floor(measurement: Measurement) -> Floor:
+    """The roofline's best case for the row's unit of work, under the row's own conditions."""
+    _check.instance("measurement", measurement, Measurement)
+    m = measurement
+    model = m.shape
+    if m.metric == "output_rate_total" and m.batch is None:
+        flops, moved = saturated_request(model, m.weight_bits, m.cache_bits, m.prompt_tokens, m.reply_tokens)
+        timing = pass_time(flops, moved, m.peak_flops, m.bandwidth, FLOOR)
+        per_token = 1 / m.reply_tokens
+        return Floor(m, float(timing.time) * per_token, flops * per_token, moved * per_token, timing.bound)
+    if m.metric in ("ttft", "prefill_rate"):
+        cost = forward_pass(model, m.prompt_tokens, 0, 1, m.weight_bits, m.cache_bits, attention="causal")
+        share_per = 1.0
+    else:  # a decode step: decode_rate, itl, or a total over a stated number of users
+        cost = forward_pass(model, 1, mean_cache(m.prompt_tokens, m.reply_tokens), m.batch, m.weight_bits,
+                            m.cache_bits, attention="causal")
+        share_per = 1 / m.batch if m.metric == "output_rate_total" else 1.0
+    timing = pass_time(cost.flops, cost.bytes, m.peak_flops, m.bandwidth, FLOOR)
+    return Floor(m, float(timing.time) * share_per, float(cost.flops) * share_per, float(cost.bytes) * share_per,
+                 timing.bound)
+
+
+def floors(measurements=None) -> list[Floor]:
+    """Every row's floor (the data file's rows unless others are given)."""
+    return [floor(m) for m in (load() if measurements is None else measurements)]
+
+
+def unexplained(floors_) -> list[Floor]:
+    """Rows faster than their floor with no reason given: errors in the data, or in the floor."""
+    return [f for f in floors_ if f.beats and not f.explained]
+
+
+def check_explained(floors_):
+    """Raise a ValueError naming every row that beats its floor without an explanation, and every
+    explanation whose row does not beat its floor."""
+    wrong = [f"{f.measurement.id} reaches {units.percent(f.share)} of its floor with no explanation"
+             for f in unexplained(floors_)]
+    wrong += [f"{f.measurement.id} gives a reason for beating its floor but reaches only {units.percent(f.share)}"
+              for f in floors_ if f.explained and not f.beats]
+    if wrong:
+        raise ValueError("measurements: " + "; ".join(wrong))
+    return floors_
+
+
+def median_shares(floors_) -> dict[str, float]:
+    """The median share of peak for each kind of system, rows that beat their floor left out."""
+    kinds: dict[str, list[float]] = {}
+    for f in floors_:
+        if not f.beats:
+            kinds.setdefault(f.measurement.kind, []).append(f.share)
+    return {kind: median(shares) for kind, shares in sorted(kinds.items(), key=lambda item: -median(item[1]))}
+
+
+def as_misread(measurement: Measurement, **changes) -> Measurement:
+    """The same figure read under other conditions (fewer users, more bits...), to see what a misreading implies."""
+    _check.instance("measurement", measurement, Measurement)
+    changes.setdefault("beats_floor", None)
+    return replace(measurement, **changes)
+
+
+def gptfast_bytes(model: Model, weight_bits) -> float:
+    """Bytes gpt-fast counts per token for its bandwidth column: every weight but the input embedding table."""
+    _check.instance("model", model, Model)
+    weight_bits = _check.positive("weight_bits", weight_bits)
+    return (model.parameters - model.vocab * model.hidden) * weight_bits / 8
+
+
+# -- points from elsewhere: the lab, the reader's Ollama run -------------------------------------
+@dataclass(frozen=True)
+class Point:
+    """A measurement that is not in the data file but goes on the same chart."""
+
+    label: str
+    floor_time: float
+    measured_time: float
+    marker: str = "*"
+
+    @property
+    def share(self):
+        return self.floor_time / self.measured_time
+
+
+def ollama_point(comparison, label="your Ollama run") -> Point:
+    """A decode rate from ``ollama.compare``: floor = model bytes ÷ bandwidth, measured = 1 ÷ eval rate."""
+    return Point(label, 1 / comparison.ceiling, 1 / comparison.decode_rate, marker="D")
+
+
+# -- the table and the chart ---------------------------------------------------------------------
+def table_markdown(floors_) -> str:
+    """The rows as a Markdown table (numbers as the prose shows them), then the sources as a numbered list."""
+    order = list(dict.fromkeys(f.measurement.source.key for f in floors_))
+    lines = ["| model | weights | bits | hardware | users | prompt → reply | published | floor | share | source |",
+             "|---|---|--:|---|--:|--:|--:|--:|--:|--:|"]
+    for f in floors_:
+        m = f.measurement
+        bits = units.number(m.weight_bits, 2).rstrip("0").rstrip(".")
+        mark = " ‡" if f.beats else ""
+        lines.append(
+            f"| {model_name(m.model)} | {m.weights} | {bits} | {m.hardware_short} | {m.users} | {m.lengths} "
+            f"| {m.published} | {units.ms_significant(f.time)} | {units.percent(f.share)} {f.share_name}{mark} "
+            f"| {order.index(m.source.key) + 1} |")
+    first = {}
+    for f in floors_:
+        first.setdefault(f.measurement.source.key, f.measurement)
+    sources = [f"{number}. [{first[key].source.title}]({first[key].source.url}), {first[key].source.publisher}: "
+               f"{first[key].software}." for number, key in enumerate(order, start=1)]
+    return ("\n".join(lines) + "\n\nThe floor is for one token, or for the whole prompt where the figure is a "
+            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file.\n\nSources:\n\n"
+            + "\n".join(sources))
+
+
+SHARE_GUIDES = (0.5, 0.1)  # dotted lines on the chart: a dot on one ran at that share of peak
+_MACHINE_COLOURS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")  # tab10 without its grey
+
+
+def chart(floors_, points=(), ax=None):
+    """Measured time against the floor's, log-log, one colour per machine; the diagonal is the floor."""
+    from .plots import new_axes
+
+    fig, ax = new_axes(ax, size=(10.0, 6.2))
+    machines = list(dict.fromkeys(f.measurement.hardware_label for f in floors_))
+    everything = [f.time for f in floors_] + [f.measurement.measured_time for f in floors_]
+    everything += [p.floor_time for p in points] + [p.measured_time for p in points]
+    low, high = min(everything) * 1e3 / 2, max(everything) * 1e3 * 2
+    ax.fill_between([low, high], [low, high], [low, low], color="0.92", zorder=0)
+    ax.plot([low, high], [low, high], color="black", linewidth=1.2, zorder=1)
+    for guide in SHARE_GUIDES:
+        ax.plot([low, high], [low / guide, high / guide], color="0.6", linewidth=0.8, linestyle=":", zorder=1)
+        ax.text(low * 1.4, low * 1.4 / guide * 1.15, units.percent(guide), fontsize=7, color="0.45",
+                rotation=45, rotation_mode="anchor")
+    ax.text(low * 1.4, low * 1.4 * 1.15, "the floor (100 %)", fontsize=8, rotation=45, rotation_mode="anchor")
+    ax.text(high / 1.3, low * 1.5, "faster than the floor:\nonly with a reason", ha="right", va="bottom",
+            fontsize=8, color="0.35")
+    for number, machine in enumerate(machines):
+        chosen = [f for f in floors_ if f.measurement.hardware_label == machine]
+        ax.scatter([f.time * 1e3 for f in chosen], [f.measurement.measured_time * 1e3 for f in chosen],
+                   s=30, color=_MACHINE_COLOURS[number % len(_MACHINE_COLOURS)], edgecolor="white", linewidth=0.5, label=machine, zorder=3)
+    for number, point in enumerate(points):
+        ax.scatter([point.floor_time * 1e3], [point.measured_time * 1e3], marker=point.marker, s=110,
+                   facecolor="black" if number == 0 else "white", edgecolor="black", linewidth=1.0,
+                   label=point.label, zorder=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_aspect("equal")
+    ax.set_xlabel("floor: the roofline's time at 100 % of peak (ms)")
+    ax.set_ylabel("measured time (ms)")
+    ax.set_title("Published measurements against their floors")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="hardware",
+              title_fontsize=8, alignment="left")
+    return fig
