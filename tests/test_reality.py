@@ -25,6 +25,7 @@ def raw_document():
 def test_enough_rows_from_enough_sources():
     assert len(ROWS) >= 25
     assert len({m.source.key for m in ROWS}) >= 5
+    assert len({m.source.publisher for m in ROWS}) >= 5
     assert len({m.id for m in ROWS}) == len(ROWS)
 
 
@@ -62,12 +63,14 @@ def llama_params(layers, hidden, heads, kv_heads, ffn, vocab):
 LLAMA3_8B = llama_params(32, 4096, 32, 8, 14336, 128256)
 LLAMA3_70B = llama_params(80, 8192, 64, 8, 28672, 128256)
 LLAMA2_7B = llama_params(32, 4096, 32, 32, 11008, 32000)
+LLAMA2_13B = llama_params(40, 5120, 40, 40, 13824, 32000)
 
 
 def test_hand_counts_match_the_shapes():
     assert LLAMA3_8B == 8_030_261_248 == reality.model_for("llama-3.1-8b").parameters
     assert LLAMA2_7B == 6_738_415_616 == reality.model_for("llama-2-7b").parameters
     assert LLAMA3_70B == reality.model_for("llama-3.3-70b").parameters
+    assert LLAMA2_13B == 13_015_864_320 == reality.model_for("llama-2-13b").parameters
 
 
 def test_gpt_fast_llama31_8b_bf16_share_by_hand():
@@ -85,6 +88,33 @@ def test_llama_cpp_q4_0_on_an_m2_ultra_share_by_hand():
     floor = (LLAMA2_7B * 4.83 / 8 + 2 * 32 * 32 * 128 * 2) / 800e9
     assert BY_ID["llamacpp-m2ultra-llama2-7b-q4_0"].share == pytest.approx(floor * 91.89, rel=1e-9)
     assert round(floor * 91.89, 3) == 0.467
+
+
+def test_llama_cpp_own_q4_0_on_an_m2_ultra_share_by_hand():
+    # 88.54 tokens/s, tg 128 after an empty prompt; 4.54 bits a weight (3.56 GiB for 6.74 B
+    # parameters); 800 GB/s. A step reads the weights and a cache of 128/2 tokens, and writes
+    # the new token's keys and values: 32 layers x 32 heads x 128 x 2, in 16 bits.
+    assert round(3.56 * 2**30 * 8 / LLAMA2_7B, 2) == 4.54
+    cache = (0 + 64 + 1) * 2 * 32 * 32 * 128 * 2
+    floor = (LLAMA2_7B * 4.54 / 8 + cache) / 800e9
+    assert BY_ID["ggml-m2ultra-llama-7b-q4_0"].share == pytest.approx(floor * 88.54, rel=1e-9)
+    assert round(floor * 88.54, 3) == 0.427
+
+
+def test_mlc_llama2_13b_on_an_m2_ultra_share_by_hand():
+    # 55 tokens/s; q4f16_1: 4 bits and a 16-bit scale for every 32 weights, 4.5 bits; no lengths,
+    # so the weights and the new token's keys and values (40 layers x 40 heads x 128 x 2).
+    assert 4 + 16 / 32 == BY_ID["mlc-m2ultra-llama2-13b-q4f16_1"].measurement.weight_bits
+    floor = (LLAMA2_13B * 4.5 / 8 + 2 * 40 * 40 * 128 * 2) / 800e9
+    assert BY_ID["mlc-m2ultra-llama2-13b-q4f16_1"].share == pytest.approx(floor * 55, rel=1e-9)
+    assert round(floor * 55, 3) == 0.503
+
+
+def test_two_engines_agree_on_the_same_machine_and_model():
+    # llama.cpp's own F16 figure and a third party's, months apart, land within a point.
+    own, theirs = BY_ID["ggml-m2ultra-llama2-7b-f16"], BY_ID["llamacpp-m2ultra-llama2-7b-f16"]
+    assert own.measurement.source.publisher != theirs.measurement.source.publisher
+    assert abs(own.share - theirs.share) < 0.01
 
 
 def test_saturated_tensorrt_llm_share_by_hand():
