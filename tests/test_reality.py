@@ -69,6 +69,7 @@ LLAMA2_13B = llama_params(40, 5120, 40, 40, 13824, 32000)
 def test_hand_counts_match_the_shapes():
     assert LLAMA3_8B == 8_030_261_248 == reality.model_for("llama-3.1-8b").parameters
     assert LLAMA2_7B == 6_738_415_616 == reality.model_for("llama-2-7b").parameters
+    assert reality.model_for("llama-7b").parameters == LLAMA2_7B  # LLaMA 7B: the same shape
     assert LLAMA3_70B == reality.model_for("llama-3.3-70b").parameters
     assert LLAMA2_13B == 13_015_864_320 == reality.model_for("llama-2-13b").parameters
 

@@ -76,6 +76,11 @@ _EXTRA_CONFIGS: Mapping[str, Mapping] = {
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
         "tie_word_embeddings": False,
     },
+    "llama-7b": {
+        "_name_or_path": "LLaMA 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
     "llama-2-13b": {
         "_name_or_path": "Llama 2 13B", "model_type": "llama", "num_hidden_layers": 40, "hidden_size": 5120,
         "num_attention_heads": 40, "num_key_value_heads": 40, "intermediate_size": 13824, "vocab_size": 32000,
