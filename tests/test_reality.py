@@ -279,7 +279,7 @@ def test_a_beats_floor_entry_needs_a_known_reason():
 @pytest.mark.parametrize("key", ["m1-max", "m1-ultra", "m2-ultra"])
 def test_added_machines_cite_a_link_and_say_their_gpu_rate_is_an_estimate(key):
     gpu = sm.CATALOG[key]
-    assert "https://" in gpu.source and "estimate" in gpu.source
+    assert gpu.source_url.startswith("https://www.apple.com/newsroom/") and "estimate" in gpu.source
     assert gpu.price_per_hour is None and gpu.memory_bandwidth in (400e9, 800e9)
 
 

@@ -197,29 +197,29 @@ _ENTRIES = [
 _ENTRIES += [
     GPU(
         key="m1-max", name="Apple M1 Max (32-core GPU)",
+        source_url="https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/",
         dense_flops={"fp16": 10.4 * T, "fp32": 10.4 * T},
-        memory_bandwidth=400e9, memory_bytes=64 * GB, price_per_hour=None,
-        source="Apple Newsroom, 'Introducing M1 Pro and M1 Max', 18 Oct 2021 "
-               "(https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/): "
+        memory_bandwidth=400e9, memory_bytes=64 * GiB, price_per_hour=None,
+        source="Apple Newsroom, 'Introducing M1 Pro and M1 Max', 18 Oct 2021: "
                "400 GB/s, up to 64 GB; GPU rate: Notebookcheck's estimate, 10.4 TFLOP/s FP32, not Apple's",
         as_of="2021-10", price_source="owned, not rented",
     ),
     GPU(
         key="m1-ultra", name="Apple M1 Ultra (64-core GPU)",
+        source_url="https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/",
         dense_flops={"fp16": 21.2 * T, "fp32": 21.2 * T},
-        memory_bandwidth=800e9, memory_bytes=128 * GB, price_per_hour=None,
-        source="Apple Newsroom, 'Apple unveils M1 Ultra', 8 Mar 2022 "
-               "(https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/): "
+        memory_bandwidth=800e9, memory_bytes=128 * GiB, price_per_hour=None,
+        source="Apple Newsroom, 'Apple unveils M1 Ultra', 8 Mar 2022: "
                "800 GB/s, up to 128 GB; GPU rate: CPU-Monkey's estimate, 21.2 TFLOP/s FP32 "
                "(https://www.cpu-monkey.com/en/cpu-apple_m1_ultra_64_gpu), not Apple's",
         as_of="2022-03", price_source="owned, not rented",
     ),
     GPU(
         key="m2-ultra", name="Apple M2 Ultra (76-core GPU)",
+        source_url="https://www.apple.com/newsroom/2023/06/apple-introduces-m2-ultra/",
         dense_flops={"fp16": 27.2 * T, "fp32": 27.2 * T},
-        memory_bandwidth=800e9, memory_bytes=192 * GB, price_per_hour=None,
-        source="Apple Newsroom, 'Apple introduces M2 Ultra', 5 Jun 2023 "
-               "(https://www.apple.com/newsroom/2023/06/apple-introduces-m2-ultra/): 800 GB/s, up to 192 GB; "
+        memory_bandwidth=800e9, memory_bytes=192 * GiB, price_per_hour=None,
+        source="Apple Newsroom, 'Apple introduces M2 Ultra', 5 Jun 2023: 800 GB/s, up to 192 GB; "
                "GPU rate: the commonly reported estimate of about 27 TFLOP/s FP32, not Apple's",
         as_of="2023-06", price_source="owned, not rented",
     ),
