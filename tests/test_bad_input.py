@@ -221,6 +221,14 @@ EVERY_CALL = [
     (sm.time_per_token_curve, dict(model=M, gpu=G, tokens=[1, 10]), dict(tokens=WHOLE_FROM_1)),
     (serving.compute_bound_batch, dict(model=M, gpu=G, cached_tokens=0, weight_bits=16, kv_bits=16),
      dict(cached_tokens=WHOLE, weight_bits=POSITIVE, kv_bits=POSITIVE)),
+    (serving.shared_decode, dict(model=M, gpu=G, users=32, prompt_tokens=3000, reply_tokens=250, price_per_hour=3,
+                                 weight_bits=16, kv_bits=16),
+     dict(users=WHOLE_FROM_1, prompt_tokens=WHOLE_FROM_1, reply_tokens=WHOLE_FROM_1, price_per_hour=NOT_NEGATIVE,
+          weight_bits=POSITIVE, kv_bits=POSITIVE)),
+    (serving.weight_bytes_read_per_token, dict(model=M, weight_bits=16), dict(weight_bits=POSITIVE)),
+    (serving.strict_decode_floor, dict(model=M, gpu=G, weight_bits=16), dict(weight_bits=POSITIVE)),
+    (serving.memory_bound_from_cache, dict(model=M, gpu=G, weight_bits=16, kv_bits=16, longest=4096),
+     dict(weight_bits=POSITIVE, kv_bits=POSITIVE, longest=WHOLE_FROM_1)),
     (M.kv_bytes_per_token, dict(kv_bits=16), dict(kv_bits=POSITIVE)),
     (MIXTRAL.experts_touched, dict(tokens=3), dict(tokens=WHOLE)),
     (MIXTRAL.parameters_read, dict(tokens=3), dict(tokens=WHOLE)),
@@ -245,7 +253,7 @@ EVERY_CALL = [
 ]
 # Values not bad for that argument: batching(price_per_hour=None) takes the GPU's price;
 # positions_attended(window=None) has no window; GPU.with_changes(price_per_hour=None) is a GPU nobody rents.
-NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (passes.positions_attended, "window"),
+NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price_per_hour"), (passes.positions_attended, "window"),
                  (G.with_changes, "price_per_hour")}
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
