@@ -75,8 +75,8 @@ __all__ = ["Chart", "Control", "Layer", "Panel", "Scale", "builder", "buttons", 
 # The SVG's width in user units. Narrow, with large type, so a phone 400 px wide still
 # shows the axis text at a readable size (the SVG scales to the page's width).
 WIDTH = 480
-LEFT, RIGHT, TOP, BOTTOM = 70, 14, 14, 46
-TICK_SIZE, LABEL_SIZE = 13, 14
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 52
+TICK_SIZE, LABEL_SIZE = 15, 16
 # Grid lines in the text colour, faint, so they suit a light page and a dark one.
 GRID = 'stroke="currentColor" stroke-opacity="0.18"'
 # The most a chart's looked-up data may weigh on its page.
@@ -473,11 +473,11 @@ class Panel:
             x = float(self.x(value))
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" {GRID}/>')
             if self.show_x_ticks:
-                parts.append(_text(x, bottom + 16, label, anchor="middle"))
+                parts.append(_text(x, bottom + 18, label, anchor="middle"))
         parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" '
                      f'fill="none" stroke="{NEUTRAL}"/>')
         if self.show_x_ticks and self.x_label:
-            parts.append(_text((left + right) / 2, bottom + 36, self.x_label, anchor="middle", size=LABEL_SIZE))
+            parts.append(_text((left + right) / 2, bottom + 40, self.x_label, anchor="middle", size=LABEL_SIZE))
         if self.y_label:
             middle = (top + bottom) / 2
             parts.append(_text(16, middle, self.y_label, anchor="middle", size=LABEL_SIZE,
@@ -587,7 +587,7 @@ def passes_chart(default_prompt: int = 2000, default_reply: int = 300) -> Chart:
             middle = first_decode + (_FIRST_SHOWN + 1) * pitch - pitch * 0.15
             parts.append(_text(middle, top + bar / 2 + 2, "⋯", DECODE, "middle", 18))
             parts.append(_text(middle, top + bar + 18, f"{units.number(decode_passes - len(shown))} more", DECODE,
-                               "middle", 12))
+                               "middle"))
         # Ticks name the request's pass numbers: prefill is pass 1, decode pass k is pass k + 1.
         for position in {0, len(shown) - 1}:
             if position == len(shown) - 1 and elided:
@@ -761,11 +761,11 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
     costs = np.concatenate([np.atleast_1d(s.cost_per_million_tokens) for s in shared.values()])
     rates = np.concatenate([np.atleast_1d(s.tokens_per_second_per_user) for s in shared.values()])
     cost_low, cost_high = 10 ** math.floor(math.log10(costs.min())), 10 ** math.ceil(math.log10(costs.max()))
-    cost_panel = Panel.make((1, 1024), (cost_low, cost_high), TOP + 8, 150, True, True, "users per pass",
+    cost_panel = Panel.make((1, 1024), (cost_low, cost_high), TOP + 8, 160, True, True, "users per pass",
                             "$ a million tokens", show_x=False)
     rate_ticks = linear_ticks(rates.max() * 1.05)
-    rate_panel = Panel.make((1, 1024), (0, rate_ticks[-1] * 1.1), TOP + 178, 120, True, False,
-                            "users per pass", "tokens/s, each user")
+    rate_panel = Panel.make((1, 1024), (0, rate_ticks[-1] * 1.1), TOP + 186, 130, True, False,
+                            "users per pass", "user's tokens/s")
     x_ticks = [(u, units.number(u)) for u in (1, 4, 16, 64, 256, 1024)]
     cost_panel.x_ticks = rate_panel.x_ticks = x_ticks
     cost_panel.y_ticks = [(c, units.dollars(c, _figures(c, 1))) for c in log_ticks(cost_low, cost_high)]
