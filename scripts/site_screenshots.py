@@ -50,6 +50,9 @@ def main(argv=None) -> int:
                         tab.screenshot(out / f"{name}-{width}-{mode}.png")
                         written += 1
                         charts = tab.page.locator("figure.webchart")
+                        if charts.count():
+                            # The theme's header stays at the top of the window; out of the way of a chart's picture.
+                            tab.page.add_style_tag(content=".bd-header { position: static !important; }")
                         for k in range(charts.count()):
                             charts.nth(k).screenshot(path=str(out / "charts" / f"{name}-{k + 1}-{width}-{mode}.png"))
                             written += 1

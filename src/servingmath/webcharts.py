@@ -505,12 +505,24 @@ class Panel:
         return _text(self.x(x), self.y(y), text, colour, anchor, size)
 
     def vertical(self, x, text, colour=COMPUTE, low=False) -> list[str]:
-        """A dashed vertical line at ``x``, named at its top (or foot, ``low``) on the side with more room."""
+        """A dashed vertical line at ``x``, named at its top (or foot, ``low``) on a side where the name fits."""
         px = float(self.x(x))
-        anchor, dx = ("end", -5) if px > (self.x.start + self.x.end) / 2 else ("start", 5)
+        width = _text_width(text)
+        if px + 5 + width <= self.x.end:
+            anchor, tx = "start", px + 5
+        elif px - 5 - width >= self.x.start:
+            anchor, tx = "end", px - 5
+        else:
+            anchor, tx = "end", self.x.end - 4
         y = self.y.start - 7 if low else self.y.end + 16
-        return [f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{self.y.end}" y2="{self.y.start}" stroke="{colour}" '
-                f'stroke-width="1.5" stroke-dasharray="4 3"/>', _text(px + dx, y, text, colour, anchor)]
+        parts = [f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{self.y.end}" y2="{self.y.start}" stroke="{colour}" '
+                 f'stroke-width="1.5" stroke-dasharray="4 3"/>']
+        return parts + ([_text(tx, y, text, colour, anchor)] if text else [])
+
+
+def _text_width(text, size=TICK_SIZE):
+    """About how wide ``text`` is drawn, in SVG units (sans-serif averages a little over half its size)."""
+    return 0.56 * size * len(text)
 
 
 def _model(key):
@@ -779,7 +791,7 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
                                  dashed=True)]
         if turns[gpu] is not None and turns[gpu] <= 1024:
             parts += cost_panel.vertical(turns[gpu], f"compute-bound from {_counted(turns[gpu], 'user', 'users')}")
-            parts += rate_panel.vertical(turns[gpu], "", low=True)[:1]
+            parts += rate_panel.vertical(turns[gpu], "", low=True)
         return "".join(parts)
 
     def markers(users, gpu):
@@ -848,9 +860,9 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
                  panel.line(line_tokens, lines[(gpu, assumptions)], PREFILL),
                  panel.line(np.array([1, max_tokens]), np.array([decode.time_per_token] * 2), DECODE, dashed=True,
                             width=1.5),
-                 panel.label(max_tokens, decode.time_per_token * 1.5,
-                             f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
-                             DECODE, anchor="end")]
+                 _text(panel.x.end - 4, float(panel.y(decode.time_per_token)) - 7,
+                       f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
+                       DECODE, "end")]
         first = curves[(gpu, assumptions)].arithmetic_from
         if first is not None:
             parts += panel.vertical(first, f"compute-bound from {_counted(first, 'token', 'tokens')}", low=True)

@@ -92,7 +92,13 @@ figure => {
     const checked = box.querySelector("input:checked");
     return {text: checked ? checked.parentElement.textContent.trim() : ""};
   };
+  const svg = figure.querySelector("svg");
+  const described = document.getElementById(svg.getAttribute("aria-describedby") || "");
+  const titled = document.getElementById(svg.getAttribute("aria-labelledby") || "");
   return {
+    alternative: svg.getAttribute("role") === "img" && titled !== null && titled.textContent.trim() !== "" &&
+      described !== null && Array.from(figure.querySelectorAll("[data-readout]"))
+        .every(r => described.contains(r)),
     enabled: Array.from(figure.querySelectorAll("input, select")).every(input => !input.disabled),
     readouts: Array.from(figure.querySelectorAll("[data-readout]"), r => r.textContent),
     controls: Array.from(figure.querySelectorAll("[data-control]"), shownText),
@@ -185,8 +191,10 @@ def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[st
     chart = rebuilt(call)
     shown = figure.evaluate(READ_CHART)
     problems = []
+    if not shown["alternative"]:
+        problems.append(f"{kind} chart: its SVG has no text alternative naming it and giving its readouts")
     if not shown["enabled"]:
-        return [f"{kind} chart: its controls were never switched on (webcharts.js did not run)"], 0
+        return problems + [f"{kind} chart: its controls were never switched on (webcharts.js did not run)"], 0
     settings = []
     for control in chart.controls:
         far = control.options[-1 if control.default != len(control.options) - 1 else 0]

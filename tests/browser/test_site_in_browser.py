@@ -80,6 +80,7 @@ PHONE_CHECK = """
       const box = figure.getBoundingClientRect();
       return {
         kind: figure.dataset.chart,
+        framed: background(figure.parentElement) !== background(figure.closest("article")),
         inside: box.left >= -1 && box.right <= width + 1,
         readouts: Array.from(figure.querySelectorAll("[data-readout], output"), element => {
           const r = element.getBoundingClientRect();
@@ -261,6 +262,8 @@ def test_every_page_reads_on_a_phone(chromium, site, dark):
                 name = f"{page}: {chart['kind']} chart"
                 if not chart["inside"]:
                     problems.append(f"{name} runs off the screen")
+                if chart["framed"]:
+                    problems.append(f"{name} sits in a box of another colour than the page")
                 problems += [f"{name}: {r['text']!r} is off the screen" for r in chart["readouts"] if not r["shown"]]
                 problems += [f"{name}: {r['text']!r} has contrast {r['contrast']:.1f}" for r in chart["readouts"]
                              if r["contrast"] < 4.5]
