@@ -842,6 +842,9 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     curves = {(g, w): time_per_token_curve(served, CATALOG[g], tokens, worlds[w]) for g in CATALOG for w in worlds}
     lines = {(g, w): np.asarray(time_per_token_curve(served, CATALOG[g], line_tokens, worlds[w]).time_per_token)
              for g in CATALOG for w in worlds}
+    # Where arithmetic takes over, over every whole token count, not only the slider's steps.
+    crossings = {(g, w): time_per_token_curve(served, CATALOG[g], range(1, max_tokens + 1), worlds[w]).arithmetic_from
+                 for g in CATALOG for w in worlds}
     decodes = {(g, w): decode_step(served, CATALOG[g], cached_tokens=decode_cache, assumptions=worlds[w])
                for g in CATALOG for w in worlds}
     everything = np.concatenate([*lines.values(), [d.time_per_token for d in decodes.values()]])
@@ -863,10 +866,17 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
                  _text(panel.x.end - 4, float(panel.y(decode.time_per_token)) - 7,
                        f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
                        DECODE, "end")]
-        first = curves[(gpu, assumptions)].arithmetic_from
+        first = crossings[(gpu, assumptions)]
+        # Shaded where memory sets the time, then where arithmetic does, under the lines.
+        switch = float(panel.x(first)) if first is not None else panel.x.end
+        top, height = panel.y.end, panel.y.start - panel.y.end
+        bands = [f'<rect x="{panel.x.start}" y="{top}" width="{switch - panel.x.start:.1f}" height="{height}" '
+                 f'fill="{MEMORY}" fill-opacity="0.10"/>',
+                 f'<rect x="{switch:.1f}" y="{top}" width="{panel.x.end - switch:.1f}" height="{height}" '
+                 f'fill="{COMPUTE}" fill-opacity="0.10"/>']
         if first is not None:
             parts += panel.vertical(first, f"compute-bound from {_counted(first, 'token', 'tokens')}", low=True)
-        return "".join(parts)
+        return "".join(bands + parts)
 
     def marker(tokens, gpu, assumptions):
         curve = curves[(gpu, assumptions)]
@@ -888,4 +898,5 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     return live_chart("workshop", f"One pass of {served.name}: time per token", controls, readouts,
                       [Layer(("gpu", "assumptions"), world), Layer(("tokens", "gpu", "assumptions"), marker)],
                       background=panel.axes(), height=int(panel.bottom + BOTTOM),
-                      note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step.")
+                      note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step. "
+                           "Orange: memory sets the time; green: arithmetic does.")
