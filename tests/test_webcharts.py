@@ -163,7 +163,7 @@ def test_a_chart_displays_as_html_in_a_notebook(charts):
     chart = charts["batching"]
     assert chart._repr_html_() == str(chart)
     assert HTML(chart).data == str(chart)
-    assert repr(chart) == "<chart: users per pass, GPU; 180 settings>"
+    assert repr(chart) == "<chart: users per pass, GPU; 252 settings>"
 
 
 def test_a_new_chart_from_the_general_api():

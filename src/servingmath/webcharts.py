@@ -638,7 +638,7 @@ def roofline_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm", de
     model, counted as the lesson counts (weights only, every limit reached exactly).
     """
     served = _model(model)
-    tokens = slider_steps(1, 100_000, 2, default_tokens, extra=(200, 3000))
+    tokens = slider_steps(1, 100_000, 3, default_tokens, extra=(200, 3000))
     intensities = np.geomspace(0.3, 1e6, 60)
     peaks = [g.peak_flops for g in CATALOG.values()]
     lowest = min(attainable_flops(0.3, g.peak_flops, g.memory_bandwidth) for g in CATALOG.values())
@@ -766,7 +766,7 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
     step, and each user's rate falls.
     """
     served = _model(model)
-    steps = slider_steps(1, 1024, 2, default_users, extra=(8, 32))
+    steps = slider_steps(1, 1024, 3, default_users, extra=(8, 32))
     priced = [key for key, g in CATALOG.items() if g.price_per_hour is not None]
     shared = {key: batching(served, CATALOG[key], steps) for key in priced}
     turns = {key: compute_bound_batch(served, CATALOG[key]) for key in priced}
@@ -837,7 +837,7 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     if default_assumptions not in worlds:
         raise ValueError(f"default_assumptions must be 'plate' or 'lesson', got {default_assumptions!r}")
     max_tokens = 16_384
-    tokens = slider_steps(1, max_tokens, 2, default_tokens)
+    tokens = slider_steps(1, max_tokens, 3, default_tokens)
     line_tokens = np.unique(np.round(np.geomspace(1, max_tokens, 48)).astype(int))
     curves = {(g, w): time_per_token_curve(served, CATALOG[g], tokens, worlds[w]) for g in CATALOG for w in worlds}
     lines = {(g, w): np.asarray(time_per_token_curve(served, CATALOG[g], line_tokens, worlds[w]).time_per_token)
