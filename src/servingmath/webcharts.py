@@ -312,7 +312,9 @@ def live_chart(kind: str, title: str, controls: Sequence[Control], readouts: Cal
     default_index = sum(s * c.default for s, c in zip(strides, controls))
     shown = [strings[table[default_index * len(labels) + r]] for r in range(len(labels))]
 
-    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" role="img" aria-labelledby="{ident}-title" '
+    # Sized in the tag too, so a notebook without the site's style sheet shows it at a readable size.
+    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" width="100%" style="max-width: {WIDTH + 20}px" role="img" '
+           f'aria-labelledby="{ident}-title" '
            f'aria-describedby="{ident}-readouts" font-family="sans-serif" fill="currentColor" '
            f'xmlns="http://www.w3.org/2000/svg">' + "".join(background)
            + "".join(f'<g class="webchart-layer">{part}</g>' for part in defaults) + "</svg>")
