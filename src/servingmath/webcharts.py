@@ -313,7 +313,7 @@ def live_chart(kind: str, title: str, controls: Sequence[Control], readouts: Cal
     shown = [strings[table[default_index * len(labels) + r]] for r in range(len(labels))]
 
     # Sized in the tag too, so a notebook without the site's style sheet shows it at a readable size.
-    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" width="100%" style="max-width: {WIDTH + 20}px" role="img" '
+    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" width="100%" style="max-width: {WIDTH + 20}px; overflow: visible" role="img" '
            f'aria-labelledby="{ident}-title" '
            f'aria-describedby="{ident}-readouts" font-family="sans-serif" fill="currentColor" '
            f'xmlns="http://www.w3.org/2000/svg">' + "".join(background)
