@@ -738,13 +738,14 @@ def request_chart(default_gpu: str = "h100-sxm", default_bits: int = 16, default
         chosen = _gpu(gpu)
         result = timed(gpu, weight_bits, prompt_tokens, reply_tokens)
         weights = result.decode.cost.weight_bytes
-        fits = "fits in" if weights <= chosen.memory_bytes else "does not fit in"
+        # Weights and the reply's whole cache against the memory left after the reserve.
+        fits = "fits in" if result.fits else "does not fit in"
         return {"time to first token (TTFT)": f"{_ms(result.ttft, 2)}, {result.prefill.bound}-bound",
                 "time per output token (TPOT)": f"{_ms(result.tpot)}, {result.decode.bound}-bound",
                 "tokens a second": units.number(result.tokens_per_second),
                 "whole reply": _time(result.total_time),
                 "share spent in decode": units.percent(result.decode_share),
-                "weights read each pass": f"{units.gb(weights)}; {fits} the GPU's {units.gb(chosen.memory_bytes, 0)}"}
+                "weights read each pass": f"{units.gb(weights)}; {fits} the GPU's {chosen.listed_memory}"}
 
     controls = [_gpu_menu(default_gpu), _weight_bits(default_bits),
                 slider("prompt_tokens", "tokens in the prompt", prompts, default_prompt,
