@@ -43,6 +43,7 @@ book-check: $(READY)
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python scripts/check_site.py _build/html
+	COURSE_SITE=_build/html $(BIN)/python -m pytest tests/test_editorial.py -k built_page -p no:cacheprovider -q
 
 browser-check: $(READY)
 	@if [ -x /usr/bin/chromium ]; then \
