@@ -218,14 +218,22 @@ def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
 
 
-def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None) -> list[Path]:
-    """Write ``course/source/assignment/NAME.ipynb`` for every solution; return the paths."""
+def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None,
+                   names: list[str] | None = None) -> list[Path]:
+    """Write ``course/source/assignment/NAME.ipynb`` for each solution (``names``, or all); return the paths."""
     import nbformat
 
     folder = course / "source" / assignment
     folder.mkdir(parents=True, exist_ok=True)
+    # The release's answer cells get the same stub as exercises/, not nbgrader's NotImplementedError.
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821 (nbgrader provides it)\n"
+        f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
+        f"c.ClearSolutions.code_stub = {{'python': {STUB!r}}}\n", encoding="utf-8")
     written = []
     for solution in solution_files():
+        if names is not None and solution.stem not in names:
+            continue
         target = folder / f"{solution.stem}.ipynb"
         nbformat.write(nbgrader_notebook(solution, (points or {}).get(solution.stem)), target)
         written.append(target)
