@@ -220,6 +220,7 @@ class Run:
     unreadable: str | None = None
     seconds: float = 0.0
     changed: list[str] = field(default_factory=list)   # labels whose check cell differs from the release's
+    cells_run: int = 0                                  # code cells that finished
 
 
 LABEL = re.compile(r"""\b(?:check|submit)\s*\(.*?\blabel\s*=\s*["']([^"']+)["']""", re.S)
@@ -320,8 +321,14 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
             options["km"] = AsyncKernelManager(kernel_name="grading",
                                           kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(sandbox[0])]))
         started = time.monotonic()
-        deadline = started + time_limit
-        client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline - time.monotonic()),
+        # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
+        deadline = [started + time_limit]
+
+        def start_clock(**_):
+            deadline[0] = time.monotonic() + time_limit
+
+        client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
+                                on_notebook_start=start_clock,
                                 kernel_name="grading" if sandbox else "python3", allow_errors=True,
                                 interrupt_on_timeout=False, startup_timeout=60, **options,
                                 resources={"metadata": {"path": str(scratch)}})
@@ -339,6 +346,7 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
         outcome.seconds = time.monotonic() - started
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    outcome.cells_run = sum(cell.get("execution_count") is not None for cell in code_cells)
     for number, cell in enumerate(code_cells, start=1):
         for output in cell.get("outputs", []):
             # The interrupt that ends a cell past its time is already told as the timeout.
@@ -583,7 +591,8 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
                 bad.append((submission.path, f"names a student ({submission.student}) who is not on the roster"))
                 continue
             student = students.setdefault(submission.student, Student(submission.student, submission.student))
-        moment = times.get(_key(student.name)) or times.get(_key(student.student)) or times.get(_key(submission.student))
+        moment = next((times[key] for key in (_key(student.name), _key(student.student), _key(submission.student))
+                       if key in times), None)
         if moment is not None:
             submission.submitted, submission.time_from = moment, "the LMS's times"
         elif submission.lms_late:

@@ -183,7 +183,8 @@ def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
         if cell.cell_type != "code":
             continue
         if SETUP_IMPORT in cell.source + "\n":
-            cell.source = cell.source.replace(SETUP_IMPORT.strip(), "from servingmath.checks import check, submit, submitted")
+            cell.source = cell.source.replace(SETUP_IMPORT.strip(),
+                                              "from servingmath.checks import check, submit, submitted")
             cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "schema_version": 3,
                                          "grade_id": "setup"}
         elif BEGIN in cell.source:

@@ -40,7 +40,8 @@ def test_right_shows_the_package_figure_only_when_it_differs():
     (8, "bits for bytes", "ms"), (1 / 8, "bits for bytes", "ms"), (100, "a percentage for a fraction", "ms"),
     (1e3, "a factor of 1,000", "ms"), (1e-3, "a factor of 1,000", "ms"), (1024, "a factor of 1,024", "GB"),
     (1e9 / 2**30, "GiB for GB", "GB"), (2**30 / 1e9, "GiB for GB", "GB"), (3600, "hours for seconds", "ms"),
-    (1e-6, "a factor of a million", "ms"), (1e9, "a factor of a billion", "ms"), (1e-12, "a factor of a trillion", "ms"),
+    (1e-6, "a factor of a million", "ms"), (1e9, "a factor of a billion", "ms"),
+    (1e-12, "a factor of a trillion", "ms"),
 ])
 def test_usual_slips_are_named(factor, name, units):
     result = check(DECODE_MS * factor, DECODE_MS, units=units)

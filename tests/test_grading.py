@@ -9,9 +9,7 @@ and a student on the roster who handed in nothing.
 import csv
 import datetime as dt
 import os
-import shutil
 import sys
-import time
 from pathlib import Path
 
 import jupytext
@@ -193,13 +191,11 @@ def graded(problems, tmp_path_factory):
         f"deadline: {DEADLINE.isoformat()}\ngrace_minutes: 15\nlate_penalty: 0.1\nclose_credit: 0.5\n"
         "time_limit: 8\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
-    started = time.monotonic()
     code = grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
                        "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2"])
     assert code == 0
-    seconds = time.monotonic() - started
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
-    return {"out": out, "table": table, "folder": folder, "seconds": seconds}
+    return {"out": out, "table": table, "folder": folder}
 
 
 def marks(row):
@@ -299,10 +295,9 @@ def test_the_time_limit_is_for_the_whole_notebook_not_each_cell(tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.8)") for _ in range(6)]
     nbformat.write(notebook, tmp_path / "slow.ipynb")
-    started = time.monotonic()
     ran = grade.run_notebook(tmp_path / "slow.ipynb", time_limit=2)
-    assert time.monotonic() - started < 8  # six cells of 0.8 s would be 4.8 s even under a per-cell limit of 2
-    assert ran.problems == ["stopped: the notebook ran past its 2 s"]
+    # Each cell is well under 2 s, so a limit per cell would let all six finish.
+    assert ran.problems == ["stopped: the notebook ran past its 2 s"] and 1 <= ran.cells_run <= 3
 
 
 @pytest.mark.parametrize("content, reason", [
@@ -313,11 +308,6 @@ def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
     (tmp_path / "x.ipynb").write_text(content)
     ran = grade.run_notebook(tmp_path / "x.ipynb", 5)
     assert reason in ran.unreadable and not ran.records
-
-
-def test_the_grading_stays_quick(graded):
-    # Twelve notebooks on two jobs, one of them held for its whole 8 s: well inside the suite's budget.
-    assert graded["seconds"] < 60
 
 
 @pytest.mark.parametrize("path, who", [
