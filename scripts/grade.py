@@ -468,7 +468,10 @@ def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submissi
     found, bad = [], []
     for path in sorted(submissions.rglob("*")):
         relative = path.relative_to(submissions)
-        if not path.is_file() or any(part.startswith(".") or part == "__MACOSX" for part in relative.parts):
+        if not path.is_file():
+            continue
+        if any(part.startswith(".") or part == "__MACOSX" for part in relative.parts):
+            bad.append((path, "is a hidden or system file (a checkpoint, a macOS resource fork), skipped"))
             continue
         if path.suffix.lower() not in SUFFIXES:
             bad.append((path, f"is a {path.suffix or 'file without an extension'}, not a notebook (.ipynb or .md)"))

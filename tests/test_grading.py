@@ -168,6 +168,8 @@ def messy_folder(root: Path) -> Path:
     write(solution(), folder / f"jo-{PART_1} (1).ipynb", DEADLINE - dt.timedelta(hours=1))      # the newer copy
     write(solution(), folder / f"latekim_LATE_1011_90011_{PART_1}.ipynb")                     # Canvas: late
     (folder / "notes.txt").write_text("not a notebook")
+    (folder / "ada" / ".ipynb_checkpoints").mkdir(parents=True)
+    write(graded_release(), folder / "ada" / ".ipynb_checkpoints" / f"{PART_1}-checkpoint.ipynb")
     write(graded_release(), folder / "dave-homework.ipynb")
     return folder
 
@@ -250,7 +252,8 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
     assert (f"- {folder / f'jo-{PART_1}.ipynb'}: a second copy of {PART_1} from jo; graded the later "
             f"jo-{PART_1} (1).ipynb instead") in report
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
-    assert report.count("\n- ") == 4
+    assert f"- {folder / 'ada' / '.ipynb_checkpoints' / f'{PART_1}-checkpoint.ipynb'}: is a hidden or system" in report
+    assert report.count("\n- ") == 5
     assert ("each kernel in its own mount namespace" if SANDBOXED else "scratch folder and cleaned environment only"
             ) in report
 
