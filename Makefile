@@ -65,14 +65,17 @@ notebooks: $(READY)
 bench: $(READY)
 	$(BIN)/python scripts/bench.py
 
-# The students' notebooks in exercises/, made from solutions/ (edit those, then run this).
+# The students' notebooks, made from solutions/ (edit those, then run this): the practice release in
+# exercises/, the graded release (its cells record answers, hold no figure) in exercises/graded/.
 exercises: $(READY)
 	$(BIN)/python scripts/make_exercises.py
 
-# Grade a folder of submitted notebooks: make grade SUBMISSIONS=folder [GRADES=grades.csv]
+# Grade a term's submissions into a folder of grade files (see chapters/instructors.md):
+#   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]
 grade: $(READY)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv]" >&2; exit 2; }
-	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --out "$(or $(GRADES),grades.csv)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [RUBRIC=file] [ROSTER=file] [TIMES=file] [OUT=grades]" >&2; exit 2; }
+	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --rubric "$(or $(RUBRIC),grading/rubric.yml)" --out "$(or $(OUT),grades)" \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMES),--times "$(TIMES)")
 
 pins:
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in

@@ -1,93 +1,352 @@
-"""Grade students' problem notebooks: run each one, score each problem, write a CSV.
+"""Grade a term's problem notebooks: run each in a sandbox, mark it by a rubric, write what the LMS imports.
 
-    python scripts/grade.py SUBMISSIONS [--out grades.csv] [--timeout 60] [--notebooks NAME ...]
+    python scripts/grade.py SUBMISSIONS [--rubric grading/rubric.yml] [--roster ROSTER.csv]
+                            [--times TIMES.csv] [--out grades] [--jobs N]
 
-SUBMISSIONS is a folder of notebooks (.ipynb, or .md as jupytext writes them), laid out
-either way, or both mixed:
+SUBMISSIONS is a folder of notebooks (.ipynb, or .md as jupytext writes them) as they come:
 
-    SUBMISSIONS/alice/lesson-1-part-1.ipynb      a folder for each student (any depth below it)
-    SUBMISSIONS/bob-lesson-1-part-1.ipynb        flat: the student's name, then the notebook's
+    SUBMISSIONS/alice/lesson-1-part-1.ipynb                        a folder for each student
+    SUBMISSIONS/bob-lesson-1-part-1.ipynb                          the student's name, then the notebook's
+    SUBMISSIONS/smithjohn_LATE_1234_5678_lesson-1-part-1.ipynb     Canvas's "Download Submissions"
+    SUBMISSIONS/John Smith_4321_assignsubmission_file_/Lesson_1_Part_1.ipynb     Moodle's "Download all"
 
-A file counts as the notebook whose name (``lesson-1-part-1``, ``plate-xxiii-1``, the names
-in solutions/) its file name contains, ignoring case and treating spaces, dots and
-underscores as hyphens: ``Copy of Lesson_1_Part_1.ipynb`` is ``lesson-1-part-1``. In the flat
-layout the student is whatever comes before the notebook's name. Files that match no
-notebook are listed and skipped.
+A file counts as the notebook whose name (those in solutions/) it contains, whatever the case
+and the spaces, dots and underscores. The rubric (YAML) names the notebooks graded and each
+problem's points, the share a "close" answer earns, the deadline, the grace and the late
+penalty, and the wall-clock seconds each notebook may run, all its cells together. The roster
+(a CSV: the LMS's own gradebook export, Canvas's or Moodle's, or one with a ``student`` column)
+lists everyone, so a student who handed in nothing gets a row of zeros. A submission's time
+comes from the LMS where it says: the times CSV (Moodle's grading worksheet, or ``student,
+submitted``), or Canvas's ``LATE`` in a file name; otherwise from the file's date.
 
-Each notebook is run from a clean start (its saved outputs are ignored) with nbclient in a
-scratch folder. A cell that raises does not stop the run; a cell that runs past the time
-limit, or a kernel that dies, does, and the problems reached so far keep their scores. The
-notes column says what went wrong. Each check cell leaves a record of the student's answer
-in its output (``servingmath.checks.RECORD_MIME``); the grader checks that answer again
-against the reference: the same problem in solutions/, run first, whose checks must all be
-right. A check cell a student edited so cannot change a score.
+Each notebook runs from a clean start, its saved outputs dropped, in a scratch folder outside
+the repository holding only that notebook and a copy of ``servingmath``, under a cleaned
+environment; where Linux allows it (``unshare``), in a mount namespace in which the
+repository's other folders (solutions, tests, scripts, git), the submissions and the grader's
+inputs and outputs are empty. Every check cell is replaced by one that only records the answer
+(as the graded release's ``submit`` does), so no expected figure enters a student's kernel; the
+answers are marked against the solutions, run first and held only in the grader's process. A
+check cell edited or patched therefore changes no mark (the notes say it was changed).
 
-The CSV has a row for each student: a column for each problem (1 right, 0 not), the total,
-the most possible, and the notes. A summary line goes to standard output.
+``--out`` is a folder (made if missing) that receives:
 
-The notebooks run students' code with your permissions: grade in a container or an
-account that holds nothing else.
+- ``grades.csv``: a row for each student, a column for each problem's points, total, late, notes;
+- ``canvas.csv``: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, the assignment);
+- ``moodle.csv``: Moodle's grade import (identifiers, the grade, a feedback comment);
+- ``feedback/STUDENT.txt``: what each student is told, problem by problem;
+- ``report.txt``: every file that was not graded as handed in, and why.
+
+The notebooks run students' code: grade in a container or an account that holds nothing else.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
+import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import jupytext
+import nbformat
+import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+import servingmath
 from servingmath.checks import RECORD_MIME, check
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
+RUBRIC = ROOT / "grading" / "rubric.yml"
 SUFFIXES = (".ipynb", ".md")
+RUBRIC_KEYS = {"assignment", "deadline", "grace_minutes", "late_penalty", "close_credit", "time_limit", "notebooks"}
+
+
+# -- the rubric ----------------------------------------------------------------------
+@dataclass
+class Rubric:
+    assignment: str = "Coursework"
+    deadline: dt.datetime | None = None
+    grace_minutes: float = 0.0
+    late_penalty: float = 0.0     # share of a late notebook's points taken off
+    close_credit: float = 0.0     # share of a problem's points a "close" answer earns
+    time_limit: float = 60.0      # wall-clock seconds a notebook may run, all its cells together
+    notebooks: dict[str, dict[str, float]] = field(default_factory=dict)  # notebook -> {label: points}
+
+    def points(self, name: str, label: str) -> float:
+        return float(self.notebooks.get(name, {}).get(label, 1))
+
+
+def load_rubric(path: Path | None, names: list[str]) -> Rubric:
+    """The rubric in ``path`` (every notebook, one point a problem, if None); ValueError names what is wrong."""
+    if path is None:
+        return Rubric(notebooks={name: {} for name in names})
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"rubric {path} cannot be read: {error}") from error
+    if not isinstance(data, dict):
+        raise ValueError(f"rubric {path} must be a mapping of settings, got {data!r}")
+    unknown = sorted(set(data) - RUBRIC_KEYS)
+    if unknown:
+        raise ValueError(f"rubric {path}: unknown settings {unknown}; known: {sorted(RUBRIC_KEYS)}")
+    rubric = Rubric(assignment=str(data.get("assignment", "Coursework")))
+    for key, low, high in (("grace_minutes", 0, math.inf), ("late_penalty", 0, 1), ("close_credit", 0, 1),
+                           ("time_limit", 1e-3, math.inf)):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"rubric {path}: {key} must be a number from {low} to {high}, got {value!r}")
+            setattr(rubric, key, float(value))
+    if data.get("deadline") is not None:
+        rubric.deadline = _when(data["deadline"], f"rubric {path}: deadline")
+    notebooks = data.get("notebooks") or {name: {} for name in names}
+    if not isinstance(notebooks, dict):
+        raise ValueError(f"rubric {path}: notebooks must map each notebook to its problems' points, got {notebooks!r}")
+    for name, weights in notebooks.items():
+        if name not in names:
+            raise ValueError(f"rubric {path}: notebook {name!r} is not among the solutions {names}")
+        weights = weights or {}
+        if not isinstance(weights, dict):
+            raise ValueError(f"rubric {path}: {name} must map problem labels to points, got {weights!r}")
+        for label, points in weights.items():
+            if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+                raise ValueError(f"rubric {path}: {name} {label} must be points of 0 or more, got {points!r}")
+        rubric.notebooks[name] = {str(label): float(points) for label, points in weights.items()}
+    return rubric
+
+
+def _when(value, what: str) -> dt.datetime:
+    """A date and time as the rubric or an LMS writes it; naive ones are taken as UTC."""
+    if isinstance(value, dt.datetime):
+        moment = value
+    else:
+        try:
+            from dateutil import parser as dateparser
+            moment = dateparser.parse(str(value))
+        except (ValueError, OverflowError) as error:
+            raise ValueError(f"{what} must be a date and time, got {value!r}") from error
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+# -- the sandbox ---------------------------------------------------------------------
+def _repository_of(package_dir: Path) -> Path | None:
+    for folder in package_dir.parents:
+        if (folder / "solutions").is_dir() or (folder / ".git").exists():
+            return folder
+    return None
+
+
+def hidden_paths(extra: list[Path]) -> list[Path]:
+    """What a student's kernel must not see: every folder of the repositories the grader, its package
+    and its virtual environment come from, except the environment and the package's source; and ``extra``."""
+    keep = {Path(sys.prefix).resolve(), Path(servingmath.__file__).resolve().parent.parent}
+    needed = keep | {Path(tempfile.gettempdir()).resolve(), Path.home().resolve()}
+
+    def hideable(real: Path) -> bool:  # never a folder the kernel needs, nor one above it
+        return real.is_dir() and real != Path("/") and not any(real == path or real in path.parents
+                                                               for path in needed)
+
+    repositories = {ROOT.resolve(), _repository_of(Path(servingmath.__file__).resolve()),
+                    _repository_of(Path(sys.prefix).resolve())} - {None}
+    hidden = {entry.resolve() for repository in repositories for entry in repository.iterdir()
+              if not entry.is_symlink() and hideable(entry.resolve())}
+    hidden |= {path.resolve() for path in extra if hideable(path.resolve())}
+    # A folder inside another hidden one vanishes with it.
+    return sorted(path for path in hidden if not any(other in path.parents for other in hidden))
+
+
+SANDBOX_SCRIPT = ('c="$1"; shift; for d do mount -t tmpfs -o size=64k,mode=0555 grader-empty "$d" || exit 97; '
+                  'done; exec "$GRADER_PYTHON" -m ipykernel_launcher -f "$c"')
+
+
+@lru_cache(maxsize=1)
+def mount_namespace_prefix() -> tuple[str, ...] | None:
+    """The ``unshare`` words that start a kernel in its own mount namespace, or None where that fails."""
+    unshare = shutil.which("unshare")
+    if not unshare or sys.platform != "linux":
+        return None
+    prefix = (unshare, "--mount", "--propagation", "private") + (() if os.geteuid() == 0 else ("--map-root-user",))
+    with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
+        trial = subprocess.run([*prefix, "sh", "-c", f"mount -t tmpfs grader-empty {probe} && test ! -e {probe}/x"],
+                               capture_output=True, timeout=20, cwd=probe)
+        Path(probe, "x").touch()
+    return prefix if trial.returncode == 0 else None
+
+
+def kernel_spec_dir(hidden: list[Path]) -> tuple[Path, bool]:
+    """A kernelspec folder for students' kernels, and whether they run in a mount namespace."""
+    folder = Path(tempfile.mkdtemp(prefix="grade-kernels-"))
+    prefix = mount_namespace_prefix()
+    if prefix:
+        argv = [*prefix, "sh", "-c", SANDBOX_SCRIPT, "grader-sandbox", "{connection_file}", *map(str, hidden)]
+    else:
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec = folder / "grading"
+    spec.mkdir()
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "grading", "language": "python"}))
+    return folder, bool(prefix)
+
+
+def scratch_environment(scratch: Path) -> dict[str, str]:
+    """Only what a kernel needs: no PYTHONPATH to the repository, no user's IPython or Jupyter settings."""
+    return {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+        "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"), "JUPYTER_CONFIG_DIR": str(scratch / ".jupyter"),
+        "PYTHONPATH": str(scratch / "lib"), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(scratch / ".matplotlib"), "LANG": "C.UTF-8", "TMPDIR": str(scratch),
+        "GRADER_PYTHON": sys.executable,
+    }
 
 
 # -- running a notebook --------------------------------------------------------------
 @dataclass
 class Run:
-    """What one executed notebook left: its check records by label, and what went wrong."""
+    """What one executed notebook left: its check records by label, what went wrong, whether it was read."""
 
     records: dict[str, dict] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    unreadable: str | None = None
+    seconds: float = 0.0
+    changed: list[str] = field(default_factory=list)   # labels whose check cell differs from the release's
+    cells_run: int = 0                                  # code cells that finished
 
 
-def run_notebook(path: Path, timeout: float) -> Run:
-    """Execute a notebook from a clean start and collect its check records and errors."""
+LABEL = re.compile(r"""\b(?:check|submit)\s*\(.*?\blabel\s*=\s*["']([^"']+)["']""", re.S)
+
+
+def recording_cell(label: str) -> str:
+    """What the grader runs in place of a check cell: it records the answer and holds no figure."""
+    return ("from servingmath.checks import submit as _grader_submit\n"
+            f"_grader_submit(globals().get('answer'), label={label!r})")
+
+
+def release_cells(names: list[str]) -> dict[str, dict[str, set[str]]]:
+    """Each notebook's check cells as the practice and graded releases hand them out, by label."""
+    cells: dict[str, dict[str, set[str]]] = {}
+    for name in names:
+        for folder in (ROOT / "exercises", ROOT / "exercises" / "graded"):
+            path = folder / f"{name}.md"
+            if not path.is_file():
+                continue
+            for cell in jupytext.read(path).cells:
+                found = LABEL.search(cell.source) if cell.cell_type == "code" else None
+                if found:
+                    cells.setdefault(name, {}).setdefault(found.group(1), set()).add(_squeezed(cell.source))
+    return cells
+
+
+def _squeezed(source: str) -> str:
+    return re.sub(r"\s+", "", source)
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook in ``path``; ValueError with a reason a person can act on."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ValueError(f"cannot be opened ({error.strerror})") from error
+    if not raw.strip():
+        raise ValueError("is empty (0 bytes of content)")
+    if path.suffix.lower() == ".ipynb":
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError("is not text (not UTF-8): not a notebook saved by Jupyter or Colab") from error
+        except json.JSONDecodeError as error:
+            raise ValueError(f"is not JSON (line {error.lineno}, column {error.colno}: {error.msg}), "
+                             "so not a notebook; was it renamed from another kind of file?") from error
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+            raise ValueError("is JSON but not a notebook: it has no list of cells")
+        try:
+            notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        except Exception as error:  # nbformat's own validation errors vary
+            raise ValueError(f"is not a valid notebook ({type(error).__name__})") from error
+    else:
+        try:
+            notebook = jupytext.reads(raw.decode("utf-8"), fmt="md:myst")
+        except Exception as error:
+            raise ValueError(f"cannot be read as a MyST Markdown notebook ({type(error).__name__})") from error
+    if not any(cell.get("cell_type") == "code" for cell in notebook.cells):
+        raise ValueError("holds no code cells")
+    return notebook
+
+
+def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | None = None,
+                 releases: dict[str, set[str]] | None = None) -> Run:
+    """Execute a notebook from a clean start within ``time_limit`` wall-clock seconds in all.
+
+    With ``sandbox`` (a kernelspec folder from ``kernel_spec_dir``) the kernel runs in a scratch
+    folder holding the notebook and a copy of servingmath, under ``scratch_environment``. With
+    ``releases`` (a student's notebook: its check cells as handed out, by label) every check cell
+    is replaced by ``recording_cell``, so no expected figure ever enters the student's kernel and
+    a check patched or edited records the student's own answer all the same.
+    """
     outcome = Run()
     try:
-        notebook = jupytext.read(path)
-    except Exception as error:  # not JSON, not a notebook: the student still gets a row
-        outcome.problems.append(f"could not be read ({type(error).__name__})")
+        notebook = read_notebook(path)
+    except ValueError as error:
+        outcome.unreadable = str(error)
         return outcome
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    timed_out = False
-    with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
-        client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": scratch}})
+            found = LABEL.search(cell.source) if releases is not None else None
+            if found:
+                label = found.group(1)
+                if _squeezed(cell.source) not in releases.get(label, set()) and label not in outcome.changed:
+                    outcome.changed.append(label)
+                cell.source = recording_cell(label)
+    with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
+        scratch = Path(scratch_name)
+        options = {}
+        if sandbox is not None:
+            from jupyter_client import AsyncKernelManager
+            from jupyter_client.kernelspec import KernelSpecManager
+
+            shutil.copytree(Path(servingmath.__file__).parent, scratch / "lib" / "servingmath",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            nbformat.write(notebook, scratch / "submission.ipynb")
+            options["km"] = AsyncKernelManager(kernel_name="grading",
+                                          kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(sandbox[0])]))
+        started = time.monotonic()
+        # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
+        deadline = [started + time_limit]
+
+        def start_clock(**_):
+            deadline[0] = time.monotonic() + time_limit
+
+        client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
+                                on_notebook_start=start_clock,
+                                kernel_name="grading" if sandbox else "python3", allow_errors=True,
+                                interrupt_on_timeout=False, startup_timeout=60, **options,
+                                resources={"metadata": {"path": str(scratch)}})
+        client.owns_km = True  # so nbclient ends the kernel it was handed, a loop and all
+        timed_out = False
         try:
-            client.execute(stderr=subprocess.DEVNULL)  # the kernel's own warnings are noise here
+            extra = {"env": scratch_environment(scratch)} if sandbox is not None else {}
+            client.execute(stderr=subprocess.DEVNULL, **extra)  # the kernel's own warnings are noise here
         except CellTimeoutError:
             timed_out = True
-            outcome.problems.append(f"stopped: a cell ran past {timeout:g} s")
+            outcome.problems.append(f"stopped: the notebook ran past its {time_limit:g} s")
         except DeadKernelError:
-            outcome.problems.append("stopped: the kernel died")
+            outcome.problems.append("stopped: the kernel died (the code exited or ran out of memory)")
         except Exception as error:
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
+        outcome.seconds = time.monotonic() - started
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    raised = [any(output.get("output_type") == "error" for output in cell.get("outputs", [])) for cell in code_cells]
+    outcome.cells_run = sum(cell.get("execution_count") is not None for cell in code_cells)
     for number, cell in enumerate(code_cells, start=1):
         for output in cell.get("outputs", []):
             # The interrupt that ends a cell past its time is already told as the timeout.
@@ -95,11 +354,6 @@ def run_notebook(path: Path, timeout: float) -> Run:
                 outcome.problems.append(f"code cell {number} raised {output.get('ename')}")
             record = output.get("data", {}).get(RECORD_MIME)
             if isinstance(record, dict) and isinstance(record.get("label"), str):
-                if number > 1 and raised[number - 2]:
-                    # The answer cell before this check failed, so `answer` may still hold the
-                    # previous problem's value: this problem counts as not answered.
-                    record = {**record, "answer": None}
-                    outcome.problems.append(f"the answer to {record['label']!r} raised before it was set")
                 outcome.records[record["label"]] = record  # a check run twice: the last one counts
     return outcome
 
@@ -109,18 +363,23 @@ def _first_line(error) -> str:
     return lines[0][:120] if lines else ""
 
 
+def run_many(paths: list[Path], time_limit: float, jobs: int, sandbox=None, releases=None) -> list[Run]:
+    """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given.
+
+    ``releases``, one per path, as ``run_notebook`` takes it (None for the solutions)."""
+    if not paths:
+        return []
+    releases = releases or [None] * len(paths)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandbox, pair[1]), zip(paths, releases)))
+
+
 # -- the reference -------------------------------------------------------------------
 def notebook_names(solutions: Path = SOLUTIONS) -> list[str]:
     return [path.stem for path in sorted(solutions.glob("*.md"))]
 
 
-def run_many(paths: list[Path], timeout: float, jobs: int) -> list[Run]:
-    """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given."""
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda path: run_notebook(path, timeout), paths))
-
-
-def reference(names: list[str], solutions: Path = SOLUTIONS, timeout: float = 120,
+def reference(names: list[str], solutions: Path = SOLUTIONS, time_limit: float = 300,
               jobs: int = 1) -> dict[str, dict[str, dict]]:
     """Each notebook's problems, in order, from running its solution: label -> record.
 
@@ -128,145 +387,404 @@ def reference(names: list[str], solutions: Path = SOLUTIONS, timeout: float = 12
     since grading against it would be wrong.
     """
     problems = {}
-    for name, ran in zip(names, run_many([solutions / f"{name}.md" for name in names], timeout, jobs)):
+    for name, ran in zip(names, run_many([solutions / f"{name}.md" for name in names], time_limit, jobs)):
         not_right = [label for label, record in ran.records.items() if record.get("status") != "right"]
-        if ran.problems or not_right or not ran.records:
+        if ran.unreadable or ran.problems or not_right or not ran.records:
             raise RuntimeError(f"the solution {name}.md cannot be the reference: "
-                               f"{'; '.join(ran.problems) or 'no checks'}; not right: {not_right}")
+                               f"{ran.unreadable or '; '.join(ran.problems) or 'no checks'}; not right: {not_right}")
         problems[name] = ran.records
     return problems
 
 
-def score(record: dict | None, expected: dict) -> int:
-    """The student's recorded answer, checked again against the reference's figure."""
-    if record is None:
-        return 0
-    result = check(record.get("answer"), expected["expected"], rel=expected["rel"], label=expected["label"],
-                   units=expected["units"], choices=expected["choices"])
-    return result.score
+def mark(record: dict | None, expected: dict):
+    """The student's recorded answer, checked again against the reference's figure: a Result."""
+    answer = None if record is None else record.get("answer")
+    return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
+                 units=expected["units"], choices=expected["choices"])
 
 
-def edited(record: dict, expected: dict) -> bool:
-    """Whether a check cell compared with another figure than the reference's."""
-    theirs, ours = record.get("expected"), expected["expected"]
-    if isinstance(ours, str) or not isinstance(theirs, (int, float)) or isinstance(theirs, bool):
-        return theirs != ours
-    return not math.isclose(theirs, ours, rel_tol=1e-9)
-
-
-# -- finding the submissions ---------------------------------------------------------
+# -- who handed in what --------------------------------------------------------------
 def _normal(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+CANVAS = re.compile(r"^(?P<who>[a-z0-9]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
+MOODLE = re.compile(r"^(?P<who>.+?)_(?P<pid>\d+)_assignsubmission_[a-z]+_?(?P<file>.*)$", re.I)
+
+
+@dataclass
+class Submission:
+    path: Path
+    student: str                       # as the file names them: a folder, a name, Canvas's lastfirst
+    notebook: str
+    lms_id: str | None = None          # Canvas's user ID from its file names
+    lms_late: bool = False             # Canvas wrote LATE into the file name
+    submitted: dt.datetime | None = None
+    time_from: str = ""                # where the time came from
+
+
 def identify(path: Path, submissions: Path, names: list[str]) -> tuple[str, str] | None:
-    """(student, notebook name) for a submitted file, or None if it names no notebook."""
-    stem = _normal(path.stem)
+    """(student, notebook name) for a submitted file, or None if it names no notebook or no student."""
+    found = _identify(path, submissions, names)
+    return None if isinstance(found, str) else (found.student, found.notebook)
+
+
+def _identify(path: Path, submissions: Path, names: list[str]) -> Submission | str:
+    """The submission a file is, or the reason it is none."""
+    parts = path.relative_to(submissions).parts
+    first = parts[0] if len(parts) > 1 else None
+    file_part, who, lms_id, late = path.stem, None, None, False
+    canvas = CANVAS.match(path.name) if first is None else None
+    moodle = MOODLE.match(first or path.name)
+    if canvas:
+        who, lms_id, late, file_part = canvas["who"], canvas["uid"], bool(canvas["late"]), Path(canvas["file"]).stem
+    elif moodle:
+        who = moodle["who"]
+        file_part = path.stem if first else Path(moodle["file"]).stem
+    elif first is not None:
+        who = first
+    stem = _normal(file_part)
     for name in sorted(names, key=len, reverse=True):
-        found = re.search(rf"(?:^|-){re.escape(name)}(?:-|$)", stem)
-        if not found:
+        match = re.search(rf"(?:^|-){re.escape(name)}(?:-|$)", stem)
+        if not match:
             continue
-        parts = path.relative_to(submissions).parts
-        if len(parts) > 1:
-            return parts[0], name
-        # Colab names a copy "Copy of ...": those words name no student.
-        student = re.sub(r"(?:^|-)copy-of(?=-|$)", "", stem[:found.start()]).strip("-")
-        student = student or stem[found.end():].strip("-")
-        return (student, name) if student else None
-    return None
+        if who is None:
+            # Colab names a copy "Copy of ...": those words name no student.
+            who = re.sub(r"(?:^|-)copy-of(?=-|$)", "", stem[:match.start()]).strip("-")
+            who = who or stem[match.end():].strip("-")
+            who = re.sub(r"^\d+$", "", who)  # "lesson-1-part-1 (1)": a copy number, not a student
+        if not who:
+            return "its name says which notebook it is but not whose (put the student's name first, or a folder each)"
+        return Submission(path, _normal(who) if not canvas else who.lower(), name, lms_id, late)
+    return f"its name matches none of the notebooks graded ({', '.join(names)})"
 
 
-def find_submissions(submissions: Path, names: list[str]):
-    """({student: {notebook: path}}, files skipped, notes on duplicates)."""
-    found: dict[str, dict[str, list[Path]]] = {}
-    skipped = []
+def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submission], list[tuple[Path, str]]]:
+    """Every submitted notebook file, and every other file with the reason it is not one."""
+    found, bad = [], []
     for path in sorted(submissions.rglob("*")):
         relative = path.relative_to(submissions)
-        if (not path.is_file() or path.suffix.lower() not in SUFFIXES
-                or any(part.startswith(".") for part in relative.parts)):
+        if not path.is_file():
             continue
-        who = identify(path, submissions, names)
-        if who is None:
-            skipped.append(path)
+        if any(part.startswith(".") or part == "__MACOSX" for part in relative.parts):
+            bad.append((path, "is a hidden or system file (a checkpoint, a macOS resource fork), skipped"))
             continue
-        student, name = who
-        found.setdefault(student, {}).setdefault(name, []).append(path)
-    chosen, notes = {}, {}
-    for student, notebooks in found.items():
-        chosen[student] = {}
-        for name, paths in notebooks.items():
-            newest = max(paths, key=lambda candidate: (candidate.stat().st_mtime, str(candidate)))
-            chosen[student][name] = newest
-            if len(paths) > 1:
-                notes.setdefault(student, []).append(f"{name}: {len(paths)} files, graded {newest.name}")
-    return chosen, skipped, notes
+        if path.suffix.lower() not in SUFFIXES:
+            bad.append((path, f"is a {path.suffix or 'file without an extension'}, not a notebook (.ipynb or .md)"))
+            continue
+        submission = _identify(path, submissions, names)
+        if isinstance(submission, str):
+            bad.append((path, submission))
+        else:
+            found.append(submission)
+    return found, bad
+
+
+# -- the roster and the times --------------------------------------------------------
+@dataclass
+class Student:
+    student: str                 # the key the grade files use
+    name: str = ""
+    canvas_id: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+    email: str = ""
+    id_number: str = ""
+    aliases: set[str] = field(default_factory=set)
+
+
+def load_roster(path: Path) -> list[Student]:
+    """Students from a Canvas or Moodle gradebook export, or any CSV with a ``student`` column."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        raise ValueError(f"roster {path} lists no students")
+    columns = {name.strip().lower(): name for name in rows[0]}
+    students = []
+    for row in rows:
+        value = {key: (row.get(original) or "").strip() for key, original in columns.items()}
+        if "student" in value and "points possible" in value["student"].lower():
+            continue  # Canvas's second row
+        first, last = value.get("first name", ""), value.get("last name", "")
+        name = value.get("name") or value.get("full name") or (f"{first} {last}".strip()) or value.get("student", "")
+        if "," in name and not (first or last):  # Canvas: "Smith, John"
+            last, first = (part.strip() for part in name.split(",", 1))
+            name = f"{first} {last}"
+        key = value.get("student") if "id" not in value else None
+        key = key or value.get("sis login id") or value.get("username") or value.get("email address") or name
+        if not key:
+            raise ValueError(f"roster {path}: a row with no student, name or login: {row}")
+        student = Student(student=_normal(key), name=name or key, canvas_id=value.get("id", ""),
+                          sis_user_id=value.get("sis user id", ""), sis_login_id=value.get("sis login id", ""),
+                          section=value.get("section", ""), email=value.get("email address") or value.get("email", ""),
+                          id_number=value.get("id number", ""))
+        student.aliases = {alias for alias in (_key(key), _key(name), _key(last + first), _key(first + last),
+                                               _key(student.sis_login_id), _key(student.email.split("@")[0]))
+                           if alias}
+        students.append(student)
+    keys = [student.student for student in students]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"roster {path}: these students appear twice: {twice}")
+    return students
+
+
+def load_times(path: Path) -> dict[str, dt.datetime]:
+    """Submission times by student key, from Moodle's grading worksheet or a ``student,submitted`` CSV."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    times = {}
+    for row in rows:
+        value = {key.strip().lower(): (text or "").strip() for key, text in row.items() if key}
+        who = value.get("student") or value.get("full name") or value.get("email address")
+        when = value.get("submitted") or value.get("last modified (submission)")
+        if not who or not when or when == "-":
+            continue
+        times[_key(who)] = _when(when, f"times {path}: {who}")
+        if value.get("email address"):
+            times[_key(value["email address"].split("@")[0])] = times[_key(who)]
+    return times
 
 
 # -- grading -------------------------------------------------------------------------
-def columns(problems: dict[str, dict[str, dict]]) -> list[tuple[str, str]]:
-    return [(name, label) for name, records in problems.items() for label in records]
+@dataclass
+class Graded:
+    """One student's marks: points by (notebook, label), what each answer was told, notes."""
+
+    student: Student
+    points: dict[tuple[str, str], float] = field(default_factory=dict)
+    feedback: dict[tuple[str, str], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)
+    handed_in: dict[str, str] = field(default_factory=dict)   # notebook -> the file graded
+
+    @property
+    def total(self) -> float:
+        return round(sum(self.points.values()), 4)
 
 
-def grade(submissions: Path, problems: dict[str, dict[str, dict]], timeout: float = 60, jobs: int = 1):
-    """A row for each student: {(notebook, label): score, ...} plus "notes"; and files skipped."""
-    chosen, skipped, duplicate_notes = find_submissions(submissions, list(problems))
-    tasks = [(student, name) for student in sorted(chosen) for name in problems if name in chosen[student]]
-    runs = dict(zip(tasks, run_many([chosen[student][name] for student, name in tasks], timeout, jobs)))
-    rows = {}
-    for student in sorted(chosen):
-        scores, notes = {}, list(duplicate_notes.get(student, []))
-        for name, expected_records in problems.items():
-            if (student, name) not in runs:
-                notes.append(f"{name}: not submitted")
-                scores.update({(name, label): 0 for label in expected_records})
+def columns(problems: dict[str, dict[str, dict]], rubric: Rubric) -> list[tuple[str, str]]:
+    return [(name, label) for name, records in problems.items() if name in rubric.notebooks for label in records]
+
+
+def possible(problems, rubric: Rubric) -> float:
+    return round(sum(rubric.points(name, label) for name, label in columns(problems, rubric)), 4)
+
+
+def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubric, roster: list[Student] | None = None,
+          times: dict[str, dt.datetime] | None = None, jobs: int = 1, hide: list[Path] = ()):
+    """Every student's marks, and every file not graded as handed in, with its reason."""
+    names = [name for name in problems if name in rubric.notebooks]
+    found, bad = find_submissions(submissions, names)
+    times = times or {}
+    students: dict[str, Student] = {student.student: student for student in roster or []}
+    by_alias = {alias: student for student in students.values() for alias in student.aliases}
+    by_canvas_id = {student.canvas_id: student for student in students.values() if student.canvas_id}
+    chosen: dict[tuple[str, str], Submission] = {}
+    others: dict[tuple[str, str], list[Submission]] = {}
+    for submission in found:
+        student = by_canvas_id.get(submission.lms_id or "") or by_alias.get(_key(submission.student))
+        if student is None:
+            if roster is not None:
+                bad.append((submission.path, f"names a student ({submission.student}) who is not on the roster"))
                 continue
-            ran = runs[(student, name)]
-            notes += [f"{name}: {problem}" for problem in ran.problems]
-            missing, altered = [], []
-            for label, expected in expected_records.items():
-                record = ran.records.get(label)
-                scores[(name, label)] = score(record, expected)
-                if record is None:
-                    missing.append(label)
-                elif edited(record, expected):
-                    altered.append(label)
-            if missing and not ran.problems:
-                notes.append(f"{name}: no check output for {', '.join(missing)}")
-            if altered:
-                notes.append(f"{name}: check cell edited for {', '.join(altered)}; graded against the reference")
-        rows[student] = {"scores": scores, "notes": notes, "notebooks": len(chosen[student])}
-    return rows, skipped
+            student = students.setdefault(submission.student, Student(submission.student, submission.student))
+        moment = next((times[key] for key in (_key(student.name), _key(student.student), _key(submission.student))
+                       if key in times), None)
+        if moment is not None:
+            submission.submitted, submission.time_from = moment, "the LMS's times"
+        elif submission.lms_late:
+            submission.time_from = "Canvas (LATE in the file name)"
+        else:
+            submission.submitted = dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.timezone.utc)
+            submission.time_from = "the file's date"
+        slot = (student.student, submission.notebook)
+        others.setdefault(slot, []).append(submission)
+    for slot, candidates in others.items():
+        newest = max(candidates, key=lambda item: (item.submitted or dt.datetime.min.replace(tzinfo=dt.timezone.utc),
+                                                   item.path.stat().st_mtime, str(item.path)))
+        chosen[slot] = newest
+        for older in candidates:
+            if older is not newest:
+                bad.append((older.path, f"a second copy of {slot[1]} from {slot[0]}; graded the later "
+                                        f"{newest.path.relative_to(submissions)} instead"))
+
+    slots = sorted(chosen)
+    handed_out = release_cells(names)
+    sandbox = kernel_spec_dir(hidden_paths([submissions, *hide]))
+    try:
+        runs = dict(zip(slots, run_many([chosen[slot].path for slot in slots], rubric.time_limit, jobs, sandbox,
+                                        [handed_out.get(slot[1], {}) for slot in slots])))
+    finally:
+        shutil.rmtree(sandbox[0], ignore_errors=True)
+    marks = {}
+    for key in sorted(students):
+        marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad)
+    return marks, bad, sandbox[1]
 
 
-def write_csv(rows, problems, out: Path) -> None:
-    header = ["student", *(f"{name} {label}" for name, label in columns(problems)), "score", "out of", "notes"]
-    possible = len(columns(problems))
-    with out.open("w", newline="", encoding="utf-8") as handle:
+def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad) -> Graded:
+    graded = Graded(student)
+    for name in names:
+        slot = (student.student, name)
+        expected_records = problems[name]
+        if slot not in chosen:
+            graded.notes.append(f"{name}: nothing handed in")
+            for label in expected_records:
+                graded.points[(name, label)] = 0.0
+                graded.feedback[(name, label)] = "not handed in"
+            continue
+        submission, ran = chosen[slot], runs[slot]
+        graded.handed_in[name] = str(submission.path.relative_to(submissions))
+        if ran.unreadable:
+            bad.append((submission.path, ran.unreadable))
+            graded.notes.append(f"{name}: the file {ran.unreadable}; nothing could be marked")
+        graded.notes += [f"{name}: {problem}" for problem in ran.problems]
+        late = _lateness(submission, rubric)
+        if late:
+            graded.late.append(name)
+            graded.notes.append(f"{name}: late ({late})")
+        keep = 1 - rubric.late_penalty if late else 1.0
+        missing = []
+        for label, expected in expected_records.items():
+            record = ran.records.get(label)
+            result = mark(record, expected)
+            share = 1.0 if result.status == "right" else rubric.close_credit if result.status == "close" else 0.0
+            graded.points[(name, label)] = round(rubric.points(name, label) * share * keep, 4)
+            stopped = any(problem.startswith("stopped") for problem in ran.problems)
+            graded.feedback[(name, label)] = (str(result).split("] ", 1)[-1] if record else
+                                              "not reached: the notebook was stopped before this problem" if stopped
+                                              else "no answer recorded")
+            if record is None and not ran.unreadable:
+                missing.append(label)
+        if missing and not ran.problems:
+            graded.notes.append(f"{name}: no check cell for {', '.join(missing)} (removed?), so no answer recorded")
+        if ran.changed:
+            graded.notes.append(f"{name}: check cell changed for {', '.join(ran.changed)}; the grader recorded the "
+                                "answer itself and marked it against the solutions")
+    return graded
+
+
+def _lateness(submission: Submission, rubric: Rubric) -> str:
+    """'' for on time, else how late and by whose clock."""
+    if submission.lms_late and submission.submitted is None:
+        return "Canvas marked it LATE"
+    if rubric.deadline is None or submission.submitted is None:
+        return ""
+    over = submission.submitted - rubric.deadline - dt.timedelta(minutes=rubric.grace_minutes)
+    if over <= dt.timedelta(0):
+        return ""
+    minutes = math.ceil((submission.submitted - rubric.deadline).total_seconds() / 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    span = " ".join(f"{count} {unit}" for count, unit in ((days, "d"), (hours, "h"), (minutes, "min")) if count)
+    return f"{span} after the deadline, by {submission.time_from}"
+
+
+# -- writing -------------------------------------------------------------------------
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric, bad, sandboxed: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    keys = columns(problems, rubric)
+    most = possible(problems, rubric)
+    with (out / "grades.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(header)
-        for student, row in rows.items():
-            values = [row["scores"][key] for key in columns(problems)]
-            writer.writerow([student, *values, sum(values), possible, "; ".join(row["notes"])])
+        writer.writerow(["student", "name", *(f"{name} {label}" for name, label in keys), "score", "out of",
+                         "late", "notes"])
+        for graded in marks.values():
+            writer.writerow([graded.student.student, graded.student.name,
+                             *(_number(graded.points[key]) for key in keys), _number(graded.total), _number(most),
+                             " ".join(graded.late), "; ".join(graded.notes)])
+    on_roster = [graded for graded in marks.values()]
+    with (out / "canvas.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", rubric.assignment])
+        writer.writerow(["Points Possible", "", "", "", "", _number(most)])
+        for graded in on_roster:
+            student = graded.student
+            canvas_name = _canvas_name(student.name)
+            writer.writerow([canvas_name, student.canvas_id, student.sis_user_id, student.sis_login_id,
+                             student.section, _number(graded.total)])
+    with (out / "moodle.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Full name", "Email address", "ID number", rubric.assignment, "Feedback"])
+        for graded in on_roster:
+            student = graded.student
+            writer.writerow([student.name, student.email, student.id_number, _number(graded.total),
+                             f"{_number(graded.total)} of {_number(most)}"
+                             + (f"; late: {', '.join(graded.late)}" if graded.late else "")
+                             + ("; see the notes in your feedback file" if graded.notes else "")])
+    feedback = out / "feedback"
+    feedback.mkdir(exist_ok=True)
+    for graded in marks.values():
+        (feedback / f"{graded.student.student}.txt").write_text(feedback_text(graded, problems, rubric),
+                                                                 encoding="utf-8")
+    lines = [f"{rubric.assignment}: {len(marks)} students, {sum(len(g.handed_in) for g in marks.values())} "
+             f"notebooks graded",
+             "sandbox: " + ("each kernel in its own mount namespace; the repository's other folders, the "
+                            "submissions and the grader's files were empty to it" if sandboxed else
+                            "scratch folder and cleaned environment only (unshare unavailable here): student code "
+                            "could still read files by absolute path, so grade in a container"), ""]
+    lines += ["Files not graded as handed in:" if bad else "Every file was graded as handed in."]
+    lines += [f"- {path}: {reason}" for path, reason in sorted(bad, key=lambda item: str(item[0]))]
+    (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def summary(rows, problems) -> str:
-    possible = len(columns(problems))
-    totals = [sum(row["scores"].values()) for row in rows.values()]
+def _canvas_name(name: str) -> str:
+    parts = name.split()
+    return f"{parts[-1]}, {' '.join(parts[:-1])}" if len(parts) > 1 else name
+
+
+def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
+    keys = columns(problems, rubric)
+    most = possible(problems, rubric)
+    share = graded.total / most if most else 0.0
+    lines = [f"{rubric.assignment}: feedback for {graded.student.name}",
+             f"Score: {_number(graded.total)} of {_number(most)} ({share:.0%})", ""]
+    for name in dict.fromkeys(name for name, _ in keys):
+        handed = graded.handed_in.get(name)
+        late = " (late)" if name in graded.late else ""
+        lines.append(f"{name}: " + (f"graded {handed}{late}" if handed else "not handed in"))
+        for notebook, label in keys:
+            if notebook == name:
+                points = graded.points[(name, label)]
+                lines.append(f"  {label:>5}  {_number(points)} of {_number(rubric.points(name, label))}  "
+                             f"{graded.feedback[(name, label)]}")
+        lines.append("")
+    if graded.notes:
+        lines += ["Notes:", *(f"- {note}" for note in graded.notes), ""]
+    return "\n".join(lines)
+
+
+def summary(marks: dict[str, Graded], problems, rubric: Rubric) -> str:
+    most = possible(problems, rubric)
+    totals = [graded.total for graded in marks.values()]
     mean = sum(totals) / len(totals) if totals else 0.0
-    share = mean / possible if possible else 0.0
-    notebooks = sum(row["notebooks"] for row in rows.values())
-    return (f"grade: {len(rows)} students, {notebooks} notebooks, "
-            f"mean score {mean:.2f} of {possible} ({share:.0%})")
+    notebooks = sum(len(graded.handed_in) for graded in marks.values())
+    late = sum(1 for graded in marks.values() if graded.late)
+    return (f"grade: {len(marks)} students, {notebooks} notebooks, mean score {mean:.2f} of {_number(most)} "
+            f"({(mean / most if most else 0):.0%}), {late} late")
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks")
-    parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write (grades.csv)")
+    parser.add_argument("--out", type=Path, default=Path("grades"), help="folder for the grade files (grades/)")
+    parser.add_argument("--rubric", type=Path, default=RUBRIC if RUBRIC.is_file() else None,
+                        help="the rubric (grading/rubric.yml): notebooks, points, deadline, time limit")
+    parser.add_argument("--roster", type=Path, help="the class list: an LMS gradebook export, or a CSV with `student`")
+    parser.add_argument("--times", type=Path, help="submission times: Moodle's grading worksheet or student,submitted")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS, help="folder of the reference solutions")
-    parser.add_argument("--notebooks", nargs="+", metavar="NAME",
-                        help="grade only these notebooks (default: every one in solutions/)")
-    parser.add_argument("--timeout", type=float, default=60, help="seconds a cell may run (60)")
+    parser.add_argument("--notebooks", nargs="+", metavar="NAME", help="grade only these notebooks")
+    parser.add_argument("--time-limit", type=float, help="seconds each notebook may run in all (the rubric's, or 60)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="notebooks run at once, each in its own kernel (default: one per CPU)")
     options = parser.parse_args(argv)
@@ -280,15 +798,31 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        problems = reference(options.notebooks or names, options.solutions, jobs=options.jobs)
-    except RuntimeError as error:
+        rubric = load_rubric(options.rubric, names)
+        if options.notebooks:
+            rubric.notebooks = {name: rubric.notebooks.get(name, {}) for name in options.notebooks}
+        if options.time_limit is not None:
+            rubric.time_limit = options.time_limit
+        roster = load_roster(options.roster) if options.roster else None
+        times = load_times(options.times) if options.times else {}
+        options.out.mkdir(parents=True, exist_ok=True)
+        problems = reference(list(rubric.notebooks), options.solutions, jobs=options.jobs)
+    except (ValueError, OSError, RuntimeError) as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
-    rows, skipped = grade(options.submissions, problems, options.timeout, options.jobs)
-    for path in skipped:
-        print(f"grade: skipped {path}: its name matches no notebook or no student", file=sys.stderr)
-    write_csv(rows, problems, options.out)
-    print(f"{summary(rows, problems)}; wrote {options.out}")
+    for name, weights in rubric.notebooks.items():
+        stray = sorted(set(weights) - set(problems[name]))
+        if stray:
+            print(f"grade: the rubric gives points to {name} problems {stray}, which it does not have", file=sys.stderr)
+            return 2
+    hide = [path.parent for path in (options.rubric, options.roster, options.times) if path] + [options.out,
+                                                                                                options.solutions]
+    marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, hide)
+    write_outputs(options.out, marks, problems, rubric, bad, sandboxed)
+    for path, reason in bad:
+        print(f"grade: {path}: {reason}", file=sys.stderr)
+    print(f"{summary(marks, problems, rubric)}; wrote {options.out}/ (grades.csv, canvas.csv, moodle.csv, "
+          f"feedback/, report.txt)")
     return 0
 
 

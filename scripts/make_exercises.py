@@ -12,13 +12,30 @@ included) replaced by one line at the block's indentation:
 
     answer = None  # your answer here
 
+That is the practice release: its check cells compute each answer with the package and
+say at once whether a student is right. The graded release, in exercises/graded/, is the
+same notebook with each check cell cut down to one call,
+
+    submit(answer, label="1.1", units="passes")
+
+which records the answer and says only whether it is the kind asked for (a number, one
+of the words). Its cells hold no formula and no expected figure, so there is nothing to
+copy into an answer cell; the grader (scripts/grade.py) scores the recorded answers
+against the solutions, which only it holds.
+
+``--nbgrader DIR`` also writes the solutions as an nbgrader course's source folder,
+``DIR/source/ASSIGNMENT/*.ipynb``: the answer cells marked as solution cells, each check
+cell an autograded cell whose visible line is the graded release's ``submit`` and whose
+hidden test (``### BEGIN HIDDEN TESTS``) holds the check, worth the rubric's points.
+
 Usage: ``python scripts/make_exercises.py`` (what ``make exercises`` runs) writes
-exercises/ and removes any exercise whose solution is gone; ``--check`` writes nothing
-and exits 1 if exercises/ is out of date.
+exercises/ and exercises/graded/ and removes any exercise whose solution is gone;
+``--check`` writes nothing and exits 1 if either is out of date.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from pathlib import Path
@@ -26,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
+GRADED = EXERCISES / "graded"
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 STUB = "answer = None  # your answer here"
@@ -75,30 +93,164 @@ def exercise_text(solution: str, source: str = "solution") -> str:
     return "".join(kept)
 
 
+# -- the graded release -----------------------------------------------------------------
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:---\n.*?\n---\n)?(.*?)^```$", flags=re.M | re.S)
+HOW_TO_WORK = re.compile(r"^\*\*How to work\.\*\*.*?\n\n", flags=re.M | re.S)
+GRADED_HOW_TO_WORK = """**How to work (graded).** Run the setup cell first. Under each problem, write your working
+in the answer cell and end it by setting `answer`; run it, then run the cell under it,
+which records your answer for grading. That cell tells you whether your answer is the
+kind asked for (one number, or one of the words the question offers), not whether it is
+right: that is for the grader. Give each answer in the units the question asks for, run
+every cell from the top before you hand the notebook in, and leave the recording cells as
+they are.
+
+"""
+SETUP_IMPORT = "from servingmath.checks import check\n"
+
+
+def check_call(source: str, where: str = "solution") -> ast.Call:
+    """The ``check(answer, expected, ...)`` call that a solution's check cell ends with."""
+    tree = ast.parse(source)
+    last = tree.body[-1] if tree.body else None
+    call = getattr(last, "value", None)
+    if not (isinstance(last, ast.Expr) and isinstance(call, ast.Call) and getattr(call.func, "id", None) == "check"
+            and len(call.args) == 2 and getattr(call.args[0], "id", None) == "answer"):
+        raise ValueError(f"{where}: a check cell must end with check(answer, expected, label=...), got {source!r}")
+    keywords = {keyword.arg for keyword in call.keywords}
+    if "label" not in keywords or not keywords <= {"label", "rel", "units", "choices"}:
+        raise ValueError(f"{where}: a check takes label= and may take rel=, units=, choices=, got {sorted(keywords)}")
+    return call
+
+
+def submit_line(call: ast.Call) -> str:
+    """The graded release's one line for a check: the label, the units, the choices; no figure."""
+    kept = [keyword for keyword in call.keywords if keyword.arg in ("label", "units", "choices")]
+    return ast.unparse(ast.Call(ast.Name("submit"), [ast.Name("answer")], kept))
+
+
+def graded_text(solution: str, source: str = "solution") -> str:
+    """The graded release made from a solution notebook's text (its exercise, checks cut to ``submit``)."""
+    text = exercise_text(solution, source)
+    if text.count(SETUP_IMPORT) != 1 or not HOW_TO_WORK.search(text):
+        raise ValueError(f"{source}: the setup cell must import check once, and the notebook say **How to work.**")
+    text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
+    text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK, text, count=1)
+
+    def cut(match: re.Match) -> str:
+        body = match.group(1)
+        if "check(answer, " not in body:
+            return match.group(0)
+        start, end = match.span(1)
+        whole = match.group(0)
+        offset = match.start()
+        return whole[: start - offset] + submit_line(check_call(body, source)) + "\n" + whole[end - offset:]
+
+    return CODE_CELL.sub(cut, text)
+
+
 def solution_files(solutions: Path = SOLUTIONS) -> list[Path]:
     return sorted(solutions.glob("*.md"))
 
 
 def expected_exercises(solutions: Path = SOLUTIONS, exercises: Path = EXERCISES) -> dict[Path, bytes]:
-    """Each exercise file's path and the exact bytes it should hold."""
+    """Each exercise file's path (practice and graded) and the exact bytes it should hold."""
     made = {}
     for source in solution_files(solutions):
         text = source.read_bytes().decode("utf-8")
-        made[exercises / source.name] = exercise_text(text, str(source.relative_to(solutions.parent))).encode("utf-8")
+        where = str(source.relative_to(solutions.parent))
+        made[exercises / source.name] = exercise_text(text, where).encode("utf-8")
+        made[exercises / "graded" / source.name] = graded_text(text, where).encode("utf-8")
     return made
 
 
 def stale(made: dict[Path, bytes], exercises: Path = EXERCISES) -> tuple[list[Path], list[Path]]:
     """(files that differ or are missing, exercise files with no solution behind them)."""
     different = [path for path, content in made.items() if not path.is_file() or path.read_bytes() != content]
-    orphans = [path for path in sorted(exercises.glob("*.md")) if path not in made]
+    existing = sorted(exercises.glob("*.md")) + sorted((exercises / "graded").glob("*.md"))
+    orphans = [path for path in existing if path not in made]
     return different, orphans
+
+
+# -- nbgrader ------------------------------------------------------------------------
+def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
+    """The solution as an nbgrader source notebook: solution cells, autograded check cells."""
+    import jupytext  # only this option needs it
+
+    points = points or {}
+    notebook = jupytext.read(solution)
+    notebook.metadata.pop("jupytext", None)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        if SETUP_IMPORT in cell.source + "\n":
+            cell.source = cell.source.replace(SETUP_IMPORT.strip(),
+                                              "from servingmath.checks import check, submit, submitted")
+            cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "schema_version": 3,
+                                         "grade_id": "setup"}
+        elif BEGIN in cell.source:
+            label = _label_after(notebook.cells, index, solution)
+            cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "schema_version": 3,
+                                         "grade_id": f"answer-{_slug(label)}"}
+        elif "check(answer, " in cell.source:
+            call = check_call(cell.source, str(solution))
+            label = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "label"))
+            worth = float(points.get(label, 1))
+            helpers = ast.parse(cell.source).body[:-1]
+            again = ast.Call(ast.Name("check"), [ast.Call(ast.Name("submitted"), [ast.Constant(label)], []),
+                                                 call.args[1]], call.keywords)
+            hidden = [ast.unparse(statement) for statement in helpers]
+            hidden.append(f"_result = {ast.unparse(again)}")
+            hidden.append(f"_result.score * {worth!r}  # the points this answer earns")
+            cell.source = "\n".join([submit_line(call), "### BEGIN HIDDEN TESTS", *hidden, "### END HIDDEN TESTS"])
+            cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "schema_version": 3,
+                                         "grade_id": f"check-{_slug(label)}", "points": worth}
+    return notebook
+
+
+def _label_after(cells, index, solution) -> str:
+    for cell in cells[index + 1:]:
+        if cell.cell_type == "code" and "check(answer, " in cell.source:
+            call = check_call(cell.source, str(solution))
+            return ast.literal_eval(next(k.value for k in call.keywords if k.arg == "label"))
+    raise ValueError(f"{solution}: the answer cell {index + 1} has no check after it")
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
+
+
+def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None,
+                   names: list[str] | None = None) -> list[Path]:
+    """Write ``course/source/assignment/NAME.ipynb`` for each solution (``names``, or all); return the paths."""
+    import nbformat
+
+    folder = course / "source" / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    # The release's answer cells get the same stub as exercises/, not nbgrader's NotImplementedError.
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821 (nbgrader provides it)\n"
+        f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
+        f"c.ClearSolutions.code_stub = {{'python': {STUB!r}}}\n", encoding="utf-8")
+    written = []
+    for solution in solution_files():
+        if names is not None and solution.stem not in names:
+            continue
+        target = folder / f"{solution.stem}.ipynb"
+        nbformat.write(nbgrader_notebook(solution, (points or {}).get(solution.stem)), target)
+        written.append(target)
+    return written
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is out of date")
+    parser.add_argument("--nbgrader", type=Path, metavar="COURSE",
+                        help="also write the solutions as nbgrader source notebooks in COURSE/source/ASSIGNMENT/")
+    parser.add_argument("--assignment", default="lesson-1", help="the nbgrader assignment's name (lesson-1)")
     options = parser.parse_args(argv)
+    if options.nbgrader:
+        written = write_nbgrader(options.nbgrader, options.assignment)
+        print(f"make_exercises: {len(written)} nbgrader source notebooks in {written[0].parent}")
     made = expected_exercises()
     if not made:
         print(f"make_exercises: no solution notebooks in {SOLUTIONS}", file=sys.stderr)
@@ -108,8 +260,8 @@ def main(argv: list[str]) -> int:
         for path in different + orphans:
             print(f"make_exercises: {path.relative_to(ROOT)} is out of date; run `make exercises`", file=sys.stderr)
         return 1 if different or orphans else 0
-    EXERCISES.mkdir(exist_ok=True)
     for path in different:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(made[path])
     for path in orphans:
         path.unlink()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import servingmath as sm
-from servingmath.checks import CLOSE_FACTOR, RECORD_MIME, SLIPS, STATUSES, Result, check
+from servingmath.checks import CLOSE_FACTOR, GIB_IN_GB, RECORD_MIME, SLIPS, STATUSES, Result, check, submitted
 
 DECODE_MS = sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM).time * 1e3  # 4.79 ms
 GPU_CHOICES = {gpu.key: [gpu.name] for gpu in sm.CATALOG.values()}
@@ -35,24 +35,60 @@ def test_right_shows_the_package_figure_only_when_it_differs():
     assert check(1000, 1000.0, rel=0, units="passes").message == "1,000 passes."
 
 
-@pytest.mark.parametrize("factor, name", [
-    (2, "a factor of 2"), (0.5, "a factor of 2"), (1 / 4, "a factor of 4"), (8, "bits for bytes"),
-    (1 / 8, "bits for bytes"), (100, "a percentage for a fraction"), (1e3, "a factor of 1,000"),
-    (1e-3, "a factor of 1,000"), (1024, "a factor of 1,024"), (1e9 / 2**30, "GiB for GB"),
-    (2**30 / 1e9, "GiB for GB"), (3600, "hours for seconds"), (1e-6, "a factor of a million"),
-    (1e9, "a factor of a billion"), (1e-12, "a factor of a trillion"),
+@pytest.mark.parametrize("factor, name, units", [
+    (2, "a factor of 2", "ms"), (0.5, "a factor of 2", "ms"), (1 / 4, "a factor of 4", "ms"),
+    (8, "bits for bytes", "ms"), (1 / 8, "bits for bytes", "ms"), (100, "a percentage for a fraction", "ms"),
+    (1e3, "a factor of 1,000", "ms"), (1e-3, "a factor of 1,000", "ms"), (1024, "a factor of 1,024", "GB"),
+    (1e9 / 2**30, "GiB for GB", "GB"), (2**30 / 1e9, "GiB for GB", "GB"), (3600, "hours for seconds", "ms"),
+    (1e-6, "a factor of a million", "ms"), (1e9, "a factor of a billion", "ms"),
+    (1e-12, "a factor of a trillion", "ms"),
 ])
-def test_usual_slips_are_named(factor, name):
-    result = check(DECODE_MS * factor, DECODE_MS, units="ms")
+def test_usual_slips_are_named(factor, name, units):
+    result = check(DECODE_MS * factor, DECODE_MS, units=units)
     assert (result.status, result.slip, result.score) == ("slip", name, 0)
     assert name in result.message
     assert ("larger" if factor > 1 else "smaller") in result.message
 
 
-def test_every_slip_is_found_both_ways():
+def test_every_slip_is_found_both_ways_where_its_units_are_in_the_problem():
     for slip in SLIPS:
-        assert check(100 * slip.factor, 100.0).slip == slip.name
-        assert check(100 / slip.factor, 100.0).slip == slip.name
+        units = slip.units[0] if slip.units else ""
+        assert check(100 * slip.factor, 100.0, units=units).slip == slip.name
+        assert check(100 / slip.factor, 100.0, units=units).slip == slip.name
+
+
+@pytest.mark.parametrize("units", ["dollars per million tokens", "tokens a second", "FLOP per byte", "passes", ""])
+def test_the_gib_hint_only_where_the_problem_is_in_gigabytes(units):
+    # A price 7.4 % high is close or wrong, never "GiB for GB": no gigabytes are involved.
+    for answer in (3.995 * 2**30 / 1e9, 3.995 * 1e9 / 2**30):
+        result = check(answer, 3.995, units=units)
+        assert result.slip != "GiB for GB" and "GiB" not in result.message
+
+
+def test_the_gib_hint_gives_the_true_ratio():
+    weights_gb = sm.weight_bytes(sm.LLAMA_3_8B.parameters, 16) / 1e9
+    result = check(sm.weight_bytes(sm.LLAMA_3_8B.parameters, 16) / 2**30, weights_gb, rel=0.01, units="GB")
+    assert result.slip == "GiB for GB"
+    assert "1 GiB = 2³⁰ bytes = 1.073741824 GB, about 7.4 % more" in result.message
+    assert "about 7 %" not in result.message
+
+
+def test_binary_prefixes_and_hours_are_named_only_for_bytes_and_times():
+    assert check(1024 * 5.0, 5.0, units="GB").slip == "a factor of 1,024"
+    assert check(1024 * 5.0, 5.0, units="users").slip is None
+    assert check(3600 * 5.0, 5.0, units="tokens a second").slip == "hours for seconds"
+    assert check(3600 * 5.0, 5.0, units="dollars per million tokens").slip is None
+
+
+@pytest.mark.parametrize("answer, expected, units, shown", [
+    (8 * 3600 / 0.0048, 8 * 3600 / 0.0048, "tokens an hour", "6,000,000 tokens an hour."),
+    (6000.000000001, 6000.0, "tokens", "6,000 tokens."),
+    (1000.4, 1000.4, "", "1,000."),
+    (20.0, 20.0, "times as many", "20 times as many."),
+    (4.80, 4.80, "ms", "4.8 ms."),
+])
+def test_whole_numbers_keep_their_trailing_zeros(answer, expected, units, shown):
+    assert check(answer, expected, units=units).message == shown
 
 
 def test_milliseconds_given_for_seconds_names_the_units_slip():
@@ -74,6 +110,7 @@ def test_close_is_a_little_off_and_scores_nothing():
 
 
 def test_exact_counts_off_by_one_or_unrounded():
+    assert check(1001, 1000.0, rel=0).slip == "off by one"
     assert check(999, 1000.0, rel=0).slip == "off by one"
     assert check(999.5, 1000.0, rel=0).status == "close"
     assert check(998, 1000.0, rel=0).status == "wrong"
@@ -237,3 +274,125 @@ def test_fuzz_categorical_checks_never_raise(answer, expected):
 def test_fuzz_the_expected_figure_itself_is_right(expected, rel):
     assert check(expected, expected, rel=rel).status == "right"
     assert check(str(expected), expected, rel=rel).status == "right"
+
+
+# -- every problem of the course -----------------------------------------------------
+def course_problems():
+    """Each problem's check, from solutions/: (notebook, label, expected, keyword arguments)."""
+    import ast
+    import math
+    import sys
+    from pathlib import Path
+
+    import jupytext
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "scripts"))
+    from make_exercises import check_call
+
+    found = []
+    for path in sorted((root / "solutions").glob("*.md")):
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type != "code" or "check(answer, " not in cell.source:
+                continue
+            namespace = {"sm": sm, "np": np, "math": math}
+            tree = ast.parse(cell.source)
+            exec(compile(ast.Module(tree.body[:-1], []), str(path), "exec"), namespace)
+            call = check_call(cell.source, str(path))
+            expected = eval(compile(ast.Expression(call.args[1]), str(path), "eval"), namespace)
+            keywords = {k.arg: eval(compile(ast.Expression(k.value), str(path), "eval"), namespace)
+                        for k in call.keywords}
+            found.append((path.stem, keywords["label"], expected, keywords))
+    return found
+
+
+PROBLEMS = course_problems()
+COUNTED = {"passes", "decode steps", "tokens", "users"}  # the units of an answer that is a count
+
+
+def test_the_course_has_its_33_problems_and_its_counts_are_the_ones_named():
+    assert len(PROBLEMS) == 33
+    counts = [label for _, label, _, keywords in PROBLEMS if keywords.get("units") in COUNTED]
+    assert counts == ["1.1", "1.2", "1.3", "1.5", "1.6", "2.6", "4.5", "4.6", "6", "7"]
+
+
+@pytest.mark.parametrize("notebook, label, expected, keywords", PROBLEMS, ids=[f"{p[0]} {p[1]}" for p in PROBLEMS])
+def test_every_problem_true_answer_right_counts_exact_slips_wrong(notebook, label, expected, keywords):
+    expected = expected.item() if hasattr(expected, "item") else expected
+    assert check(expected, expected, **keywords).status == "right"
+    if isinstance(expected, str):
+        for other in keywords.get("choices") or ():
+            if other != expected:
+                assert check(other, expected, **keywords).score == 0
+        return
+    units = keywords.get("units", "")
+    if units in COUNTED:
+        # A count is exact, and one off is a named slip, not right.
+        assert expected == round(expected) and keywords.get("rel") == 0, f"{notebook} {label}: a count must be exact"
+        for off in (expected - 1, expected + 1):
+            result = check(off, expected, **keywords)
+            assert (result.status, result.slip) == ("slip", "off by one")
+    for slip in SLIPS:
+        for wrong in (expected * slip.factor, expected / slip.factor):
+            result = check(wrong, expected, **keywords)
+            assert result.score == 0, f"{notebook} {label}: off by {slip.name} scored"
+            if not slip.applies(units):
+                assert result.slip != slip.name, f"{notebook} {label}: {slip.name} named where no {slip.units} are"
+    if "GB" not in units:
+        assert "GiB" not in check(expected * GIB_IN_GB, expected, **keywords).message
+
+
+# -- in a notebook: each answer belongs to its problem -------------------------------
+def run_cells(*cells):
+    """Run cells as a notebook does (module level in __main__); return each cell's last check."""
+    namespace = {"__name__": "__main__"}
+    exec("from servingmath.checks import check, submit\nanswer = None", namespace)
+    shown = []
+    for source in cells:
+        exec(compile(f"_shown = {source}" if source.startswith(("check(", "submit(")) else source,
+                     "<cell>", "exec"), namespace)
+        if source.startswith(("check(", "submit(")):
+            shown.append(namespace["_shown"])
+    return shown
+
+
+def test_a_check_run_before_its_answer_cell_says_not_answered():
+    first, = run_cells('check(answer, 1000.0, rel=0, label="n1")')
+    assert first.status == "unanswered"
+
+
+def test_a_skipped_answer_cell_does_not_check_the_previous_problems_answer():
+    right, skipped = run_cells("answer = 1000", 'check(answer, 1000.0, rel=0, label="n2")',
+                               'check(answer, 1000.0, rel=0, label="n3")')
+    assert right.status == "right" and skipped.status == "unanswered"
+
+
+def test_a_check_run_again_shows_the_answer_it_read():
+    first, again = run_cells("answer = 999", 'check(answer, 1000.0, rel=0, label="n4")',
+                             'check(answer, 1000.0, rel=0, label="n4")')
+    assert first.slip == again.slip == "off by one" and again.answer == 999
+
+
+def test_a_scratch_cell_that_raises_after_the_answer_keeps_it():
+    def cells():
+        yield "answer = 1000"
+        yield "try:\n    1 / 0\nexcept ZeroDivisionError:\n    pass"
+        yield 'check(answer, 1000.0, rel=0, label="n5")'
+    assert run_cells(*cells())[0].status == "right"
+
+
+def test_submit_records_without_judging_and_reads_each_answer_once():
+    recorded, skipped, word, not_a_word = run_cells(
+        "answer = 4.8", 'submit(answer, label="g1", units="ms")', 'submit(answer, label="g2", units="ms")',
+        'answer = "Memory-bound"', 'submit(answer, label="g3", choices=("memory", "compute"))',
+        "answer = [1]", 'submit(answer, label="g4")')
+    assert (recorded.status, recorded.record["answer"], recorded.record["expected"]) == ("recorded", 4.8, None)
+    assert "right" not in recorded.message.lower() and "4.8 ms" in recorded.message
+    assert skipped.status == "unanswered" and word.status == "recorded"
+    assert not_a_word.status == "invalid" and "one number" in not_a_word.message
+    assert submitted("g1") == 4.8
+
+
+def test_called_from_a_function_a_check_leaves_the_callers_names_alone():
+    answer = 5.0
+    assert check(answer, 5.0).status == "right" and answer == 5.0

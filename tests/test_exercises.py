@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_exercises  # noqa: E402  (a script, not a package)
-from make_exercises import BEGIN, END, STUB, exercise_text  # noqa: E402
+from make_exercises import BEGIN, END, STUB, check_call, exercise_text, graded_text  # noqa: E402
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
 NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4", "plate-xxiii-1"]
@@ -31,6 +31,8 @@ def test_exercises_are_up_to_date_byte_for_byte():
     different, orphans = make_exercises.stale(made)
     assert not different and not orphans, "run `make exercises`"
     assert sorted(path.name for path in (ROOT / "exercises").glob("*.md")) == [f"{name}.md" for name in NAMES]
+    graded = sorted(path.name for path in (ROOT / "exercises" / "graded").glob("*.md"))
+    assert graded == [f"{name}.md" for name in NAMES]
     for path, content in made.items():
         assert path.read_bytes() == content
 
@@ -114,3 +116,63 @@ def test_a_malformed_solution_block_is_refused_with_its_line(solution, says):
     with pytest.raises(ValueError, match=says) as raised:
         exercise_text(solution, "solutions/x.md")
     assert str(raised.value).startswith("solutions/x.md:")
+
+
+# -- the graded release --------------------------------------------------------------
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda path: path.stem)
+def test_graded_check_cells_hold_no_formula_and_no_figure(solution):
+    graded = jupytext.read(ROOT / "exercises" / "graded" / solution.name)
+    worked = jupytext.read(solution)
+    checks = [cell.source for cell in worked.cells if cell.cell_type == "code" and "check(answer, " in cell.source]
+    recorders = [cell.source for cell in graded.cells if cell.cell_type == "code" and "submit(answer" in cell.source]
+    assert len(recorders) == len(checks)
+    text = (ROOT / "exercises" / "graded" / solution.name).read_text(encoding="utf-8")
+    assert "check(" not in text and "import check" not in text and "_prompts" not in text
+    for source, recorder in zip(checks, recorders):
+        call = check_call(source)
+        assert ast.unparse(call.args[1]) not in text
+        tree = ast.parse(recorder)
+        assert len(tree.body) == 1, recorder  # one call: no helper lines, nothing computed
+        (statement,) = tree.body
+        assert statement.value.func.id == "submit" and [a.id for a in statement.value.args] == ["answer"]
+        assert {k.arg for k in statement.value.keywords} <= {"label", "units", "choices"}
+        names = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+        # A word problem's choices list every answer it takes (the catalog's GPUs): the question's own options.
+        assert names <= {"submit", "answer", "gpu", "sm"}, names
+
+
+def test_the_graded_release_runs_blank_and_records_without_judging():
+    import servingmath.checks as checks
+
+    notebook = jupytext.read(ROOT / "exercises" / "graded" / "lesson-1-part-1.md")
+    namespace = {"__name__": "__main__"}
+    shown = []
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            *body, last = cell.source.splitlines() or [""]
+            exec("\n".join(body + [f"_last = {last}" if last.startswith("submit(") else last]), namespace)
+            if last.startswith("submit("):
+                shown.append(namespace["_last"])
+    assert [result.status for result in shown] == ["unanswered"] * 6
+    assert checks.submitted("1.1") is None
+
+
+def test_graded_text_refuses_a_check_that_is_not_the_cells_last_call():
+    solution = (SOLUTIONS[0]).read_text(encoding="utf-8").replace(
+        'check(answer, sm.passes_for_request(500, 1000), rel=0, label="1.1", units="passes")',
+        'print(check(answer, sm.passes_for_request(500, 1000), rel=0, label="1.1", units="passes"))')
+    with pytest.raises(ValueError, match="must end with check"):
+        graded_text(solution, "solutions/x.md")
+
+
+def test_nbgrader_source_marks_answer_and_check_cells_and_hides_the_check():
+    notebook = make_exercises.nbgrader_notebook(SOLUTIONS[0], {"1.1": 0.5})
+    answers = [cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("solution")]
+    graded = [cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    assert len(answers) == len(graded) == 6
+    assert all(BEGIN in cell.source for cell in answers)
+    first = graded[0]
+    assert first.metadata["nbgrader"]["points"] == 0.5 and first.metadata["nbgrader"]["grade_id"] == "check-1-1"
+    visible, hidden = first.source.split("### BEGIN HIDDEN TESTS")
+    assert visible.strip() == "submit(answer, label='1.1', units='passes')"
+    assert "sm.passes_for_request(500, 1000)" in hidden and "### END HIDDEN TESTS" in hidden

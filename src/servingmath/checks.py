@@ -10,6 +10,16 @@ figure the package computes, and says one of five things:
 - ``"wrong"``: none of these, or not a number at all;
 - ``"unanswered"``: still ``None``, as the exercise notebooks hand it out.
 
+``submit(answer, label=...)`` is what a graded notebook's check cell calls instead: it
+records the answer for the grader and says only whether it is the kind of answer asked
+for (a number, a word), never whether it is right, so the cell holds no figure to copy.
+
+In a notebook, each problem's answer belongs to that problem alone. A check or submit
+run from a notebook cell clears ``answer`` (sets it to ``None``) once it has read it, so
+the next problem's check, run before its own answer cell or with that cell skipped, says
+"not answered yet" instead of checking this problem's answer; running the same check
+again shows the answer it read last time.
+
 Whatever the student's answer is (text, a list, NaN, a dict...), ``check`` gives
 feedback and never raises; only a mistake in the problem itself (an ``expected`` that is
 not a number or a word, a negative ``rel``) raises ``TypeError`` or ``ValueError``.
@@ -26,6 +36,7 @@ import html
 import math
 import numbers
 import re
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Iterable, Mapping
@@ -36,7 +47,7 @@ from . import _check
 from .units import percent
 
 RECORD_MIME = "application/vnd.servingmath.check+json"
-STATUSES = ("right", "close", "slip", "wrong", "unanswered")
+STATUSES = ("right", "close", "slip", "wrong", "unanswered", "recorded", "invalid")
 
 # An answer this many tolerances away is "close" rather than "wrong".
 CLOSE_FACTOR = 5
@@ -51,7 +62,16 @@ class Slip:
     factor: float
     name: str
     hint: str
+    # The slip is named only where the problem's units contain one of these words (any, if empty).
+    units: tuple[str, ...] = ()
 
+    def applies(self, units: str) -> bool:
+        return not self.units or bool(set(self.units) & set(re.findall(r"[A-Za-z]+", units)))
+
+
+GIB_IN_GB = 2**30 / 1e9  # 1.073741824
+BYTE_UNITS = ("GB", "MB", "KB", "kB", "TB", "bytes", "byte")
+TIME_UNITS = ("s", "ms", "second", "seconds", "hour", "hours")
 
 SLIPS = (
     Slip(2, "a factor of 2",
@@ -62,10 +82,12 @@ SLIPS = (
     Slip(100, "a percentage for a fraction", "96 % is the fraction 0.96."),
     Slip(1000, "a factor of 1,000",
          "milliseconds for seconds (1 s = 1,000 ms), or kilo/mega/giga mixed up."),
-    Slip(1024, "a factor of 1,024", "a binary prefix (1 KiB = 1,024 bytes) where the course counts in thousands."),
-    Slip(2**30 / 1e9, "GiB for GB",
-         "the course counts decimal gigabytes, 1 GB = 10⁹ bytes; 1 GiB = 2³⁰ bytes, about 7 % more."),
-    Slip(3600, "hours for seconds", "an hour is 3,600 seconds."),
+    Slip(1024, "a factor of 1,024", "a binary prefix (1 KiB = 1,024 bytes) where the course counts in thousands.",
+         BYTE_UNITS),
+    Slip(GIB_IN_GB, "GiB for GB",
+         f"the course counts decimal gigabytes, 1 GB = 10⁹ bytes; 1 GiB = 2³⁰ bytes = {GIB_IN_GB:.9f} GB, "
+         f"about {percent(GIB_IN_GB - 1, 1)} more.", ("GB",)),
+    Slip(3600, "hours for seconds", "an hour is 3,600 seconds.", TIME_UNITS),
     Slip(1e6, "a factor of a million", "tokens for millions of tokens, or bytes for megabytes."),
     Slip(1e9, "a factor of a billion", "bytes for gigabytes, or parameters for billions of parameters."),
     Slip(1e12, "a factor of a trillion", "FLOP for TFLOP, or bytes for terabytes."),
@@ -125,11 +147,44 @@ class Result:
         return {"text/plain": str(self), "text/html": self._repr_html_(), RECORD_MIME: self.record}
 
 
-_SYMBOLS = {"right": "✓", "close": "≈", "slip": "⚠", "wrong": "✗", "unanswered": "…"}
+_SYMBOLS = {"right": "✓", "close": "≈", "slip": "⚠", "wrong": "✗", "unanswered": "…", "recorded": "✎",
+            "invalid": "✗"}
 _TITLES = {"right": "Right", "close": "Close", "slip": "A usual slip", "wrong": "Not yet",
-           "unanswered": "Not answered yet"}
+           "unanswered": "Not answered yet", "recorded": "Recorded for grading",
+           "invalid": "Not the kind of answer asked for"}
 _COLOURS = {"right": ("#2e7d32", "#edf7ee"), "close": ("#8a6d00", "#fff8e1"), "slip": ("#b45309", "#fff3e0"),
-            "wrong": ("#b3261e", "#fdeceb"), "unanswered": ("#555555", "#f3f3f3")}
+            "wrong": ("#b3261e", "#fdeceb"), "unanswered": ("#555555", "#f3f3f3"),
+            "recorded": ("#1f4e9e", "#eef3fb"), "invalid": ("#b3261e", "#fdeceb")}
+
+# The answer each label's check last read in this kernel, so that running a check again shows it.
+_READ: dict[str, object] = {}
+
+
+def _take_answer(frame, answer, label):
+    """The answer a check works on; from a notebook cell, it also clears ``answer`` there.
+
+    A notebook cell runs at module level in ``__main__``. When such a cell passes its own
+    ``answer``, the answer now belongs to ``label``: the cell's ``answer`` is set to
+    ``None``, so the next problem's check cannot read it. Called that way again with
+    ``answer`` still ``None``, the check works on what it read last time.
+    """
+    namespace = frame.f_globals
+    if (frame.f_code.co_name != "<module>" or namespace.get("__name__") != "__main__"
+            or namespace.get("answer", _MISSING) is not answer):
+        return answer
+    namespace["answer"] = None
+    if answer is None:
+        return _READ.get(label)
+    _READ[label] = answer
+    return answer
+
+
+_MISSING = object()
+
+
+def submitted(label: str):
+    """The answer the check or submit of ``label`` last read in this kernel (``None`` if none)."""
+    return _READ.get(_text("label", label))
 
 
 def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Result:
@@ -145,6 +200,7 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     """
     label = _text("label", label)
     units = _text("units", units)
+    answer = _take_answer(sys._getframe(1), answer, label)
     rel = _check.number("rel", rel, minimum=0, maximum=1)
     if not isinstance(rel, float):
         raise TypeError(f"rel must be one number, got {rel!r}")
@@ -158,6 +214,46 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     if not isinstance(expected, float):
         raise TypeError(f"expected must be one number or one word, got {expected!r}")
     return _check_number(answer, expected, rel, label, units)
+
+
+def submit(answer, *, label, units="", choices=None) -> Result:
+    """Record ``answer`` for the grader without saying whether it is right.
+
+    A graded notebook's check cell calls this in place of ``check``, so it holds no
+    figure a student could copy. The feedback says only whether the answer is the kind
+    the problem asks for: one number (``choices=None``) or one of ``choices`` (words).
+    The grader checks the recorded answer against the solutions, which it alone holds.
+    """
+    label = _text("label", label)
+    units = _text("units", units)
+    answer = _take_answer(sys._getframe(1), answer, label)
+    answer = _unwrapped(answer)
+    options = None if choices is None else _options(None, choices)
+
+    def result(status, message, shown_answer):
+        return Result(label, status, message, shown_answer, None, 0.0, units, None,
+                      None if options is None else options)
+
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return result("unanswered", "set `answer = ...` in the cell above, run it, then run this cell again.", None)
+    if options is None:
+        value, problem = _as_number(answer)
+        if problem:
+            return result("invalid", problem + " Nothing is recorded yet.", _recordable(answer))
+        return result("recorded", f"{_show(value, units)}. Run this cell again whenever you change the answer.",
+                      value)
+    listed = ", ".join(f'"{key}"' for key in options)
+    text = _word_of(answer)
+    if text is None:
+        return result("invalid", f"that is of type {type(answer).__name__}; the answer is one of {listed}, in quotes.",
+                      _recordable(answer))
+    matches = _matching(text, options, partial=True)
+    shown = _clip(repr(text))
+    if len(matches) > 1:
+        return result("invalid", f"{shown} fits more than one answer ({', '.join(matches)}): say which.", text)
+    if not matches:
+        return result("invalid", f"{shown} is none of the answers this problem takes: answer one of {listed}.", text)
+    return result("recorded", f"{shown}. Run this cell again whenever you change the answer.", text)
 
 
 # -- numbers -------------------------------------------------------------------------
@@ -176,7 +272,7 @@ def _check_number(answer, expected, rel, label, units):
         precise = _show(expected, units)
         exact = "" if precise == shown else f" (the package's figure: {precise})"
         return result("right", f"{shown}{exact}.", value)
-    slip = _slip(value, expected, tolerance)
+    slip = _slip(value, expected, tolerance, units)
     if slip is not None:
         if slip is OFF_BY_ONE:
             message = f"{shown} is one away from the answer: {slip.hint}"
@@ -250,7 +346,7 @@ def _near(value, target, tolerance):
     return abs(value - target) <= tolerance * abs(target) if target else abs(value) <= tolerance
 
 
-def _slip(value, expected, tolerance):
+def _slip(value, expected, tolerance, units=""):
     if expected == 0 or value == 0:
         return None
     if _near(value, -expected, tolerance):
@@ -259,7 +355,8 @@ def _slip(value, expected, tolerance):
         return OFF_BY_ONE
     ratio = abs(value / expected)
     candidates = [(abs(ratio * divisor / slip.factor - 1), slip)
-                  for slip in SLIPS for divisor in (1, slip.factor ** 2)]  # too large, or too small by the factor
+                  for slip in SLIPS if slip.applies(units)
+                  for divisor in (1, slip.factor ** 2)]  # too large, or too small by the factor
     distance, slip = min(candidates, key=lambda pair: pair[0])
     return slip if distance <= tolerance else None
 
@@ -276,7 +373,9 @@ def _show(value, units):
         text = f"{int(round(value)):,}"
     elif 1e-4 <= abs(value) < 1e15:
         digits = max(0, 3 - math.floor(math.log10(abs(value))))
-        text = f"{value:,.{digits}f}".rstrip("0").rstrip(".")
+        text = f"{value:,.{digits}f}"
+        if digits:  # only decimals lose their trailing zeros: 6,000 stays 6,000
+            text = text.rstrip("0").rstrip(".")
     else:
         text = f"{value:.4g}"
     return f"{text} {units}" if units else text
@@ -301,7 +400,7 @@ def _options(expected, choices) -> dict[str, tuple]:
         options = {_text("choices", key): () for key in choices}
     else:
         raise TypeError(f"choices must be a list of words or a dict of spellings, got {choices!r}")
-    if expected not in options:
+    if expected is not None and expected not in options:
         raise ValueError(f"expected must be one of the choices {sorted(options)}, got {expected!r}")
     return options
 
