@@ -17,6 +17,10 @@ $(READY): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
+	for ext in formgrader assignment_list course_list validate_assignment; do \
+		$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$ext >/dev/null 2>&1; done
 	touch $@
 
 # The chapters, exercises and solutions in JupyterLab, the Markdown pages opening as notebooks.
