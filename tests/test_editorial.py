@@ -284,5 +284,6 @@ def test_no_raw_float_is_printed_on_a_built_page(page):
     html = (BUILT / f"{page}.html").read_text(encoding="utf-8")
     outputs = re.findall(r'<div class="cell_output.*?</div>\s*</div>', html, flags=re.S)
     for output in outputs:
-        text = re.sub(r"<[^>]+>", " ", output)
+        # A live chart's data (a script's JSON) is read by its script, not by the reader.
+        text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>", " ", output, flags=re.S))
         assert not re.search(r"\d\.\d{5,}", text), (page, text.strip()[:200])
