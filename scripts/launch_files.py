@@ -21,7 +21,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbgate import ROOT, sources  # noqa: E402  (the same list of notebooks the gate runs)
+from nbgate import ROOT, hidden, sources  # noqa: E402  (the same list of notebooks the gate runs)
 
 NOTEBOOKS = ROOT / "notebooks"
 BINDER_REQUIREMENTS = ROOT / ".binder" / "requirements.txt"
@@ -95,9 +95,11 @@ def expected() -> dict[Path, str]:
     return files
 
 
-def stale(files: dict[Path, str]) -> list[Path]:
-    """Notebook copies whose page no longer exists."""
-    return sorted(path for path in NOTEBOOKS.rglob("*.ipynb") if path not in files) if NOTEBOOKS.is_dir() else []
+def stale(files: dict[Path, str], notebooks: Path = NOTEBOOKS) -> list[Path]:
+    """Notebook copies whose page no longer exists (what JupyterLab keeps in ``.ipynb_checkpoints/`` is no copy)."""
+    if not notebooks.is_dir():
+        return []
+    return sorted(path for path in notebooks.rglob("*.ipynb") if path not in files and not hidden(path, notebooks))
 
 
 def main() -> int:

@@ -172,3 +172,24 @@ def test_an_explorer_on_the_website_says_where_it_runs():
     note, kept = list(doctree.findall(nodes.paragraph)), list(doctree.findall(nodes.raw))
     assert [n.astext() for n in note] == [course_site.EXPLORER_RUNS_LIVE] and note[0]["classes"] == ["explorer-runs-live"]
     assert [k.astext() for k in kept] == ["<p>kept</p>"]
+
+
+# --- what a learner's JupyterLab leaves behind ---------------------------------------------
+def test_the_page_scan_ignores_what_jupyterlab_saves_beside_the_pages(tmp_path):
+    """`make lab` then `make test`: JupyterLab's .ipynb_checkpoints/ hold copies, never pages."""
+    page = ROOT / "chapters" / "lesson-1" / "part-1-prompt-and-reply.md"
+    (tmp_path / "index.md").write_text((ROOT / "index.md").read_text(encoding="utf-8"), encoding="utf-8")
+    lesson = tmp_path / "chapters" / "lesson-1"
+    (lesson / ".ipynb_checkpoints").mkdir(parents=True)
+    (lesson / page.name).write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    (lesson / ".ipynb_checkpoints" / "part-1-prompt-and-reply-checkpoint.md").write_text(
+        page.read_text(encoding="utf-8"), encoding="utf-8")
+    copies = tmp_path / "notebooks" / "chapters" / "lesson-1"
+    (copies / ".ipynb_checkpoints").mkdir(parents=True)
+    (copies / "part-1-prompt-and-reply.ipynb").write_text("{}")
+    (copies / ".ipynb_checkpoints" / "part-1-prompt-and-reply-checkpoint.ipynb").write_text("{}")
+    (copies / "gone.ipynb").write_text("{}")
+
+    assert nbgate.sources(tmp_path) == [tmp_path / "index.md", lesson / page.name]
+    made = {copies / "part-1-prompt-and-reply.ipynb": "{}"}
+    assert launch_files.stale(made, tmp_path / "notebooks") == [copies / "gone.ipynb"]
