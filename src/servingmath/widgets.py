@@ -50,8 +50,9 @@ class Explorer:
     """Controls -> readouts and a figure."""
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], compute: Callable, describe: Callable,
-                 draw: Callable, title: str = "", sketch: Callable | None = None):
+                 draw: Callable, title: str = "", sketch: Callable | None = None, name: str = ""):
         self.controls = dict(controls)
+        self.name = name  # which explorer this is, on the page (a class of its box), for tests that find it
         self._compute, self._describe, self._draw = compute, describe, draw
         self._sketch = sketch
         self.title = title
@@ -143,6 +144,8 @@ class Explorer:
         header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
         box = widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.view])
         box.add_class("servingmath-explorer")
+        if self.name:
+            box.add_class(f"servingmath-explorer-{self.name}")
         return box
 
     def _ipython_display_(self):
@@ -171,7 +174,7 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
     }
     return Explorer(controls, compute=request_passes, describe=_describe_passes,
                     draw=lambda counted, ax: plots.request_timeline(counted, ax=ax),
-                    sketch=svgcharts.request_timeline, title="One request, counted in passes")
+                    name="passes", sketch=svgcharts.request_timeline, title="One request, counted in passes")
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
@@ -219,7 +222,7 @@ def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
                                              style={"description_width": "initial", "button_width": "4em"}),
     }
     return Explorer(controls, compute=_one_pass, describe=_describe_intensity, draw=_draw_intensity,
-                    sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
+                    name="intensity", sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
 
 
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
@@ -260,7 +263,8 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
-                    sketch=lambda result: svgcharts.request_time_split(result[1]), title="Where a request's time goes")
+                    name="request", sketch=lambda result: svgcharts.request_time_split(result[1]),
+                    title="Where a request's time goes")
 
 
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
@@ -311,7 +315,7 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
     def sketch(result):
         return svgcharts.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch)
 
-    explorer = Explorer(controls, compute, describe, draw, sketch=sketch,
+    explorer = Explorer(controls, compute, describe, draw, name="batching", sketch=sketch,
                         title=f"Batching {served.name}: what a million tokens cost")
 
     def follow_the_gpu_price(change):
@@ -459,5 +463,6 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
         "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
                                            description="decode: tokens cached", style=style, layout=layout),
     }
-    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, sketch=_sketch_workshop,
+    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, name="workshop",
+                    sketch=_sketch_workshop,
                     title="Time per token of one forward pass")
