@@ -37,15 +37,6 @@ from .roofline import LESSON, PLATE, ridge_point
 from .serving import request_passes, step, time_per_token_curve
 
 
-class StaticFigure(Figure):
-    """A matplotlib figure that shows itself as a PNG in any notebook, pyplot or not."""
-
-    def _repr_png_(self):
-        png = io.BytesIO()
-        self.savefig(png, format="png")
-        return png.getvalue()
-
-
 class Explorer:
     """Controls -> readouts and a figure."""
 
@@ -123,7 +114,7 @@ class Explorer:
     def _draw_figure(self, result):
         if self._figure is None:
             # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
-            self._figure = StaticFigure(figsize=(7.0, 3.6), layout="constrained")
+            self._figure = Figure(figsize=(7.0, 3.6), layout="constrained")
             FigureCanvasAgg(self._figure)
             self._figure.add_subplot()
         if self._drawn is not result:
