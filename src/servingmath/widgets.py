@@ -16,6 +16,7 @@ but ipywidgets' own ``HTML`` widget, the same in ipywidgets 7 (Colab) and 8 (Jup
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
 from dataclasses import replace
@@ -265,6 +266,14 @@ USERS_PER_PASS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 3
                   3072, 4096)
 
 
+@functools.lru_cache(maxsize=32)
+def _batching_sweep(model, gpu, price_per_hour):
+    """Every batch the slider offers, and where a step turns compute-bound: the same while only the batch moves."""
+    served, chosen_gpu = MODELS[model], CATALOG[gpu]
+    return (serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1), price_per_hour=price_per_hour),
+            serving.compute_bound_batch(served, chosen_gpu))
+
+
 def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama-3-8b"):
     """Part 4: users per pass and the price of an hour -> tokens an hour and the cost of a million.
 
@@ -283,12 +292,9 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
 
     def compute(batch, price_per_hour, gpu):
         chosen_gpu = CATALOG[gpu]
-        return SimpleNamespace(
-            chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
-            sweep=serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1),
-                                   price_per_hour=price_per_hour),
-            compute_bound_batch=serving.compute_bound_batch(served, chosen_gpu),
-        )
+        sweep, compute_bound_batch = _batching_sweep(model, gpu, price_per_hour)
+        return SimpleNamespace(chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
+                               sweep=sweep, compute_bound_batch=compute_bound_batch)
 
     def describe(result):
         chosen, turn = result.chosen, result.compute_bound_batch
@@ -393,13 +399,18 @@ def _workshop(tokens, compute_efficiency, bandwidth_efficiency, overhead, model,
         PLATE, compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency, overhead=overhead,
         label=f"plate: {units.percent(compute_efficiency)} compute, {units.percent(bandwidth_efficiency)} "
               f"bandwidth, {units.ms(overhead)} a pass")
-    chosen_model, chosen_gpu = find_model(model), find_gpu(gpu)
-    curve = time_per_token_curve(chosen_model, chosen_gpu, assumptions=assumptions)
+    curve = _curve(model, gpu, assumptions)
     decode = curve.decode_at(cached_tokens)
     # One token in the pass is a decode step over the cache; more is a prefill of the prompt.
     chosen = decode if tokens == 1 else curve.prefill_at(tokens)
     return SimpleNamespace(tokens=tokens, cached_tokens=cached_tokens, curve=curve, decode=decode, chosen=chosen,
-                           ideal=time_per_token_curve(chosen_model, chosen_gpu, assumptions=LESSON))
+                           ideal=_curve(model, gpu, LESSON))
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(model, gpu, assumptions):
+    """The workshop's curve, kept while only the tokens in the pass or the cache move."""
+    return time_per_token_curve(find_model(model), find_gpu(gpu), assumptions=assumptions)
 
 
 def _describe_workshop(result):

@@ -323,12 +323,48 @@ def control_kind(control) -> str:
     return "dropdown" if isinstance(control, Dropdown) else "buttons" if isinstance(control, ToggleButtons) else "slider"
 
 
+def moves(explorer, count):
+    """``count`` moves that each change the figure: each control in turn, to its last setting or back to its first.
+
+    Yields (control number, kind, to_end) and moves ``explorer`` (the package's copy) the same way.
+    """
+    controls = list(explorer.controls.values())
+    for move in range(count):
+        number = move % len(controls)
+        to_end = not at_end(controls[number])
+        yield number, control_kind(controls[number]), to_end
+        mirror_move(explorer, number, to_end)
+
+
+# The page that holds each explorer.
+EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
+                  "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
+                  "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
+                  "batching": "chapters/lesson-1/part-4-batching.md",
+                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md"}
+
+
+def redraw_times(lab, count=20):
+    """For each explorer: seconds from a control's move to the next frame with its new figure, ``count`` moves."""
+    times = {}
+    for name, path in EXPLORER_PAGES.items():
+        notebook = lab.open(path)
+        notebook.run_all()
+        index = [shown["name"] for shown in notebook.explorers()].index(name)
+        notebook.explorer_box(index).scroll_into_view_if_needed()
+        times[name] = []
+        for number, kind, to_end in moves(make_explorer(name), count):
+            times[name].append(notebook.timed_move(index, number, kind, to_end))
+            time.sleep(0.3)  # the price that follows a GPU, and the kernel, settle before the next move
+    return times
+
+
 class Lab:
     """A browser on a running JupyterLab."""
 
-    def __init__(self, server: Server, browser):
+    def __init__(self, server: Server, browser, height=900):
         self.server, self.browser = server, browser
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        self.context = browser.new_context(viewport={"width": 1280, "height": height}, device_scale_factor=1)
         self.page = self.context.new_page()
         self.messages: list[str] = []
         self.page.on("pageerror", lambda error: self.messages.append(f"page error: {error}"))
@@ -347,13 +383,13 @@ class Lab:
 
 
 @contextlib.contextmanager
-def lab_browser(source: Path = ROOT):
-    """A running JupyterLab on a copy of ``source`` and a headless Chromium on it."""
+def lab_browser(source: Path = ROOT, height=900):
+    """A running JupyterLab on a copy of ``source`` and a headless Chromium on it, ``height`` pixels tall."""
     from playwright.sync_api import sync_playwright
 
     with jupyterlab(source) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        lab = Lab(server, browser)
+        lab = Lab(server, browser, height)
         try:
             yield lab
         finally:

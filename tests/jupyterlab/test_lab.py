@@ -33,12 +33,8 @@ if not labdriver.CHROMIUM.exists():
 PAGES = labdriver.pages()
 # A matplotlib figure that failed to show as an image leaves only its text.
 FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
-# The explorers the course's pages hold, and the pages that hold them.
-EXPLORER_PAGES = {"chapters/lesson-1/part-1-prompt-and-reply.md": ["passes"],
-                  "chapters/lesson-1/part-2-same-weights-different-work.md": ["intensity"],
-                  "chapters/lesson-1/part-3-time-on-the-clock.md": ["request"],
-                  "chapters/lesson-1/part-4-batching.md": ["batching"],
-                  "chapters/plates/xxiii-1-prefill-and-decode.md": ["workshop"]}
+# The explorers each page holds.
+EXPLORER_PAGES = {path: [name] for name, path in labdriver.EXPLORER_PAGES.items()}
 
 
 @pytest.fixture(scope="module")
