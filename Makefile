@@ -57,9 +57,11 @@ browser-check: $(READY)
 		echo "browser test skipped: /usr/bin/chromium not found (apt-get install chromium)"; \
 	fi
 
-# What each surface shows, as PNGs under _build/screenshots/: each explorer in JupyterLab before and
-# after a control moves (jupyterlab/).
+# What each surface shows, as PNGs under _build/screenshots/: every page of the built site
+# (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own;
+# then each explorer in JupyterLab before and after a control moves (jupyterlab/).
 screenshots: $(READY)
+	$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots
 	$(BIN)/python scripts/lab_screenshots.py --out _build/screenshots/jupyterlab
 
 # What Binder and Colab open: .binder/requirements.txt from requirements.txt, and an .ipynb copy
