@@ -273,6 +273,18 @@ class Notebook:
         move = self.page.evaluate("() => window.__move")
         return (move["shown"] - move["start"]) / 1000
 
+    def wait_for(self, index, expected, timeout=15):
+        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
+
+        A control that sets another (the GPU sets the price) redraws twice; this waits for the last.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.explorers()[index]
+            if all(now[key] == value for key, value in expected.items()) or time.monotonic() > deadline:
+                return now
+            time.sleep(0.05)
+
     def wait_for_figure_change(self, index, before, timeout=10):
         """The explorer's state once its figure differs from ``before`` and its readouts have settled."""
         deadline = time.monotonic() + timeout

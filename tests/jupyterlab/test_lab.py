@@ -101,13 +101,14 @@ def check_explorer(notebook, index, shown):
     for number, control in enumerate(controls):
         to_end = not labdriver.at_end(control)
         before = notebook.explorers()[index]
-        notebook.move(index, number, labdriver.control_kind(control), to_end)
-        after = notebook.wait_for_figure_change(index, before["figure"])
         labdriver.mirror_move(mirror, number, to_end)
+        expected = {"readouts": list(map(list, mirror.readouts.items())), "figure": notebook.as_parsed(mirror.svg)}
+        notebook.move(index, number, labdriver.control_kind(control), to_end)
+        after = notebook.wait_for(index, expected)
         what = f"{name}: after moving {control.description!r} to its {'last' if to_end else 'first'} setting"
         assert after["figure"] != before["figure"], f"{what}, the figure did not change"
         assert dict(after["readouts"]) == mirror.readouts, what
-        assert after["figure"] == notebook.as_parsed(mirror.svg), f"{what}, the figure is not the package's"
+        assert after["figure"] == expected["figure"], f"{what}, the figure is not the package's"
 
 
 @pytest.mark.parametrize("path", PAGES)
