@@ -197,7 +197,8 @@ def _draw_intensity(result, ax):
 
 
 def _intensity_passes(result):
-    return {f"{units.number(result['tokens'])} tokens in the pass": result["step"]}
+    tokens = result["tokens"]
+    return {f"{units.number(tokens)} {'token' if tokens == 1 else 'tokens'} in the pass": result["step"]}
 
 
 def _sketch_intensity(result):
