@@ -59,9 +59,9 @@ class Scale:
         return self.start + (values - low) / (high - low) * (self.end - self.start)
 
 
-def decades(low, high, every=1):
-    """Powers of ten (every ``every``-th) from ``low`` to ``high``."""
-    return [10.0 ** k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1, every)]
+def decades(low, high):
+    """Powers of ten from ``low`` to ``high``."""
+    return [10.0 ** k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1)]
 
 
 def round_steps(low, high, count=5):
