@@ -10,6 +10,7 @@ from servingmath.widgets import (Explorer, batching_explorer, intensity_explorer
                                  workshop_explorer)
 
 SVG = "{http://www.w3.org/2000/svg}"
+L4_RIDGE = sm.ridge_point(sm.CATALOG["l4"].peak_flops, sm.CATALOG["l4"].memory_bandwidth)
 
 
 def texts(svg):
@@ -24,8 +25,7 @@ def marks(svg, gid):
 MOVES = [  # (explorer, a control moved, the text the figure must then show)
     (passes_explorer, {"reply_tokens": 5}, "decode: 4 passes, 1 token each"),
     (intensity_explorer, {"tokens": 100}, "100 FLOP/byte, memory-bound"),
-    (intensity_explorer, {"gpu": "l4"},
-     f"ridge: {units.number(sm.ridge_point(sm.CATALOG['l4'].peak_flops, sm.CATALOG['l4'].memory_bandwidth))} FLOP/byte"),
+    (intensity_explorer, {"gpu": "l4"}, f"ridge: {units.number(L4_RIDGE)} FLOP/byte"),
     (request_explorer, {"weight_bits": 8}, "decode, 249 steps of 2.40 ms: 0.60 s"),
     (batching_explorer, {"batch": 8}, "8 users: $0.499 per million"),
     (workshop_explorer, {"tokens": 4096}, "4,096-token prefill:"),

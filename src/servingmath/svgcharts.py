@@ -404,8 +404,8 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None) -> SVG:
         chart.text(chart.right - 6, chart.top + 6, "arithmetic sets the time", colour=COMPUTE, anchor="end",
                    baseline="hanging", size=11)
     chart.vline(curve.ridge, NEUTRAL, dash="2 3", width=1.2)
-    chart.text(float(chart.x(curve.ridge)) + 12, chart.bottom - 0.45 * (chart.bottom - chart.top), f"ridge: {_number(curve.ridge)} FLOP/byte",
-               colour=NEUTRAL, size=10, rotate=True)
+    chart.text(float(chart.x(curve.ridge)) + 12, chart.bottom - 0.45 * (chart.bottom - chart.top),
+               f"ridge: {_number(curve.ridge)} FLOP/byte", colour=NEUTRAL, size=10, rotate=True)
     entries = []
     if ideal is not None:
         shown = spread(len(ideal.tokens))
