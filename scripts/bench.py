@@ -104,6 +104,8 @@ def redraws_in_jupyterlab(moves=20):
             print(f"{name}_explorer in JupyterLab, move to new figure on screen: median "
                   f"{statistics.median(times) * 1e3:.0f} ms, worst {max(times) * 1e3:.0f} ms "
                   f"of {len(times)} moves (target < 50 ms)")
+    # Browser, server and kernel each wait for a processor on a busy machine: the worst moves say how busy.
+    print(f"  (load average over the last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} processors)")
 
 
 def main():
