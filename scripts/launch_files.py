@@ -30,10 +30,19 @@ BINDER_REQUIREMENTS = ROOT / ".binder" / "requirements.txt"
 GENERATED = "# Made from {source} by `make notebooks`: edit {source} instead, then run `make notebooks`.\n"
 
 
+def _repository_config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+
+
 def repository() -> tuple[str, str]:
-    """The repository's URL and the release tag the copies install the package from, from ``_config.yml``."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    return config["url"].rstrip("/"), config["release"]
+    """The repository's URL and branch (what Colab opens the copies from), from ``_config.yml``."""
+    config = _repository_config()
+    return config["url"].rstrip("/"), config.get("branch", "main")
+
+
+def release() -> str:
+    """The tag the copies install the package from, from ``_config.yml``."""
+    return _repository_config()["release"]
 
 
 def package_requirement() -> str:
@@ -42,8 +51,8 @@ def package_requirement() -> str:
     The package's own dependencies are loose (``pyproject.toml``), so pip keeps the numpy,
     matplotlib and ipywidgets that Colab already has.
     """
-    url, release = repository()
-    return f"servingmath @ git+{url}@{release}"
+    url, _branch = repository()
+    return f"servingmath @ git+{url}@{release()}"
 
 
 def setup_cell_source() -> str:

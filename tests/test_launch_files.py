@@ -61,8 +61,9 @@ def test_a_copy_is_its_page_after_a_hidden_setup_cell():
 
 def test_the_setup_cell_installs_the_package_at_the_release_tagged_in_config():
     source = launch_files.setup_cell_source()
-    url, release = launch_files.repository()
-    assert url.startswith("https://github.com/")
+    url, branch = launch_files.repository()
+    release = launch_files.release()
+    assert url.startswith("https://github.com/") and branch == "main"
     # A tag named after the package's version, not a branch that moves under the copies.
     version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     assert release == f"v{version}"
