@@ -1,13 +1,22 @@
 """Interactive explorers: ipywidgets controls over the package, with no arithmetic of their own.
 
-An ``Explorer`` ties named controls to three callables from the package:
-``compute(**controls)`` returns a result, ``describe(result)`` the readouts as a dict
-of label -> shown text, and ``draw(result, ax)`` the figure. Moving a control recomputes
-and redraws. Tests drive an explorer headless with ``explorer.set(name=value)`` and read
-``explorer.readouts`` and ``explorer.draws``.
+An ``Explorer`` ties named controls to callables from the package: ``compute(**controls)``
+returns a result, ``describe(result)`` the readouts as a dict of label -> shown text,
+``sketch(result)`` the live figure as SVG (``servingmath.svgcharts``) and ``draw(result,
+ax)`` the same figure in matplotlib (``servingmath.plots``), for the page's static image.
+Moving a control recomputes, then rewrites the readouts and the live figure. Tests drive
+an explorer headless with ``explorer.set(name=value)`` and read ``explorer.readouts``,
+``explorer.svg`` and ``explorer.draws``.
+
+Why SVG for the live figure: a slider feels live when the new figure is on screen within
+about 50 ms of the move. Rendering a matplotlib figure to pixels and encoding them takes
+25 to 90 ms for these charts before the image even leaves the kernel; writing the chart
+as SVG text takes a millisecond or two, and the browser draws it. SVG also needs nothing
+but ipywidgets' own ``HTML`` widget, the same in ipywidgets 7 (Colab) and 8 (JupyterLab 4).
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
 from dataclasses import replace
@@ -18,9 +27,8 @@ import ipywidgets as widgets
 from IPython.display import display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image
 
-from . import plots, serving, units
+from . import plots, serving, svgcharts, units
 from .hardware import CATALOG
 from .hardware import gpu as find_gpu
 from .models import LLAMA_3_8B, MODELS
@@ -34,18 +42,21 @@ class Explorer:
     """Controls -> readouts and a figure."""
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], compute: Callable, describe: Callable,
-                 draw: Callable, title: str = ""):
+                 draw: Callable, title: str = "", sketch: Callable | None = None, name: str = ""):
         self.controls = dict(controls)
+        self.name = name  # which explorer this is, on the page (a class of its box), for tests that find it
         self._compute, self._describe, self._draw = compute, describe, draw
+        self._sketch = sketch
         self.title = title
         self.readout = widgets.HTML()
-        self.image = widgets.Image(format="png")
-        # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
-        self.figure = Figure(figsize=(7.0, 3.6), layout="constrained")
-        FigureCanvasAgg(self.figure)
-        self.ax = self.figure.add_subplot()
+        # The live figure: SVG text in an HTML widget (see the module's note on speed).
+        self.view = widgets.HTML(layout=widgets.Layout(width="100%", max_width=f"{svgcharts.WIDTH}px"))
+        self.view.add_class("servingmath-figure")
+        self._figure = None
+        self._drawn = None  # the result the matplotlib figure shows
         self.draws = 0
         self.result = None
+        self.svg = svgcharts.SVG("")
         self.readouts: dict[str, str] = {}
         for control in self.controls.values():
             control.observe(self._changed, names="value")
@@ -75,11 +86,7 @@ class Explorer:
             self.update()
 
     def update(self):
-        """Recompute, show the readouts, then redraw the figure.
-
-        The readouts go out first, so a reader sees the numbers change at once; the figure,
-        which takes longer to render, follows.
-        """
+        """Recompute, show the readouts, then redraw the figure."""
         self.update_readouts()
         self.redraw()
 
@@ -88,29 +95,52 @@ class Explorer:
         self.readouts = dict(self._describe(self.result))
         rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
                        f"<td>{html.escape(str(text))}</td></tr>" for label, text in self.readouts.items())
-        self.readout.value = f"<table>{rows}</table>"
+        self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
+
+    def sketch(self, result=None) -> svgcharts.SVG:
+        """The live figure for ``result`` (the current one by default), as SVG."""
+        result = self.result if result is None else result
+        if self._sketch is not None:
+            return svgcharts.SVG(self._sketch(result))
+        # An explorer without an SVG drawing shows its matplotlib figure, written as SVG (slower).
+        text = io.StringIO()
+        self._draw_figure(result).savefig(text, format="svg")
+        return svgcharts.SVG(text.getvalue())
 
     def redraw(self):
-        self._draw(self.result, self.ax)
+        self.svg = self.sketch()
+        self.view.value = self.svg
         self.draws += 1
-        # One Agg render, encoded as PNG for an Image widget: half the work of savefig (which
-        # renders twice) and far less than redisplaying the figure through an Output widget.
-        canvas = self.figure.canvas
-        canvas.draw()
-        if self.draws == 1:
-            # Lay the figure out once; solving the layout again on every redraw would double its cost.
-            self.figure.set_layout_engine("none")
-        rendered = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        png = io.BytesIO()
-        rendered.save(png, format="png", compress_level=1)
-        self.image.value = png.getvalue()
+
+    def _draw_figure(self, result):
+        if self._figure is None:
+            # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
+            self._figure = Figure(figsize=(7.0, 3.6), layout="constrained")
+            FigureCanvasAgg(self._figure)
+            self._figure.add_subplot()
+        if self._drawn is not result:
+            self._draw(result, self._figure.axes[0])
+            self._drawn = result
+        return self._figure
+
+    @property
+    def figure(self) -> Figure:
+        """The figure at the current setting in matplotlib, for a page's static image (drawn when asked for)."""
+        return self._draw_figure(self.result)
+
+    @property
+    def ax(self):
+        return self.figure.axes[0]
 
     def widget(self) -> widgets.Widget:
         header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
-        return widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.image])
+        box = widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.view])
+        box.add_class("servingmath-explorer")
+        if self.name:
+            box.add_class(f"servingmath-explorer-{self.name}")
+        return box
 
     def _ipython_display_(self):
-
         display(self.widget())
 
 
@@ -130,13 +160,15 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
     """Prompt and reply lengths -> the request's passes, drawn as a timeline (defaults: Example 1.1)."""
     controls = {
         "prompt_tokens": widgets.IntSlider(value=prompt_tokens, min=1, max=20_000, description="prompt tokens",
-                                           continuous_update=False, style={"description_width": "initial"}),
+                                           readout_format=",d", continuous_update=False,
+                                           style={"description_width": "initial"}),
         "reply_tokens": widgets.IntSlider(value=reply_tokens, min=1, max=4_000, description="reply tokens",
-                                          continuous_update=False, style={"description_width": "initial"}),
+                                          readout_format=",d", continuous_update=False,
+                                          style={"description_width": "initial"}),
     }
     return Explorer(controls, compute=request_passes, describe=_describe_passes,
                     draw=lambda counted, ax: plots.request_timeline(counted, ax=ax),
-                    title="One request, counted in passes")
+                    name="passes", sketch=svgcharts.request_timeline, title="One request, counted in passes")
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
@@ -161,8 +193,16 @@ def _describe_intensity(result):
 
 
 def _draw_intensity(result, ax):
-    label = f"{units.number(result['tokens'])} tokens in the pass"
-    return plots.roofline_chart(result["gpu"], {label: result["step"]}, ax=ax)
+    return plots.roofline_chart(result["gpu"], _intensity_passes(result), ax=ax)
+
+
+def _intensity_passes(result):
+    tokens = result["tokens"]
+    return {f"{units.number(tokens)} {'token' if tokens == 1 else 'tokens'} in the pass": result["step"]}
+
+
+def _sketch_intensity(result):
+    return svgcharts.roofline_chart(result["gpu"], _intensity_passes(result))
 
 
 def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
@@ -177,7 +217,7 @@ def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
                                              style={"description_width": "initial", "button_width": "4em"}),
     }
     return Explorer(controls, compute=_one_pass, describe=_describe_intensity, draw=_draw_intensity,
-                    title="Llama 3 8B: FLOP per byte against the ridge")
+                    name="intensity", sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
 
 
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
@@ -196,9 +236,9 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits, description="bits a weight",
                                              style=_WIDE),
         "prompt_tokens": widgets.IntSlider(value=prompt_tokens, min=1, max=6000, description="prompt tokens",
-                                           style=_WIDE),
+                                           readout_format=",d", style=_WIDE),
         "reply_tokens": widgets.IntSlider(value=reply_tokens, min=1, max=2000, description="reply tokens",
-                                          style=_WIDE),
+                                          readout_format=",d", style=_WIDE),
     }
 
     def compute(model, gpu, weight_bits, prompt_tokens, reply_tokens):
@@ -219,6 +259,7 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
+                    name="request", sketch=lambda result: svgcharts.request_time_split(result[1]),
                     title="Where a request's time goes")
 
 
@@ -227,6 +268,14 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
 # Users per pass the slider offers: roughly evenly spaced on a log scale, 1 to 4,096.
 USERS_PER_PASS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
                   3072, 4096)
+
+
+@functools.lru_cache(maxsize=32)
+def _batching_sweep(model, gpu, price_per_hour):
+    """Every batch the slider offers, and where a step turns compute-bound: the same while only the batch moves."""
+    served, chosen_gpu = MODELS[model], CATALOG[gpu]
+    return (serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1), price_per_hour=price_per_hour),
+            serving.compute_bound_batch(served, chosen_gpu))
 
 
 def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama-3-8b"):
@@ -247,12 +296,9 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
 
     def compute(batch, price_per_hour, gpu):
         chosen_gpu = CATALOG[gpu]
-        return SimpleNamespace(
-            chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
-            sweep=serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1),
-                                   price_per_hour=price_per_hour),
-            compute_bound_batch=serving.compute_bound_batch(served, chosen_gpu),
-        )
+        sweep, compute_bound_batch = _batching_sweep(model, gpu, price_per_hour)
+        return SimpleNamespace(chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
+                               sweep=sweep, compute_bound_batch=compute_bound_batch)
 
     def describe(result):
         chosen, turn = result.chosen, result.compute_bound_batch
@@ -268,7 +314,11 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
     def draw(result, ax):
         return plots.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch, ax)
 
-    explorer = Explorer(controls, compute, describe, draw, title=f"Batching {served.name}: what a million tokens cost")
+    def sketch(result):
+        return svgcharts.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch)
+
+    explorer = Explorer(controls, compute, describe, draw, name="batching", sketch=sketch,
+                        title=f"Batching {served.name}: what a million tokens cost")
 
     def follow_the_gpu_price(change):
         price = CATALOG[change["new"]].price_per_hour
@@ -354,13 +404,18 @@ def _workshop(tokens, compute_efficiency, bandwidth_efficiency, overhead, model,
         PLATE, compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency, overhead=overhead,
         label=f"plate: {units.percent(compute_efficiency)} compute, {units.percent(bandwidth_efficiency)} "
               f"bandwidth, {units.ms(overhead)} a pass")
-    chosen_model, chosen_gpu = find_model(model), find_gpu(gpu)
-    curve = time_per_token_curve(chosen_model, chosen_gpu, assumptions=assumptions)
+    curve = _curve(model, gpu, assumptions)
     decode = curve.decode_at(cached_tokens)
     # One token in the pass is a decode step over the cache; more is a prefill of the prompt.
     chosen = decode if tokens == 1 else curve.prefill_at(tokens)
     return SimpleNamespace(tokens=tokens, cached_tokens=cached_tokens, curve=curve, decode=decode, chosen=chosen,
-                           ideal=time_per_token_curve(chosen_model, chosen_gpu, assumptions=LESSON))
+                           ideal=_curve(model, gpu, LESSON))
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(model, gpu, assumptions):
+    """The workshop's curve, kept while only the tokens in the pass or the cache move."""
+    return time_per_token_curve(find_model(model), find_gpu(gpu), assumptions=assumptions)
 
 
 def _describe_workshop(result):
@@ -382,6 +437,11 @@ def _describe_workshop(result):
 def _draw_workshop(result, ax):
     marks = () if result.chosen is result.decode else (result.chosen,)
     plots.time_per_token_chart(result.curve, result.decode, marks, ideal=result.ideal, ax=ax)
+
+
+def _sketch_workshop(result):
+    marks = () if result.chosen is result.decode else (result.chosen,)
+    return svgcharts.time_per_token_chart(result.curve, result.decode, marks, ideal=result.ideal)
 
 
 def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="h100-sxm") -> Explorer:
@@ -407,8 +467,9 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
                                   description="model", style=style, layout=layout),
         "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
                                 description="GPU", style=style, layout=layout),
-        "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
+        "cached_tokens": widgets.IntSlider(value=cached_tokens, readout_format=",d", min=0, max=16_000, step=250,
                                            description="decode: tokens cached", style=style, layout=layout),
     }
-    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop,
+    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, name="workshop",
+                    sketch=_sketch_workshop,
                     title="Time per token of one forward pass")

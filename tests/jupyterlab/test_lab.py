@@ -1,0 +1,146 @@
+"""Every page and exercise notebook in a real JupyterLab, in headless Chromium.
+
+JupyterLab starts as `make lab` sets it up (Markdown pages open as notebooks through
+jupytext), on a free local port with a token, serving a temporary copy of the course, so
+the work tree is left as it was. Each notebook is opened and run with Run All. Then:
+
+- no cell shows an error or writes to stderr, and no figure shows as text instead of an image;
+- every explorer shows its controls, its readouts and its figure, each as the package
+  computes them at the explorer's defaults;
+- each control of each explorer is moved, as a reader moves it (a slider's handle with
+  the keyboard, a dropdown's menu, a button), and the readouts and the figure then show
+  what the package computes at the new setting.
+
+Skipped only where Chromium (/usr/bin/chromium) is missing. ``make lab-check`` runs it
+(part of ``make test``); the explorers' screenshots come from ``scripts/lab_screenshots.py``
+and the redraw times from ``make bench``.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+import labdriver  # noqa: E402
+
+from servingmath import widgets  # noqa: E402
+
+if not labdriver.CHROMIUM.exists():
+    pytest.skip(f"JupyterLab test skipped: {labdriver.CHROMIUM} not found (apt-get install chromium)",
+                allow_module_level=True)
+
+PAGES = labdriver.pages()
+# A matplotlib figure that failed to show as an image leaves only its text.
+FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
+# The explorers each page holds.
+EXPLORER_PAGES = {path: [name] for name, path in labdriver.EXPLORER_PAGES.items()}
+
+
+def work_tree():
+    """What git sees in the work tree, changed, untracked or ignored (bytecode aside); None outside a clone."""
+    try:
+        listed = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=labdriver.ROOT,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sorted(line for line in listed.splitlines() if "__pycache__" not in line)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    before = work_tree()
+    with labdriver.lab_browser() as running:
+        yield running
+    with pytest.raises(OSError):  # the server is stopped
+        running.server.api("/api/status")
+    assert work_tree() == before, "JupyterLab left something in the work tree"
+
+
+def problems_in(cells):
+    """What a reader would see go wrong in the outputs: errors, stderr, figures shown as text."""
+    found = []
+    for cell in cells:
+        first_line = cell["source"].strip().splitlines()[0][:60] if cell["source"].strip() else ""
+        where = f"cell {cell['index']} ({first_line})"
+        for output in cell["outputs"]:
+            kind = output.get("output_type")
+            if kind == "error":
+                found.append(f"{where}: {output.get('ename')}: {output.get('evalue')}")
+            elif kind == "stream" and output.get("name") == "stderr":
+                found.append(f"{where}: stderr: {''.join(output.get('text', ''))[:300]}")
+            elif kind in ("display_data", "execute_result"):
+                data = output.get("data", {})
+                text = "".join(data.get("text/plain", ""))
+                if FIGURE_AS_TEXT.search(text) and not any(k.startswith("image/") for k in data):
+                    found.append(f"{where}: a figure shows as text, not as an image: {text[:80]}")
+        if cell["count"] is None:
+            found.append(f"{where}: never ran")
+    return found
+
+
+def test_the_test_covers_every_page_and_exercise():
+    toc = yaml.safe_load((labdriver.ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    listed = [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    assert [page for page in listed if f"{page}.md" not in PAGES] == []
+    assert "index.md" in PAGES and any(p.startswith("exercises/") for p in PAGES)
+    assert not any(p.startswith("solutions/") or "/." in p for p in PAGES)
+    assert set(EXPLORER_PAGES) <= set(PAGES)
+
+
+def check_explorer(notebook, index, shown):
+    """Compare explorer ``index`` on the page with the package's, then move each control and compare again."""
+    name = shown["name"]
+    mirror = labdriver.make_explorer(name)
+    controls = list(mirror.controls.values())
+    assert [c["label"] for c in shown["controls"]] == [c.description for c in controls], name
+    assert shown["figureSize"][0] > 300 and shown["figureSize"][1] > 100, f"{name}: the figure is not on screen"
+    assert dict(shown["readouts"]) == mirror.readouts, f"{name}: readouts at the defaults"
+    assert shown["figure"] == notebook.as_parsed(mirror.svg), f"{name}: figure at the defaults"
+    for number, control in enumerate(controls):
+        to_end = not labdriver.at_end(control)
+        before = notebook.explorers()[index]
+        labdriver.mirror_move(mirror, number, to_end)
+        expected = {"readouts": list(map(list, mirror.readouts.items())), "figure": notebook.as_parsed(mirror.svg)}
+        notebook.move(index, number, labdriver.control_kind(control), to_end)
+        after = notebook.wait_for(index, expected)
+        what = f"{name}: after moving {control.description!r} to its {'last' if to_end else 'first'} setting"
+        assert after["figure"] != before["figure"], f"{what}, the figure did not change"
+        assert dict(after["readouts"]) == mirror.readouts, what
+        assert after["figure"] == expected["figure"], f"{what}, the figure is not the package's"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_runs_clean_in_jupyterlab_and_its_explorers_answer(lab, path):
+    notebook = lab.open(path)
+    cells = notebook.run_all()
+    assert cells, f"{path}: no code cell ran"
+    assert problems_in(cells) == [], path
+    widget_outputs = sum("application/vnd.jupyter.widget-view+json" in output.get("data", {})
+                         for cell in cells for output in cell["outputs"])
+    explorers = notebook.explorers()
+    names = [e["name"] for e in explorers]
+    assert set(EXPLORER_PAGES.get(path, [])) <= set(names), f"{path}: explorers missing"
+    # Each named after the factory that builds it, so the test can build the same one: widgets.<name>_explorer.
+    assert all(hasattr(widgets, f"{name}_explorer") for name in names), \
+        f"{path}: an explorer without a factory: {names}"
+    assert widget_outputs >= len(explorers)
+    for index, shown in enumerate(explorers):
+        check_explorer(notebook, index, shown)
+    assert lab.messages == [], f"{path}: errors in the page's scripts"
+
+
+def test_a_broken_callback_a_blank_figure_and_a_figure_shown_as_text_fail_the_checks(lab):
+    """A fixture page with each fault: every check above meets something to catch."""
+    notebook = lab.open("tests/jupyterlab/fixture/broken-explorer.md")
+    problems = problems_in(notebook.run_all())
+    assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
+    deaf, blank = notebook.explorers()
+    with pytest.raises(AssertionError, match="after moving 'reply tokens' to its last setting, the figure did not"):
+        check_explorer(notebook, 0, deaf)
+    with pytest.raises(AssertionError, match="passes: the figure is not on screen"):
+        check_explorer(notebook, 1, blank)
