@@ -375,3 +375,164 @@ def batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, price_per_hou
                   "Users per pass", users, values, readouts, int(np.flatnonzero(users == default_users)[0]),
                   [cost_panel, rate_panel], drawing,
                   [_Series(cost_panel, cost, PREFILL), _Series(rate_panel, each_rate, MEMORY)], "batching")
+
+
+# --- Lesson 2: each user's KV cache -------------------------------------------------------
+def _log_panel(xs_range, ys_range, x_label, y_label, y_format, x_format=units.number, top=TOP, height=260):
+    """A log-log panel whose ticks are the powers of ten inside its ranges."""
+    low = 10 ** math.floor(math.log10(ys_range[0]))
+    high = 10 ** math.ceil(math.log10(ys_range[1]))
+    panel = _panel(xs_range, (low, high), top, height, True, True, x_label, y_label)
+    panel.x_ticks = [(t, x_format(t)) for t in _log_ticks(*xs_range)]
+    panel.y_ticks = [(t, y_format(t)) for t in _log_ticks(low, high)]
+    return panel
+
+
+def _index_of(steps, value):
+    return int(np.flatnonzero(steps == value)[0])
+
+
+def cache_saving_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, max_tokens: int = 32_768,
+                       default_tokens: int = 3000) -> Chart:
+    """Lesson 2, part 1: a decode step's FLOPs with the cache and without it, slider over the
+    tokens already in the sequence. Readouts: both FLOP counts, their ratio, both times."""
+    from .cache import CACHE_READ, decode_with_and_without_cache, time_with_and_without_cache
+
+    _check.instance("model", model, Model)
+    contexts = slider_steps(1, max_tokens, 6, default_tokens)
+    saving = decode_with_and_without_cache(model, contexts)
+    timed = time_with_and_without_cache(model, gpu, contexts)
+    with_flops, without_flops = np.asarray(saving.with_cache.flops), np.asarray(saving.without_cache.flops)
+    panel = _log_panel((1, max_tokens), (with_flops.min(), without_flops.max()), "tokens already in the sequence",
+                       "FLOPs of the next step", lambda f: f"{f:.0e}".replace("e+", "e"))
+    drawing = [panel.line(contexts, without_flops, DECODE), panel.line(contexts, with_flops, PREFILL),
+               panel.label(1.5, without_flops[0] * 3, "without the cache", DECODE),
+               panel.label(max_tokens * 0.9, with_flops[-1] * 2.2, "with the cache", PREFILL, anchor="end")]
+
+    def bound(timing, i):
+        return "compute" if np.asarray(timing.compute_bound)[i] else "memory"
+
+    values = [_counted(c, "token", "tokens") for c in contexts]
+    readouts = [{"FLOPs without the cache": units.trillions(without_flops[i], 2),
+                 "FLOPs with the cache": units.billions(with_flops[i], 1),
+                 "times fewer with the cache": units.number(without_flops[i] / with_flops[i]),
+                 "the step without the cache": f"{_ms(np.asarray(timed.without_cache.time)[i])}, "
+                                               f"{bound(timed.without_cache, i)}-bound",
+                 "the step with the cache": f"{_ms(np.asarray(timed.with_cache.time)[i])}, "
+                                            f"{bound(timed.with_cache, i)}-bound"} for i in range(len(contexts))]
+    return _chart(f"The next decode step of {model.name}, with the KV cache and without it", CACHE_READ.label,
+                  "Tokens already in the sequence", contexts, values, readouts, _index_of(contexts, default_tokens),
+                  [panel], drawing, [_Series(panel, without_flops, DECODE), _Series(panel, with_flops, PREFILL)],
+                  "cache-saving")
+
+
+def cache_size_chart(model: Model = LLAMA_3_8B, max_tokens: int = 131_072, default_tokens: int = 8000,
+                     kv_bits=16) -> Chart:
+    """Lesson 2, part 2: one conversation's cache against its length, for ``model``'s shape with
+    full multi-head, its own grouped-query and multi-query attention; the weights as a line."""
+    from dataclasses import replace
+
+    from .memory import kv_cache_bytes, weight_bytes
+
+    _check.instance("model", model, Model)
+    contexts = slider_steps(256, max_tokens, 4, default_tokens)
+    shapes = {"multi-head": replace(model, kv_heads=model.heads), "grouped-query (as published)": model,
+              "multi-query": replace(model, kv_heads=1)}
+    caches = {name: np.asarray(kv_cache_bytes(shape, contexts, kv_bits=kv_bits)) for name, shape in shapes.items()}
+    weights = weight_bytes(model.parameters)
+    panel = _log_panel((256, max_tokens), (min(c.min() for c in caches.values()), max(c.max() for c in caches.values())),
+                       "tokens in the conversation", "KV cache", lambda b: units.gb(b, _figures(b / 1e9, 1)))
+    colours = (DECODE, PREFILL, COMPUTE)
+    drawing = [panel.line(contexts, ys, colour) for ys, colour in zip(caches.values(), colours)]
+    drawing += [panel.line(np.array([256, max_tokens]), np.array([weights] * 2), NEUTRAL, dashed=True),
+                panel.label(300, weights * 1.3, f"the weights, {units.gb(weights)}", NEUTRAL)]
+    values = [_counted(c, "token", "tokens") for c in contexts]
+    readouts = [{**{f"{name} ({units.number(shapes[name].kv_heads)} KV heads)": units.gb(caches[name][i])
+                    for name in shapes},
+                 "grouped-query, as a share of the weights":
+                     units.percent(caches["grouped-query (as published)"][i] / weights, 1)}
+                for i in range(len(contexts))]
+    return _chart(f"The KV cache of one conversation with {model.name}'s shape, {kv_bits}-bit values",
+                  "the same layers and head dim; only the key-value heads differ", "Tokens in the conversation",
+                  contexts, values, readouts, _index_of(contexts, default_tokens), [panel], drawing,
+                  [_Series(panel, ys, colour) for ys, colour in zip(caches.values(), colours)], "cache-size")
+
+
+def users_that_fit_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, max_tokens: int = 131_072,
+                         default_tokens: int = 8000) -> Chart:
+    """Lesson 2, part 3: the most users whose caches fit beside the weights, 16-bit and 8-bit
+    caches, slider over the tokens each user holds."""
+    from .memory import RESERVE, fit, max_batch
+
+    _check.instance("model", model, Model)
+    contexts = slider_steps(256, max_tokens, 4, default_tokens)
+    users = {bits: np.asarray(max_batch(model, gpu, contexts, kv_bits=bits)) for bits in (16, 8)}
+    budget = fit(model, gpu)
+    panel = _log_panel((256, max_tokens), (max(users[16].min(), 1), users[8].max()), "tokens each user holds",
+                       "users that fit", units.number)
+    colours = {16: PREFILL, 8: COMPUTE}
+    drawing = [panel.line(contexts, np.maximum(users[bits], 1), colours[bits]) for bits in users]
+    drawing += [panel.label(300, users[8][0] * 1.4, "8-bit cache", COMPUTE),
+                panel.label(300, users[16][0] * 0.55, "16-bit cache", PREFILL)]
+    values = [_counted(c, "token", "tokens") for c in contexts]
+    readouts = [{"cache a user (16-bit)": units.gb(contexts[i] * model.kv_bytes_per_token(16)),
+                 "users that fit, 16-bit cache": units.number(users[16][i]),
+                 "users that fit, 8-bit cache": units.number(users[8][i])} for i in range(len(contexts))]
+    note = (f"{units.gb(gpu.memory_bytes, 0)}, {units.percent(RESERVE)} held back; weights "
+            f"{units.gb(budget.weight_bytes)} in 16 bits")
+    return _chart(f"Users of {model.name} on one {gpu.name}", note, "Tokens each user holds", contexts, values,
+                  readouts, _index_of(contexts, default_tokens), [panel], drawing,
+                  [_Series(panel, np.maximum(users[bits], 1), colours[bits]) for bits in users], "users-fit")
+
+
+def cached_batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, contexts=(1000, 3000, 8000),
+                          max_users: int = 1024, default_users: int = 32, price_per_hour=None) -> Chart:
+    """Lesson 2, part 4: the cost of a million tokens against users per pass, every user's
+    cache read each step, one line per length of conversation (each ending where memory is
+    full), lesson 1's weights-only line dashed."""
+    from .cache import CACHE_READ, cache_matches_weights_batch, cached_decode
+    from .memory import max_batch
+
+    _check.instance("model", model, Model)
+    users = slider_steps(1, max_users, 6, default_users)
+    served = {tokens: cached_decode(model, gpu, users, tokens, price_per_hour) for tokens in contexts}
+    walls = {tokens: max_batch(model, gpu, tokens) for tokens in contexts}
+    lesson_1 = batching(model, gpu, users, price_per_hour=price_per_hour)
+    costs = {tokens: np.asarray(point.cost_per_million_tokens) for tokens, point in served.items()}
+    weights_only = np.asarray(lesson_1.cost_per_million_tokens)
+    panel = _log_panel((1, max_users), (weights_only.min(), max(c.max() for c in costs.values())),
+                       "users per pass", "$ per million tokens", lambda c: units.dollars(c, _figures(c, 1)))
+    colours = (PREFILL, DECODE, COMPUTE, MEMORY)
+    drawing = [panel.line(users, weights_only, NEUTRAL, dashed=True),
+               panel.label(1.5, weights_only[0] * 0.45, "weights only (lesson 1)", NEUTRAL)]
+    for (tokens, dollars), colour in zip(costs.items(), colours):
+        inside = users <= walls[tokens]
+        drawing.append(panel.line(users[inside], dollars[inside], colour))
+        if inside.any() and not inside.all():
+            end = np.flatnonzero(inside)[-1]
+            drawing.append(panel.label(users[end] * 1.1, dollars[end], f"{units.number(tokens)}: full",
+                                       colour))
+    drawing.append(panel.label(max_users * 0.9, costs[contexts[-1]][0] * 1.6,
+                               "  ".join(f"{units.number(t)} tokens" for t in contexts), NEUTRAL, anchor="end"))
+    values = [_counted(u, "user", "users") for u in users]
+
+    def shown(tokens, i):
+        if users[i] > walls[tokens]:
+            return f"does not fit (at most {units.number(walls[tokens])} users)"
+        return (f"{units.dollars(costs[tokens][i], 3)}, "
+                f"{units.number(np.asarray(served[tokens].tokens_per_second_per_user)[i])} tokens/s each")
+
+    readouts = [{**{f"{units.number(tokens)} tokens each": shown(tokens, i) for tokens in contexts},
+                 "weights only (lesson 1)": units.dollars(weights_only[i], 3),
+                 "caches weigh as much as the weights at": ", ".join(
+                     f"{units.number(cache_matches_weights_batch(model, t))} users ({units.number(t)})"
+                     for t in contexts)}
+                for i in range(len(users))]
+    price = units.dollars(served[contexts[0]].price_per_hour)
+    return _chart(f"Decode with every user's cache: {model.name} on {gpu.name} at {price} an hour",
+                  CACHE_READ.label, "Users per pass", users, values, readouts, _index_of(users, default_users),
+                  [panel], drawing,
+                  [_Series(panel, np.asarray(cached_decode(model, gpu, np.clip(users, 1, max(walls[t], 1)), t,
+                                                           price_per_hour).cost_per_million_tokens), c)
+                   for t, c in zip(contexts, colours)],
+                  "cached-batching")
