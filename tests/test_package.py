@@ -19,7 +19,7 @@ def test_catalog_starts_with_the_h100_sxm_and_holds_at_least_eight_machines():
 def test_h100_sxm_figures():
     assert G.peak_flops == 989.4e12
     assert G.memory_bandwidth == 3.35e12
-    assert G.memory_bytes == 80e9
+    assert G.memory_bytes == 80 * 2**30 and G.listed_memory == "80 GB"
     assert G.price_per_hour == 3.0
 
 
@@ -94,11 +94,26 @@ def test_from_hf_config_reads_explicit_head_dim_tied_embeddings_and_biases():
     assert mha.kv_heads == mha.heads == 32
 
 
-def test_from_hf_config_refuses_what_it_cannot_read():
-    with pytest.raises(TypeError, match="config must be a dict"):
-        models.Model.from_hf_config("config.json")
-    with pytest.raises(ValueError, match=r"config is missing \['hidden_size'\]"):
-        models.Model.from_hf_config({k: v for k, v in models.CONFIGS["llama-3-8b"].items() if k != "hidden_size"})
+def test_from_hf_config_refuses_what_it_cannot_read(tmp_path):
+    with pytest.raises(TypeError, match="config must be a dict from config.json or its path, got 42"):
+        models.Model.from_hf_config(42)
+    with pytest.raises(ValueError, match="config must be a dict or the path of a config.json, got 'no/such.json'"):
+        models.Model.from_hf_config("no/such.json")
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        models.Model.from_hf_config(broken)
+    with pytest.raises(ValueError, match=r"model_type 'gpt2' is not supported; supported: \['deepseek_v2'"):
+        models.Model.from_hf_config({"model_type": "gpt2", "n_layer": 12})
+    with pytest.raises(ValueError, match="model_type None is not supported"):
+        models.Model.from_hf_config({k: v for k, v in models.CONFIGS["llama-3-8b"].items() if k != "model_type"})
+
+
+def test_from_hf_config_reads_a_path_or_its_folder(tmp_path):
+    import json
+    (tmp_path / "config.json").write_text(json.dumps(dict(models.CONFIGS["llama-3-8b"])))
+    assert models.Model.from_hf_config(tmp_path / "config.json") == M
+    assert models.Model.from_hf_config(str(tmp_path)) == M
 
 
 def test_model_lookup():
@@ -129,11 +144,26 @@ def test_forward_pass_counts():
     assert step.intensity == pytest.approx(step.flops / step.bytes)
 
 
-def test_mixture_of_experts_computes_with_active_but_reads_all_weights():
+def test_mixture_of_experts_computes_with_active_and_reads_the_experts_its_tokens_reach():
     mixtral = sm.MODELS["mixtral-8x7b"]
-    cost = sm.forward_pass(mixtral, 10, attention="none", kv_cache=False)
-    assert cost.linear_flops == 2 * mixtral.active_parameters * 10
-    assert cost.weight_bytes == 2 * mixtral.parameters
+    one = sm.forward_pass(mixtral, 1, attention="none", kv_cache=False)
+    assert one.linear_flops == 2 * mixtral.active_parameters
+    # one token routes to 2 of the 8 experts: it reads the active parameters, about 26 GB, not 93 GB
+    assert one.weight_bytes == pytest.approx(2 * mixtral.active_parameters, rel=1e-12)
+    assert units.gb(one.weight_bytes, 1) == "25.8 GB"
+    # ten tokens under uniform routing: 8 · (1 − (6/8)^10) experts a layer
+    ten = sm.forward_pass(mixtral, 10, attention="none", kv_cache=False)
+    touched = 8 * (1 - 0.75 ** 10)
+    assert mixtral.experts_touched(10) == pytest.approx(touched)
+    assert ten.weight_bytes == pytest.approx(
+        2 * (mixtral.active_parameters + (touched - 2) * 32 * mixtral.expert_parameters))
+    # a prefill of the lesson's size reads every expert
+    prefill = sm.forward_pass(mixtral, 2000, attention="none", kv_cache=False)
+    assert prefill.weight_bytes == 2 * mixtral.parameters
+    assert units.gb(prefill.weight_bytes, 1) == "93.4 GB"
+    # a batch of users decoding together wakes more experts than one
+    eight_users = sm.forward_pass(mixtral, 1, batch=8, attention="none", kv_cache=False)
+    assert one.weight_bytes < eight_users.weight_bytes < prefill.weight_bytes
 
 
 def test_forward_pass_sweeps_arrays():

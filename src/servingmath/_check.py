@@ -11,16 +11,23 @@ import numbers
 import numpy as np
 
 
-def number(name, value, *, minimum=None, above=None, maximum=None, integer=False):
+def number(name, value, *, minimum=None, above=None, maximum=None, integer=False, allow_inf=False):
     """Return ``value`` as a float or a float array after checking it.
 
-    ``minimum`` is inclusive, ``above`` exclusive, ``maximum`` inclusive.
-    Strings, booleans, None and NaN are refused with the argument's name and value.
+    ``minimum`` is inclusive, ``above`` exclusive, ``maximum`` inclusive. Python and numpy
+    numbers (integers included) pass; strings, booleans, None, complex numbers, NaN and
+    (unless ``allow_inf``, for a limit that may be "none") infinities are refused with the
+    argument's name and value.
     """
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
     if isinstance(value, numbers.Number):
-        array = np.asarray(value, dtype=float)
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {value!r}")
+        try:
+            array = np.asarray(value, dtype=float)
+        except (OverflowError, ValueError, TypeError) as error:
+            raise ValueError(f"{name} must be a finite number, got {value!r}") from error
     else:
         try:
             array = np.asarray(value)
@@ -31,6 +38,8 @@ def number(name, value, *, minimum=None, above=None, maximum=None, integer=False
         array = array.astype(float)
     if np.isnan(array).any():
         raise ValueError(f"{name} must not be NaN, got {value!r}")
+    if not allow_inf and np.isinf(array).any():
+        raise ValueError(f"{name} must be finite, got {value!r}")
     if integer and not np.all(np.isinf(array) | (array == np.round(array))):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if minimum is not None and (array < minimum).any():
@@ -59,10 +68,8 @@ def fraction(name, value):
 
 
 def finite(name, value, *, minimum=None, above=None):
-    checked = number(name, value, minimum=minimum, above=above)
-    if np.isinf(checked).any():
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return checked
+    """A finite number (every check refuses infinities; the name says what the caller wants)."""
+    return number(name, value, minimum=minimum, above=above)
 
 
 def instance(name, value, kind):

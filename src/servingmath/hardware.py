@@ -1,7 +1,10 @@
 """Accelerators: the few figures a roofline needs, each with where it comes from.
 
 Inside the package every figure is in SI units: FLOP/s, bytes/s, bytes, US dollars
-an hour. Peak arithmetic is always the *dense* rate. Spec sheets often headline a
+an hour. Memory is the exception in how spec sheets write it: the "80 GB" of an H100
+counts binary gigabytes (2^30 bytes), as memory chips are made, so ``memory_bytes``
+is the listed figure × 2^30 (nvidia-smi reports 81,559 MiB, 79.6 × 2^30 bytes, on an
+H100; the driver keeps the rest) and ``listed_memory`` shows it as the sheet does. Peak arithmetic is always the *dense* rate. Spec sheets often headline a
 figure that assumes 2:4 structured sparsity, twice the dense one; it is kept apart,
 in ``listed_with_sparsity``, so the two cannot be confused.
 """
@@ -10,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
+
+import numpy as np
 
 from . import _check
 
@@ -33,17 +38,31 @@ class GPU:
     price_source: str = "illustrative on-demand rental price; providers differ"
     listed_with_sparsity: float | None = None
     key: str = field(default="", compare=False)
+    source_url: str = ""
 
     def __post_init__(self):
+        for name in ("name", "source", "as_of", "price_source", "key", "source_url"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.dense_flops, Mapping):
+            raise TypeError(f"dense_flops must map number formats to FLOP/s, such as {{'bf16': 989.4e12}}, "
+                            f"got {self.dense_flops!r}")
         if not self.dense_flops:
             raise ValueError(f"dense_flops must name at least one format, got {self.dense_flops!r}")
         for dtype, flops in self.dense_flops.items():
+            if not isinstance(dtype, str):
+                raise TypeError(f"dense_flops keys must be format names such as 'bf16', got {dtype!r}")
             _check.positive(f"dense_flops[{dtype!r}]", flops)
+            if np.ndim(flops):
+                raise TypeError(f"dense_flops[{dtype!r}] must be one number, got {flops!r}")
         object.__setattr__(self, "dense_flops", MappingProxyType(dict(self.dense_flops)))
-        _check.positive("memory_bandwidth", self.memory_bandwidth)
-        _check.positive("memory_bytes", self.memory_bytes)
-        if self.price_per_hour is not None:
-            _check.positive("price_per_hour", self.price_per_hour)
+        for name in ("memory_bandwidth", "memory_bytes"):
+            _check.positive(name, getattr(self, name))
+            if np.ndim(getattr(self, name)):
+                raise TypeError(f"{name} must be one number, got {getattr(self, name)!r}")
+        for name in ("price_per_hour", "listed_with_sparsity"):
+            if getattr(self, name) is not None:
+                _check.positive(name, getattr(self, name))
 
     def __hash__(self):
         return hash((self.name, self.memory_bandwidth, self.memory_bytes))
@@ -63,8 +82,17 @@ class GPU:
         """The dense 16-bit rate the course's arithmetic uses."""
         return self.flops("16-bit")
 
+    @property
+    def listed_memory(self) -> str:
+        """The memory as the spec sheet lists it: ``"80 GB"`` (binary gigabytes)."""
+        return f"{self.memory_bytes / GiB:,.0f} GB"
+
     def with_changes(self, **changes) -> "GPU":
         """A copy with some figures replaced, for what-if questions."""
+        unknown = sorted(set(changes) - set(self.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"with_changes got {unknown}, which GPU does not have; "
+                            f"it has {sorted(self.__dataclass_fields__)}")
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
         values.update(changes)
         return GPU(**values)
@@ -72,76 +100,88 @@ class GPU:
 
 T = 1e12
 GB = 1e9
+GiB = 2**30  # a spec sheet's memory "GB"
 
 # Ordered as the course meets them: the lesson's H100 SXM first.
 _ENTRIES = [
     GPU(
-        key="h100-sxm", name="NVIDIA H100 SXM",
+        key="h100-sxm", source_url="https://www.nvidia.com/en-us/data-center/h100/",
+        name="NVIDIA H100 SXM",
         dense_flops={"bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T, "fp32": 66.9 * T},
-        memory_bandwidth=3.35e12, memory_bytes=80 * GB, price_per_hour=3.00,
+        memory_bandwidth=3.35e12, memory_bytes=80 * GiB, price_per_hour=3.00,
         listed_with_sparsity=1978.9 * T,
         source="NVIDIA H100 Tensor Core GPU datasheet, SXM5 column", as_of="2023-07",
         price_source="the lesson's round rental price",
     ),
     GPU(
-        key="h100-pcie", name="NVIDIA H100 PCIe",
+        key="h100-pcie", source_url="https://www.nvidia.com/en-us/data-center/h100/",
+        name="NVIDIA H100 PCIe",
         dense_flops={"bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513.0 * T, "fp32": 51.2 * T},
-        memory_bandwidth=2.0e12, memory_bytes=80 * GB, price_per_hour=2.40,
+        memory_bandwidth=2.0e12, memory_bytes=80 * GiB, price_per_hour=2.40,
         listed_with_sparsity=1513.0 * T,
         source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column", as_of="2023-07",
     ),
     GPU(
-        key="h200", name="NVIDIA H200 SXM",
+        key="h200", source_url="https://www.nvidia.com/en-us/data-center/h200/",
+        name="NVIDIA H200 SXM",
         dense_flops={"bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T, "fp32": 66.9 * T},
-        memory_bandwidth=4.8e12, memory_bytes=141 * GB, price_per_hour=3.80,
+        memory_bandwidth=4.8e12, memory_bytes=141 * GiB, price_per_hour=3.80,
         listed_with_sparsity=1978.9 * T,
         source="NVIDIA H200 Tensor Core GPU datasheet, SXM column", as_of="2024-11",
     ),
     GPU(
-        key="a100-80gb", name="NVIDIA A100 80 GB SXM",
+        key="a100-80gb", source_url="https://www.nvidia.com/en-us/data-center/a100/",
+        name="NVIDIA A100 80 GB SXM",
         dense_flops={"bf16": 312 * T, "fp16": 312 * T, "fp32": 19.5 * T},
-        memory_bandwidth=2.039e12, memory_bytes=80 * GB, price_per_hour=1.80,
+        memory_bandwidth=2.039e12, memory_bytes=80 * GiB, price_per_hour=1.80,
         listed_with_sparsity=624 * T,
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB SXM column", as_of="2021-06",
     ),
     GPU(
-        key="l4", name="NVIDIA L4",
+        key="l4", source_url="https://www.nvidia.com/en-us/data-center/l4/",
+        name="NVIDIA L4",
         dense_flops={"bf16": 121 * T, "fp16": 121 * T, "fp8": 242 * T, "fp32": 30.3 * T},
-        memory_bandwidth=300e9, memory_bytes=24 * GB, price_per_hour=0.70,
+        memory_bandwidth=300e9, memory_bytes=24 * GiB, price_per_hour=0.70,
         listed_with_sparsity=242 * T,
         source="NVIDIA L4 Tensor Core GPU datasheet", as_of="2023-03",
     ),
     GPU(
-        key="l40s", name="NVIDIA L40S",
+        key="l40s", source_url="https://www.nvidia.com/en-us/data-center/l40s/",
+        name="NVIDIA L40S",
         dense_flops={"bf16": 362.05 * T, "fp16": 362.05 * T, "fp8": 733 * T, "fp32": 91.6 * T},
-        memory_bandwidth=864e9, memory_bytes=48 * GB, price_per_hour=1.40,
+        memory_bandwidth=864e9, memory_bytes=48 * GiB, price_per_hour=1.40,
         listed_with_sparsity=733 * T,
         source="NVIDIA L40S GPU datasheet", as_of="2023-08",
     ),
     GPU(
-        key="mi300x", name="AMD Instinct MI300X",
+        key="mi300x", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+        name="AMD Instinct MI300X",
         dense_flops={"bf16": 1307.4 * T, "fp16": 1307.4 * T, "fp8": 2614.9 * T, "fp32": 163.4 * T},
-        memory_bandwidth=5.3e12, memory_bytes=192 * GB, price_per_hour=3.00,
+        memory_bandwidth=5.3e12, memory_bytes=192 * GiB, price_per_hour=3.00,
         listed_with_sparsity=2614.9 * T,
         source="AMD Instinct MI300X accelerator datasheet", as_of="2023-12",
     ),
     GPU(
-        key="b200", name="NVIDIA B200 (HGX)",
+        key="b200", source_url="https://www.nvidia.com/en-us/data-center/dgx-b200/",
+        name="NVIDIA B200 (HGX)",
         dense_flops={"bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T, "fp32": 75 * T},
-        memory_bandwidth=7.7e12, memory_bytes=180 * GB, price_per_hour=6.00,
+        memory_bandwidth=8.0e12, memory_bytes=180 * GiB, price_per_hour=6.00,
         listed_with_sparsity=4500 * T,
-        source="NVIDIA HGX B200 specifications, per GPU", as_of="2025-03",
+        source="NVIDIA DGX B200 specifications: 1,440 GB and 64 TB/s across 8 GPUs, so 180 GB and 8 TB/s "
+               "each; 2,250 dense BF16 TFLOP/s per GPU, HGX B200 specifications", as_of="2025-03",
     ),
     GPU(
-        key="t4", name="NVIDIA T4",
+        key="t4", source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/",
+        name="NVIDIA T4",
         dense_flops={"fp16": 65 * T, "fp32": 8.1 * T},
-        memory_bandwidth=320e9, memory_bytes=16 * GB, price_per_hour=0.35,
+        memory_bandwidth=320e9, memory_bytes=16 * GiB, price_per_hour=0.35,
         source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier)", as_of="2019-03",
     ),
     GPU(
-        key="laptop", name="Laptop (Apple M2, 16 GB)",
+        key="laptop", source_url="https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/",
+        name="Laptop (Apple M2, 16 GB)",
         dense_flops={"fp16": 3.6 * T, "fp32": 3.6 * T},
-        memory_bandwidth=100e9, memory_bytes=16 * GB, price_per_hour=None,
+        memory_bandwidth=100e9, memory_bytes=16 * GiB, price_per_hour=None,
         source="Apple M2 announcement: 100 GB/s unified memory, 3.6 TFLOP/s GPU", as_of="2022-06",
         price_source="owned, not rented",
     ),
@@ -170,10 +210,10 @@ def catalog_rows():
             "GPU": entry.name,
             "dense 16-bit TFLOP/s": entry.peak_flops / T,
             "bandwidth TB/s": entry.memory_bandwidth / 1e12,
-            "memory GB": entry.memory_bytes / GB,
+            "memory GB": entry.memory_bytes / GiB,
             "ridge FLOP/byte": ridge_point(entry.peak_flops, entry.memory_bandwidth),
             "$ an hour": entry.price_per_hour,
-            "source": f"{entry.source} ({entry.as_of})",
+            "source": f"{entry.source} ({entry.as_of}), {entry.source_url}",
         }
         for entry in _ENTRIES
     ]
@@ -195,7 +235,8 @@ def catalog_markdown() -> str:
     for number, (row, entry) in enumerate(zip(catalog_rows(), _ENTRIES), start=1):
         lines.append(
             f"| {row['GPU']} | {units.tflops(entry.peak_flops)} | {units.tb_per_s(entry.memory_bandwidth)} "
-            f"| {units.gb(entry.memory_bytes, 0)} | {units.number(row['ridge FLOP/byte'])} "
+            f"| {entry.listed_memory} | {units.number(row['ridge FLOP/byte'])} "
             f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
-        sources.append(f"{number}. {entry.name}: {row['source']}; price: {entry.price_source}.")
+        sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
+                       f"price: {entry.price_source}.")
     return "\n".join(lines) + "\n\nSources:\n\n" + "\n".join(sources)

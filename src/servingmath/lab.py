@@ -83,7 +83,7 @@ def time_runs(action: Callable[[], object], repeats, enough=math.inf, synchroniz
     includes it; numpy needs none.
     """
     repeats = int(_check.count("repeats", repeats, minimum=1))
-    enough = _check.number("enough", enough, above=0)
+    enough = _check.number("enough", enough, above=0, allow_inf=True)
     seconds = []
     while len(seconds) < repeats and sum(seconds) < enough:
         start = time.perf_counter()

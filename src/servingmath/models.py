@@ -3,24 +3,65 @@
 A ``Model`` holds only what a Hugging Face ``config.json`` says about the network's
 shape. Everything the course needs (parameters, KV-cache bytes per token, the width
 of attention) is counted from that shape, never typed in.
+
+``Model.from_hf_config`` reads the configs of the families listed in ``FAMILIES``.
+Where a config leaves a key out, the count uses the default that family's
+configuration class in Hugging Face ``transformers`` sets; any other ``model_type``
+is refused rather than counted wrongly.
 """
 from __future__ import annotations
 
+import json
+import operator
+import os
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+import numpy as np
+
 from . import _check
+
+_WHOLE_AT_LEAST_ONE = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
+                       "experts_per_token", "norms_per_layer")
+_WHOLE_OR_ZERO = ("expert_ffn", "shared_ffn", "dense_layers", "sliding_window", "sliding_layers", "kv_lora_rank",
+                  "q_lora_rank", "rope_head_dim", "v_head_dim")
+_SWITCHES = ("tied_embeddings", "qkv_bias", "output_bias", "mlp_bias", "shared_expert_gate", "qk_norm")
+
+
+def _whole(name, value, minimum):
+    """A whole number as a Python int (numpy integers accepted), at least ``minimum``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    try:
+        whole = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a whole number, got {value!r}") from None
+    if whole < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+    return whole
 
 
 @dataclass(frozen=True)
 class Model:
-    """A decoder-only transformer of the Llama family (Mistral, Qwen, Mixtral alike).
+    """A decoder-only transformer: Llama, Mistral, Qwen, Gemma, Phi-3 and DeepSeek alike.
 
     Each layer has attention (query, key, value and output projections), a gated
-    feed-forward block (gate, up, down: SwiGLU) and two RMSNorm weight vectors.
-    ``experts`` > 1 makes the feed-forward block a mixture of experts, of which
-    ``experts_per_token`` run for each token.
+    feed-forward block (gate, up, down) and ``norms_per_layer`` RMSNorm weight vectors.
+
+    Mixtures of experts: ``experts`` > 1 makes the feed-forward block of every layer but
+    ``dense_layers`` a set of routed experts, each ``expert_ffn`` wide (0: ``ffn``), of
+    which ``experts_per_token`` run for each token, beside ``shared_ffn`` worth of shared
+    experts that every token uses (``shared_expert_gate``: Qwen-MoE's one-output gate on them).
+
+    Latent attention (DeepSeek's MLA): ``kv_lora_rank`` > 0 compresses keys and values into
+    one vector of that width per token and layer, cached with the ``rope_head_dim`` rotary
+    part shared by all heads; queries go through a ``q_lora_rank`` bottleneck (0: none).
+    ``head_dim`` is then the query/key head width (rotary part included) and ``v_head_dim``
+    the value head width.
+
+    Sliding windows: ``sliding_layers`` of the layers attend to (and cache) at most the last
+    ``sliding_window`` tokens.
     """
 
     name: str
@@ -37,99 +78,431 @@ class Model:
     mlp_bias: bool = False
     experts: int = 1
     experts_per_token: int = 1
+    expert_ffn: int = 0
+    shared_ffn: int = 0
+    shared_expert_gate: bool = False
+    dense_layers: int = 0
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    rope_head_dim: int = 0
+    v_head_dim: int = 0
 
     def __post_init__(self):
-        for name in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
-                     "experts", "experts_per_token"):
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {self.name!r}")
+        for name in _WHOLE_AT_LEAST_ONE:
+            object.__setattr__(self, name, _whole(name, getattr(self, name), 1))
+        for name in _WHOLE_OR_ZERO:
+            object.__setattr__(self, name, _whole(name, getattr(self, name), 0))
+        for name in _SWITCHES:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be a whole number, got {value!r}")
-            _check.count(name, value, minimum=1)
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+            object.__setattr__(self, name, bool(value))
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads ({self.heads}), got {self.kv_heads!r}")
         if self.experts_per_token > self.experts:
             raise ValueError(
                 f"experts_per_token must be at most experts ({self.experts}), got {self.experts_per_token!r}")
+        if self.dense_layers > self.layers:
+            raise ValueError(f"dense_layers must be at most layers ({self.layers}), got {self.dense_layers!r}")
+        if self.sliding_layers > self.layers:
+            raise ValueError(f"sliding_layers must be at most layers ({self.layers}), got {self.sliding_layers!r}")
+        if self.sliding_layers and not self.sliding_window:
+            raise ValueError(f"sliding_window must be set when sliding_layers is, got {self.sliding_window!r}")
+        if self.shared_expert_gate and not self.shared_ffn:
+            raise ValueError(f"shared_expert_gate needs shared experts (shared_ffn > 0), got {self.shared_ffn!r}")
+        if self.rope_head_dim >= self.head_dim and self.kv_lora_rank:
+            raise ValueError(f"rope_head_dim must be less than head_dim ({self.head_dim}), got {self.rope_head_dim!r}")
+        if (self.q_lora_rank or self.rope_head_dim) and not self.kv_lora_rank:
+            raise ValueError(f"q_lora_rank and rope_head_dim belong to latent attention: kv_lora_rank must be set, "
+                             f"got {self.kv_lora_rank!r}")
 
-    # -- parameters, counted from the shape -------------------------------------------
+    # -- the shape's parts ---------------------------------------------------------------
+    @property
+    def mixture_of_experts(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def latent_attention(self) -> bool:
+        """True for DeepSeek's multi-head latent attention (MLA)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
     @property
     def attention_width(self) -> int:
         """Width of the query heads together, heads × head_dim (the ``d`` of attention FLOPs)."""
         return self.heads * self.head_dim
 
+    @property
+    def value_width(self) -> int:
+        """Width of the value heads together: heads × the value head width (= ``attention_width`` but in MLA)."""
+        return self.heads * self.value_head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose feed-forward block is a mixture of experts."""
+        return self.layers - self.dense_layers if self.mixture_of_experts else 0
+
+    @property
+    def full_layers(self) -> int:
+        """Layers that attend to, and cache, every earlier token."""
+        return self.layers - self.sliding_layers
+
+    @property
+    def expert_width(self) -> int:
+        return self.expert_ffn or self.ffn
+
+    # -- parameters, counted from the shape -------------------------------------------
     def _attention_parameters(self) -> int:
-        q = self.hidden * self.attention_width
-        kv = 2 * self.hidden * self.kv_heads * self.head_dim
-        out = self.attention_width * self.hidden
-        bias = (self.attention_width + 2 * self.kv_heads * self.head_dim) if self.qkv_bias else 0
-        bias += self.hidden if self.output_bias else 0
-        return q + kv + out + bias
+        if self.latent_attention:
+            if self.q_lora_rank:  # down to the query latent, its norm, up to every head's query
+                q = self.hidden * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.attention_width
+            else:
+                q = self.hidden * self.attention_width
+            nope = self.head_dim - self.rope_head_dim
+            kv = (self.hidden * (self.kv_lora_rank + self.rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * self.heads * (nope + self.value_head_dim))
+            bias = (self.q_lora_rank + self.kv_lora_rank + self.rope_head_dim) if self.qkv_bias else 0
+        else:
+            q = self.hidden * self.attention_width
+            kv = self.hidden * self.kv_heads * (self.head_dim + self.value_head_dim)
+            bias = (self.attention_width + self.kv_heads * (self.head_dim + self.value_head_dim)
+                    if self.qkv_bias else 0)
+        out = self.value_width * self.hidden + (self.hidden if self.output_bias else 0)
+        norms = 2 * self.head_dim if self.qk_norm else 0
+        return q + kv + out + bias + norms
 
-    def _expert_parameters(self) -> int:
-        bias = (2 * self.ffn + self.hidden) if self.mlp_bias else 0
-        return 3 * self.hidden * self.ffn + bias
+    def _ffn_parameters(self, width) -> int:
+        """A gated feed-forward block ``width`` wide: gate, up and down projections."""
+        bias = (2 * width + self.hidden) if self.mlp_bias else 0
+        return 3 * self.hidden * width + bias
 
-    def _layer_parameters(self, experts: int) -> int:
-        router = self.hidden * self.experts if self.experts > 1 else 0
-        norms = 2 * self.hidden
-        return self._attention_parameters() + experts * self._expert_parameters() + router + norms
+    @property
+    def expert_parameters(self) -> int:
+        """Parameters of one routed expert."""
+        return self._ffn_parameters(self.expert_width)
 
-    def _embedding_parameters(self) -> int:
+    def _parameters_with(self, experts):
+        """Every parameter but the routed experts', plus ``experts`` of them in each mixture layer."""
+        per_layer = self._attention_parameters() + self.norms_per_layer * self.hidden
+        total = self.layers * per_layer + (self.layers - self.moe_layers) * self._ffn_parameters(self.ffn)
+        if self.mixture_of_experts:
+            router = self.hidden * self.experts
+            shared = (self._ffn_parameters(self.shared_ffn) if self.shared_ffn else 0) + (
+                self.hidden if self.shared_expert_gate else 0)
+            total += self.moe_layers * (router + shared)
+            total = total + self.moe_layers * experts * self.expert_parameters
         tables = 1 if self.tied_embeddings else 2
-        return tables * self.vocab * self.hidden + self.hidden  # + the final norm
+        return total + tables * self.vocab * self.hidden + self.hidden  # + the final norm
 
     @property
     def parameters(self) -> int:
-        """Every parameter stored: what a pass has to read from memory."""
-        return self.layers * self._layer_parameters(self.experts) + self._embedding_parameters()
+        """Every parameter stored: what a pass that touches every expert has to read."""
+        return self._parameters_with(self.experts)
 
     @property
     def active_parameters(self) -> int:
         """Parameters one token computes with (equal to ``parameters`` unless a mixture of experts)."""
-        return self.layers * self._layer_parameters(self.experts_per_token) + self._embedding_parameters()
+        return self._parameters_with(self.experts_per_token)
+
+    def experts_touched(self, tokens):
+        """Routed experts a pass of ``tokens`` tokens is expected to use in each mixture layer.
+
+        Routing is taken as uniform and independent: each token picks ``experts_per_token``
+        different experts out of ``experts``, all equally likely, so a given expert is missed
+        by every token with probability (1 − k/E)^tokens and the expected count is
+        E · (1 − (1 − k/E)^tokens). One token uses k experts; a few dozen use them all.
+        Real routers are not uniform, so this is a floor on the experts a batch wakes up
+        only on average.
+        """
+        tokens = _check.count("tokens", tokens)
+        missed = (1 - self.experts_per_token / self.experts) ** tokens
+        return self.experts * (1 - missed)
+
+    def parameters_read(self, tokens):
+        """Parameters a pass of ``tokens`` tokens reads: all but the routed experts nobody uses.
+
+        A dense model reads all of them; a mixture of experts reads the experts the tokens
+        are expected to route to (``experts_touched``).
+        """
+        touched = self.experts_touched(tokens)
+        if not self.mixture_of_experts:
+            return self.parameters + 0 * touched
+        return self._parameters_with(touched)
+
+    # -- the KV cache ------------------------------------------------------------------
+    @property
+    def cache_width(self) -> int:
+        """Numbers one token leaves in each layer's cache: a key and a value per KV head,
+        or in MLA the compressed latent and the shared rotary key."""
+        if self.latent_attention:
+            return self.kv_lora_rank + self.rope_head_dim
+        return self.kv_heads * (self.head_dim + self.value_head_dim)
 
     def kv_bytes_per_token(self, kv_bits=16):
-        """Bytes of keys and values one token leaves in the cache: 2 × layers × KV heads × head_dim × bytes."""
-        kv_bits = _check.positive("kv_bits", kv_bits)
-        return 2 * self.layers * self.kv_heads * self.head_dim * kv_bits / 8
+        """Bytes one token adds to the cache while every layer keeps it:
+        2 × layers × KV heads × head_dim × bytes (layers × latent width × bytes in MLA).
+        For the bytes of a whole context (windows included) use ``memory.kv_cache_bytes``."""
+        kv_bits = _check.finite("kv_bits", kv_bits, above=0)
+        return self.layers * self.cache_width * kv_bits / 8
 
     # -- from a Hugging Face config -------------------------------------------------
     @classmethod
-    def from_hf_config(cls, config: Mapping, name: str | None = None) -> "Model":
-        """Build a Model from the dict of a Hugging Face ``config.json``.
+    def from_hf_config(cls, config, name: str | None = None) -> "Model":
+        """Build a Model from a Hugging Face ``config.json``: its dict, or a path to the file
+        (or to the folder holding it).
 
-        Reads the standard keys; ``head_dim`` defaults to hidden ÷ heads, KV heads to
-        heads (no grouped-query attention), and Qwen2's query/key/value biases are on
-        because its configs leave them implicit.
+        Keys the config leaves out take the defaults of that family's configuration class
+        in ``transformers``; a ``model_type`` outside ``FAMILIES`` is refused.
         """
-        if not isinstance(config, Mapping):
-            raise TypeError(f"config must be a dict from config.json, got {config!r}")
-        required = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
-        missing = [key for key in required if key not in config]
-        if missing:
-            raise ValueError(f"config is missing {missing}; got keys {sorted(config)}")
-        heads = config["num_attention_heads"]
-        hidden = config["hidden_size"]
-        head_dim = config.get("head_dim") or hidden // heads
-        model_type = config.get("model_type", "")
-        attention_bias = bool(config.get("attention_bias", False))
-        experts = config.get("num_local_experts") or config.get("num_experts") or 1
-        return cls(
-            name=name or config.get("_name_or_path") or model_type or "model",
-            layers=config["num_hidden_layers"],
-            hidden=hidden,
-            heads=heads,
-            kv_heads=config.get("num_key_value_heads") or heads,
-            head_dim=head_dim,
-            ffn=config["intermediate_size"],
-            vocab=config["vocab_size"],
-            tied_embeddings=bool(config.get("tie_word_embeddings", False)),
-            qkv_bias=attention_bias or model_type == "qwen2",
-            output_bias=attention_bias,
-            mlp_bias=bool(config.get("mlp_bias", False)),
-            experts=experts,
-            experts_per_token=config.get("num_experts_per_tok", 1) if experts > 1 else 1,
-        )
+        config = _read_config(config)
+        model_type = config.get("model_type")
+        if model_type not in FAMILIES:
+            raise ValueError(f"model_type {model_type!r} is not supported; supported: {sorted(FAMILIES)}")
+        return FAMILIES[model_type](config, name)
+
+
+def _read_config(config) -> dict:
+    """The config as a dict: given as one, or read from a ``config.json`` path (or its folder)."""
+    if isinstance(config, Mapping):
+        return dict(config)
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        try:
+            with open(path, encoding="utf-8") as file:
+                loaded = json.load(file)
+        except OSError as error:
+            raise ValueError(f"config must be a dict or the path of a config.json, got {config!r} ({error})") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"config {config!r} is not valid JSON: {error}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(f"config {config!r} must hold a JSON object, got {type(loaded).__name__}")
+        return loaded
+    raise TypeError(f"config must be a dict from config.json or its path, got {config!r}")
+
+
+# Each family's defaults for the keys the count reads, as its configuration class in
+# transformers sets them (LlamaConfig, MistralConfig, ... DeepseekV3Config).
+_LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+              num_attention_heads=32, num_key_value_heads=None, head_dim=None, tie_word_embeddings=False,
+              attention_bias=False, mlp_bias=False)
+_MISTRAL = dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                num_attention_heads=32, num_key_value_heads=8, head_dim=None, tie_word_embeddings=False,
+                sliding_window=4096)
+_MIXTRAL = dict(_MISTRAL, sliding_window=None, num_local_experts=8, num_experts_per_tok=2)
+_QWEN2 = dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
+              num_attention_heads=32, num_key_value_heads=32, head_dim=None, tie_word_embeddings=False,
+              use_sliding_window=False, sliding_window=4096, max_window_layers=28)
+_QWEN3 = dict(_QWEN2, head_dim=128, attention_bias=False)
+_QWEN2_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+                  num_key_value_heads=16, decoder_sparse_step=1, moe_intermediate_size=1408,
+                  shared_expert_intermediate_size=5632, num_experts_per_tok=4, num_experts=60, mlp_only_layers=None)
+_QWEN3_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24, num_attention_heads=32,
+                  num_key_value_heads=4, head_dim=None, attention_bias=False, decoder_sparse_step=1,
+                  moe_intermediate_size=768, num_experts_per_tok=8, num_experts=128, mlp_only_layers=None)
+_GEMMA = dict(vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28,
+              num_attention_heads=16, num_key_value_heads=16, head_dim=256, tie_word_embeddings=True,
+              attention_bias=False)
+_GEMMA2 = dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+               num_key_value_heads=4, sliding_window=4096)
+_GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6)
+_PHI3 = dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None)
+_DEEPSEEK_V2 = dict(vocab_size=102400, hidden_size=5120, intermediate_size=12288, moe_intermediate_size=1536,
+                    num_hidden_layers=30, num_attention_heads=32, num_key_value_heads=32, n_shared_experts=None,
+                    n_routed_experts=None, num_experts_per_tok=None, first_k_dense_replace=0, moe_layer_freq=1,
+                    kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
+                    qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False)
+_DEEPSEEK_V3 = dict(_DEEPSEEK_V2, vocab_size=129280, hidden_size=7168, intermediate_size=18432,
+                    moe_intermediate_size=2048, num_hidden_layers=61, num_attention_heads=128,
+                    num_key_value_heads=128, n_shared_experts=1, n_routed_experts=256, num_experts_per_tok=8,
+                    first_k_dense_replace=3)
+
+
+def _with_defaults(config, defaults):
+    """The config's value for each key, or the family's default where the key is absent."""
+    return {**defaults, **{key: value for key, value in config.items() if key in defaults or key == "layer_types"}}
+
+
+def _sliding_layers(values, every_layer):
+    """Layers attending through a window: from ``layer_types`` where the config lists them,
+    else every layer when the family slides everywhere and a window is set."""
+    if values.get("layer_types") is not None:
+        return sum(1 for kind in values["layer_types"] if kind == "sliding_attention")
+    return values["num_hidden_layers"] if every_layer and values.get("sliding_window") else 0
+
+
+def _core(values, name, config, **extra):
+    heads = values["num_attention_heads"]
+    return dict(
+        name=name or config.get("_name_or_path") or config.get("model_type"),
+        layers=values["num_hidden_layers"], hidden=values["hidden_size"], heads=heads,
+        kv_heads=values.get("num_key_value_heads") or heads,
+        head_dim=values.get("head_dim") or values["hidden_size"] // heads,
+        ffn=values["intermediate_size"], vocab=values["vocab_size"],
+        tied_embeddings=bool(values["tie_word_embeddings"]), **extra)
+
+
+def _window(values, layers):
+    return dict(sliding_window=values.get("sliding_window") or 0, sliding_layers=layers) if layers else {}
+
+
+def _llama(config, name):
+    values = _with_defaults(config, _LLAMA)
+    bias = bool(values["attention_bias"])
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, mlp_bias=bool(values["mlp_bias"])))
+
+
+def _mistral(config, name, defaults=_MISTRAL):
+    values = _with_defaults(config, defaults)
+    experts = values.get("num_local_experts") or 1
+    moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"]) if experts > 1 else {}
+    return Model(**_core(values, name, config, **moe, **_window(values, _sliding_layers(values, True))))
+
+
+def _mixtral(config, name):
+    return _mistral(config, name, _MIXTRAL)
+
+
+def _qwen_window(values):
+    if values.get("layer_types") is not None:
+        return _window(values, _sliding_layers(values, False))
+    if not values["use_sliding_window"] or not values.get("sliding_window"):
+        return {}
+    layers = max(0, values["num_hidden_layers"] - values["max_window_layers"])
+    return _window(values, layers)
+
+
+def _qwen_moe(values):
+    """Mixture-of-experts keys shared by Qwen2-MoE and Qwen3-MoE: a layer is sparse unless listed in
+    ``mlp_only_layers`` or off the ``decoder_sparse_step``."""
+    experts = values["num_experts"] or 0
+    if experts <= 1:
+        return {}
+    dense_only = set(values["mlp_only_layers"] or [])
+    step = values["decoder_sparse_step"]
+    sparse = sum(1 for layer in range(values["num_hidden_layers"])
+                 if layer not in dense_only and (layer + 1) % step == 0)
+    shared = values.get("shared_expert_intermediate_size") or 0
+    return dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
+                expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
+                shared_ffn=shared, shared_expert_gate=bool(shared))
+
+
+def _qwen2(config, name, defaults=_QWEN2):
+    values = _with_defaults(config, defaults)
+    return Model(**_core(values, name, config, qkv_bias=True, **_qwen_window(values)))
+
+
+def _qwen2_moe(config, name):
+    values = _with_defaults(config, _QWEN2_MOE)
+    return Model(**_core(values, name, config, qkv_bias=True, **_qwen_moe(values), **_qwen_window(values)))
+
+
+def _qwen3(config, name, defaults=_QWEN3):
+    values = _with_defaults(config, defaults)
+    bias = bool(values["attention_bias"])
+    moe = _qwen_moe(values) if "num_experts" in defaults else {}
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, qk_norm=True, **moe,
+                         **_qwen_window(values)))
+
+
+def _qwen3_moe(config, name):
+    return _qwen3(config, name, _QWEN3_MOE)
+
+
+def _gemma(config, name):
+    values = _with_defaults(config, _GEMMA)
+    bias = bool(values["attention_bias"])
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias))
+
+
+def _gemma2(config, name):
+    values = _with_defaults(config, _GEMMA2)
+    bias = bool(values["attention_bias"])
+    if values.get("layer_types") is not None:
+        sliding = _sliding_layers(values, False)
+    else:  # every other layer, starting with the first
+        sliding = (values["num_hidden_layers"] + 1) // 2 if values.get("sliding_window") else 0
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, norms_per_layer=4,
+                         **_window(values, sliding)))
+
+
+def _gemma3_text(config, name):
+    values = _with_defaults(config, _GEMMA3_TEXT)
+    bias = bool(values["attention_bias"])
+    if values.get("layer_types") is not None:
+        sliding = _sliding_layers(values, False)
+    elif values.get("sliding_window"):  # all but every ``pattern``-th layer slide
+        pattern = config.get("_sliding_window_pattern") or values["sliding_window_pattern"]
+        sliding = values["num_hidden_layers"] - values["num_hidden_layers"] // pattern
+    else:
+        sliding = 0
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, norms_per_layer=4, qk_norm=True,
+                         **_window(values, sliding)))
+
+
+def _gemma3(config, name):
+    """Gemma 3's multimodal config nests the language model's keys under ``text_config``;
+    the count is of that language model (the vision tower is left out)."""
+    text = config.get("text_config") or {}
+    if not isinstance(text, Mapping):
+        raise TypeError(f"config['text_config'] must be a dict, got {text!r}")
+    inner = {**text, "_name_or_path": config.get("_name_or_path")}
+    return _gemma3_text(inner, name)
+
+
+def _phi3(config, name):
+    values = _with_defaults(config, _PHI3)
+    return Model(**_core(values, name, config, **_window(values, _sliding_layers(values, True))))
+
+
+def _deepseek(config, name, defaults):
+    values = _with_defaults(config, defaults)
+    experts = values["n_routed_experts"] or 1
+    moe = {}
+    if experts > 1:
+        frequency = values["moe_layer_freq"]
+        sparse = sum(1 for layer in range(values["num_hidden_layers"])
+                     if layer >= values["first_k_dense_replace"] and layer % frequency == 0)
+        moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
+                   expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
+                   shared_ffn=(values["n_shared_experts"] or 0) * values["moe_intermediate_size"])
+    bias = bool(values["attention_bias"])
+    core = _core(values, name, config, qkv_bias=bias, output_bias=bias, **moe,
+                 kv_lora_rank=values["kv_lora_rank"], q_lora_rank=values["q_lora_rank"] or 0,
+                 rope_head_dim=values["qk_rope_head_dim"], v_head_dim=values["v_head_dim"])
+    core["head_dim"] = values["qk_nope_head_dim"] + values["qk_rope_head_dim"]
+    core["kv_heads"] = core["heads"]
+    return Model(**core)
+
+
+def _deepseek_v2(config, name):
+    return _deepseek(config, name, _DEEPSEEK_V2)
+
+
+def _deepseek_v3(config, name):
+    return _deepseek(config, name, _DEEPSEEK_V3)
+
+
+# The model types ``from_hf_config`` reads. Llama 2, 3, 3.1, 3.2 and 3.3 are all "llama";
+# Qwen2.5 is "qwen2"; Gemma 3's text-only checkpoints are "gemma3_text", its multimodal ones "gemma3".
+FAMILIES: Mapping[str, object] = MappingProxyType({
+    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral,
+    "qwen2": _qwen2, "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
+    "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3, "gemma3_text": _gemma3_text,
+    "phi3": _phi3, "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3,
+})
 
 
 # The fields of each model's published config.json that the count needs.

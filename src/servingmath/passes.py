@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check
+from .memory import kv_cache_bytes, weight_bytes
 from .models import Model
 
 ATTENTION_COUNTS = ("causal", "full", "none")
@@ -42,13 +43,6 @@ class PassCost:
         return arithmetic_intensity(self.flops, self.bytes)
 
 
-def weight_bytes(parameters, weight_bits=16):
-    """Bytes of weights: parameters × bits ÷ 8."""
-    parameters = _check.number("parameters", parameters, above=0)
-    weight_bits = _check.positive("weight_bits", weight_bits)
-    return parameters * weight_bits / 8
-
-
 def linear_flops(parameters, tokens):
     """2 FLOPs (multiply, add) for each weight and each token in the pass."""
     parameters = _check.number("parameters", parameters, above=0)
@@ -56,34 +50,55 @@ def linear_flops(parameters, tokens):
     return 2 * parameters * tokens
 
 
-def positions_attended(new_tokens, cached_tokens=0, attention="causal"):
+def positions_attended(new_tokens, cached_tokens=0, attention="causal", window=None):
     """Σ over the new tokens of the positions each one attends to.
 
     Causal: the i-th new token (from 1) sees the cache and itself and the i − 1 new
     tokens before it, so the sum is N·C + N(N+1)/2. ``"full"`` lets every new token
     see every position, N·(C + N): the count without the causal mask's halving.
+    A ``window`` (a sliding-window layer) caps what each token sees at that many positions.
     """
     new_tokens = _check.count("new_tokens", new_tokens)
     cached_tokens = _check.count("cached_tokens", cached_tokens)
+    if window is not None:
+        window = _check.count("window", window, minimum=1)
     if attention == "causal":
-        return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) / 2
+        if window is None:
+            return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) / 2
+
+        def seen_by_first(n):  # Σ_{p=1..n} min(p, window)
+            return np.where(n <= window, n * (n + 1) / 2, window * (window + 1) / 2 + (n - window) * window)
+
+        return seen_by_first(cached_tokens + new_tokens) - seen_by_first(cached_tokens)
     if attention == "full":
-        return new_tokens * (cached_tokens + new_tokens)
+        seen = cached_tokens + new_tokens
+        return new_tokens * (seen if window is None else np.minimum(seen, window))
     if attention == "none":
         return new_tokens * 0.0
     raise ValueError(f"attention must be one of {ATTENTION_COUNTS}, got {attention!r}")
 
 
 def attention_flops(model: Model, new_tokens, cached_tokens=0, attention="causal"):
-    """Scores (Q·Kᵀ) and the weighted sum of values: 2 + 2 FLOPs per width per position."""
+    """Scores (Q·Kᵀ, 2 FLOPs per query width) and the weighted sum of values (2 per value width)
+    for each position each new token attends to, in every layer: 4 · layers · heads × head_dim
+    per position when the widths match. Sliding-window layers attend to at most their window."""
     _check.instance("model", model, Model)
-    return 4 * model.layers * model.attention_width * positions_attended(new_tokens, cached_tokens, attention)
+    per_position = 2 * (model.attention_width + model.value_width)
+    positions = model.full_layers * positions_attended(new_tokens, cached_tokens, attention)
+    if model.sliding_layers:
+        positions = positions + model.sliding_layers * positions_attended(
+            new_tokens, cached_tokens, attention, window=model.sliding_window)
+    return per_position * positions
 
 
 def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16,
                  attention="causal", kv_cache=True) -> PassCost:
     """FLOPs and bytes of one pass over ``batch`` sequences.
 
+    The pass reads the weights its tokens use (every weight, in a dense model; in a mixture
+    of experts the experts its tokens are expected to route to, ``Model.parameters_read``),
+    computes with the active parameters, reads the cache of ``cached_tokens`` tokens for
+    every sequence (``memory.kv_cache_bytes``) and writes the new tokens' keys and values.
     ``attention="none"`` and ``kv_cache=False`` leave out attention among tokens and
     the cache's bytes, as the lesson's first estimates do.
     """
@@ -91,20 +106,18 @@ def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits
     new_tokens = _check.count("new_tokens", new_tokens, minimum=1)
     cached_tokens = _check.count("cached_tokens", cached_tokens)
     batch = _check.count("batch", batch, minimum=1)
-    weight_bits = _check.positive("weight_bits", weight_bits)
-    kv_bits = _check.positive("kv_bits", kv_bits)
+    weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    kv_bits = _check.finite("kv_bits", kv_bits, above=0)
     if not isinstance(kv_cache, (bool, np.bool_)):
         raise TypeError(f"kv_cache must be True or False, got {kv_cache!r}")
     tokens = batch * new_tokens
-    kv_per_token = model.kv_bytes_per_token(kv_bits) if kv_cache else 0.0
     return PassCost(
         tokens=tokens,
         linear_flops=linear_flops(model.active_parameters, tokens),
         attention_flops=batch * attention_flops(model, new_tokens, cached_tokens, attention),
-        # Past a handful of tokens every expert is touched, so a pass reads all the weights.
-        weight_bytes=weight_bytes(model.parameters, weight_bits),
-        kv_read_bytes=batch * cached_tokens * kv_per_token,
-        kv_write_bytes=tokens * kv_per_token,
+        weight_bytes=weight_bytes(model.parameters_read(tokens), weight_bits),
+        kv_read_bytes=kv_cache_bytes(model, cached_tokens, batch, kv_bits) if kv_cache else 0.0 * (tokens + cached_tokens),
+        kv_write_bytes=tokens * model.kv_bytes_per_token(kv_bits) if kv_cache else 0.0 * (tokens + cached_tokens),
     )
 
 

@@ -215,7 +215,7 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
             "whole reply": units.seconds(timed.total_time),
             "share spent in decode": units.percent(timed.decode_share),
             "weights read each pass": f"{units.gb(timed.decode.cost.weight_bytes)} "
-                                      f"(the GPU holds {units.gb(chosen_gpu.memory_bytes, 0)})",
+                                      f"(the GPU holds {chosen_gpu.listed_memory})",
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),

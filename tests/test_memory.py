@@ -1,0 +1,91 @@
+"""The KV cache of a context, and whether weights and cache fit a GPU (servingmath.memory)."""
+import numpy as np
+import pytest
+
+import servingmath as sm
+from servingmath import memory, models, units
+
+M, G = sm.LLAMA_3_8B, sm.H100_SXM
+H200 = sm.CATALOG["h200"]
+LLAMA_70B = sm.MODELS["llama-3-70b"]
+
+
+def test_kv_cache_of_a_context_is_bytes_per_token_times_tokens_and_users():
+    assert sm.kv_cache_bytes(M, 1000) == 1000 * 131_072
+    assert sm.kv_cache_bytes(M, 1000, batch=8, kv_bits=8) == 8 * 1000 * 65_536
+    assert sm.kv_cache_bytes(M, 0) == 0
+    np.testing.assert_array_equal(sm.kv_cache_bytes(M, np.array([0, 1, 8192])), [0, 131_072, 8192 * 131_072])
+
+
+def test_a_sliding_window_layer_holds_at_most_its_window():
+    mistral = sm.MODELS["mistral-7b"]  # v0.1: every layer slides over 4,096 tokens
+    assert (mistral.sliding_window, mistral.sliding_layers) == (4096, 32)
+    assert sm.kv_cache_bytes(mistral, 4096) == sm.kv_cache_bytes(mistral, 32_768) == 4096 * 131_072
+    half = models.Model("half", 4, 64, 8, 8, 8, 128, 100, sliding_window=10, sliding_layers=2)
+    per_layer_token = 2 * 8 * 8 * 2
+    assert sm.kv_cache_bytes(half, 100) == (2 * 100 + 2 * 10) * per_layer_token
+
+
+def test_forward_pass_reads_the_cache_kv_cache_bytes_counts():
+    for model in sm.MODELS.values():
+        cost = sm.forward_pass(model, 1, cached_tokens=20_000, batch=3)
+        assert cost.kv_read_bytes == sm.kv_cache_bytes(model, 20_000, batch=3)
+
+
+def test_llama_3_70b_in_16_bits_fits_an_h200_but_not_an_h100():
+    on_h100 = sm.fit(LLAMA_70B, G)
+    assert not on_h100.fits and not on_h100
+    assert on_h100.message == (
+        "Llama 3 70B does not fit on one NVIDIA H100 SXM: weights 141.11 GB + KV cache 0.00 GB = 141.11 GB, "
+        "against 81.60 GB usable of the 85.90 GB it holds (80 GiB; 5 % held back for activations and the runtime)")
+    on_h200 = sm.fit(LLAMA_70B, H200)
+    assert on_h200.fits and on_h200.message.startswith("Llama 3 70B fits on one NVIDIA H200 SXM: weights 141.11 GB")
+    assert sm.max_batch(LLAMA_70B, G, 1000) == 0
+    assert sm.max_batch(LLAMA_70B, H200, 1000) == 8  # 2.7 GB of room, 0.33 GB a user
+    # with vLLM's own default (0.9 of memory for the engine) the weights alone would not fit the H200
+    assert not sm.fit(LLAMA_70B, H200, reserve=0.10).fits
+
+
+def test_fit_adds_weights_and_cache_against_usable_memory():
+    result = sm.fit(M, G, context_tokens=8192, batch=16, weight_bits=8, kv_bits=8)
+    assert result.weight_bytes == M.parameters
+    assert result.cache_bytes == 16 * 8192 * 65_536
+    assert result.usable_bytes == pytest.approx(0.95 * 80 * 2**30)
+    assert result.spare_bytes == pytest.approx(result.usable_bytes - result.needed_bytes)
+    assert result.fits
+
+
+def test_max_batch_is_the_last_batch_that_fits():
+    for model in sm.MODELS.values():
+        for gpu in sm.CATALOG.values():
+            for context in (1, 1000, 32_768):
+                users = sm.max_batch(model, gpu, context)
+                if users:
+                    assert sm.fit(model, gpu, context, users).fits
+                assert not sm.fit(model, gpu, context, users + 1).fits
+    swept = sm.max_batch(M, G, np.array([1000, 2000, 4000]))
+    assert list(swept) == [sm.max_batch(M, G, c) for c in (1000, 2000, 4000)]
+
+
+def test_fit_sweeps_batches():
+    swept = sm.fit(M, G, 4096, np.array([1, 100, 10_000]))
+    assert list(swept.fits) == [True, True, False]
+    assert "2 of 3 settings fit" in swept.message
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda bad: sm.kv_cache_bytes(M, bad), "context_tokens"),
+    (lambda bad: sm.kv_cache_bytes(M, 10, batch=bad), "batch"),
+    (lambda bad: sm.fit(M, G, reserve=bad), "reserve"),
+    (lambda bad: sm.max_batch(M, G, bad), "context_tokens"),
+])
+@pytest.mark.parametrize("bad", [-1, float("inf"), float("nan"), 2.5])
+def test_memory_refuses_bad_numbers_by_name(call, argument, bad):
+    with pytest.raises(ValueError, match=argument):
+        call(bad)
+
+
+def test_reserve_must_leave_some_memory():
+    with pytest.raises(ValueError, match="reserve must be less than 1"):
+        sm.fit(M, G, reserve=1)
+    assert units.gb(memory.usable_memory(G, 0)) == "85.90 GB"
