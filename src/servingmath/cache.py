@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _check
 from .hardware import GPU
+from .memory import kv_cache_bytes, weight_bytes
 from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
@@ -76,17 +77,17 @@ def cached_decode(model: Model, gpu: GPU, users, context_tokens, price_per_hour=
 
 
 def cache_matches_weights_batch(model: Model, context_tokens, weight_bits=16, kv_bits=16):
-    """Users per step at which the step reads as many bytes of cache as of weights.
+    """Users whose caches, of ``context_tokens`` tokens each, weigh as much as the weights.
 
-    weight bytes ÷ (the cache bytes one user's step reads and writes). Below it, each
-    user added nearly shares the weight read for free; at it, a step takes twice as
-    long as for one user and a token costs twice its floor; above it, the cache sets
-    the pace and price. A fraction: the crossing falls between whole batches.
+    weight bytes ÷ one user's cache bytes. Each decode step reads both, so below this
+    batch the weights are most of what a step reads and each added user nearly shares
+    them for free; at it, a step takes about twice as long as for one user and a token
+    costs about twice its floor; above it, the caches set the pace and the price. A
+    fraction: the crossing falls between whole batches.
     """
     _check.instance("model", model, Model)
-    context_tokens = _check.count("context_tokens", context_tokens)
-    one_user = forward_pass(model, 1, context_tokens, weight_bits=weight_bits, kv_bits=kv_bits, kv_cache=True)
-    return one_user.weight_bytes / (one_user.kv_read_bytes + one_user.kv_write_bytes)
+    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    return weight_bytes(model.parameters, weight_bits) / kv_cache_bytes(model, context_tokens, 1, kv_bits)
 
 
 def cheapest_cost_per_million(model: Model, gpu: GPU, context_tokens, price_per_hour=None, weight_bits=16,
@@ -153,3 +154,7 @@ def time_with_and_without_cache(model: Model, gpu: GPU, context_tokens,
     saving = decode_with_and_without_cache(model, context_tokens)
     return CacheSavingTimes(*(pass_time(cost.flops, cost.bytes, gpu.peak_flops, gpu.memory_bandwidth, assumptions)
                               for cost in (saving.with_cache, saving.without_cache)))
+
+
+# Plate XXIII.2's three models: three sizes, three caches a token.
+WORKSHOP_MODELS = ("llama-3-8b", "qwen2-7b", "llama-3.2-1b")

@@ -436,7 +436,7 @@ def cache_size_chart(model: Model = LLAMA_3_8B, max_tokens: int = 131_072, defau
 
     _check.instance("model", model, Model)
     contexts = slider_steps(256, max_tokens, 4, default_tokens)
-    shapes = {"multi-head": replace(model, kv_heads=model.heads), "grouped-query (as published)": model,
+    shapes = {"multi-head": replace(model, kv_heads=model.heads), "grouped-query, as published": model,
               "multi-query": replace(model, kv_heads=1)}
     caches = {name: np.asarray(kv_cache_bytes(shape, contexts, kv_bits=kv_bits)) for name, shape in shapes.items()}
     weights = weight_bytes(model.parameters)
@@ -447,10 +447,10 @@ def cache_size_chart(model: Model = LLAMA_3_8B, max_tokens: int = 131_072, defau
     drawing += [panel.line(np.array([256, max_tokens]), np.array([weights] * 2), NEUTRAL, dashed=True),
                 panel.label(300, weights * 1.3, f"the weights, {units.gb(weights)}", NEUTRAL)]
     values = [_counted(c, "token", "tokens") for c in contexts]
-    readouts = [{**{f"{name} ({units.number(shapes[name].kv_heads)} KV heads)": units.gb(caches[name][i])
+    readouts = [{**{f"{name}, {_counted(shapes[name].kv_heads, 'KV head', 'KV heads')}": units.gb(caches[name][i])
                     for name in shapes},
                  "grouped-query, as a share of the weights":
-                     units.percent(caches["grouped-query (as published)"][i] / weights, 1)}
+                     units.percent(caches["grouped-query, as published"][i] / weights, 1)}
                 for i in range(len(contexts))]
     return _chart(f"The KV cache of one conversation with {model.name}'s shape, {kv_bits}-bit values",
                   "the same layers and head dim; only the key-value heads differ", "Tokens in the conversation",
@@ -536,3 +536,35 @@ def cached_batching_chart(model: Model = LLAMA_3_8B, gpu: GPU = H100_SXM, contex
                                                            price_per_hour).cost_per_million_tokens), c)
                    for t, c in zip(contexts, colours)],
                   "cached-batching")
+
+
+# --- Plate XXIII.2: users that fit against the length of their conversations -------------
+def kv_workshop_chart(gpu: GPU = H100_SXM, models=None, max_tokens: int = 32_768, default_tokens: int = 8000) -> Chart:
+    """The most users whose caches fit beside each model's weights on ``gpu`` (solid), and the
+    batch whose caches weigh as much as the weights (dashed), slider over the tokens each holds."""
+    from .cache import WORKSHOP_MODELS, cache_matches_weights_batch
+    from .memory import RESERVE, max_batch
+    from .models import MODELS
+
+    chosen = [MODELS[key] for key in (models or WORKSHOP_MODELS)]
+    contexts = slider_steps(1, max_tokens, 4, default_tokens)
+    users = {m.name: np.maximum(np.asarray(max_batch(m, gpu, contexts)), 1) for m in chosen}
+    crossings = {m.name: np.asarray(cache_matches_weights_batch(m, contexts)) for m in chosen}
+    low = min(min(u.min() for u in users.values()), min(c.min() for c in crossings.values()))
+    high = max(max(u.max() for u in users.values()), max(c.max() for c in crossings.values()))
+    panel = _log_panel((1, max_tokens), (max(low, 0.1), high), "tokens each user holds", "users",
+                       lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    colours = (PREFILL, DECODE, COMPUTE, MEMORY)
+    drawing = []
+    for (name, counts), colour in zip(users.items(), colours):
+        drawing += [panel.line(contexts, counts, colour), panel.line(contexts, crossings[name], colour, dashed=True),
+                    panel.label(1.4, counts[0] * 1.5, name, colour)]
+    values = [_counted(c, "token", "tokens") for c in contexts]
+    readouts = [{f"{name}: users that fit": f"{units.number(users[name][i])}; caches = weights at "
+                                            f"{units.number(crossings[name][i])} users"
+                 for name in users} for i in range(len(contexts))]
+    note = (f"solid: users that fit; dashed: caches weigh as much as the weights. {gpu.listed_memory}, "
+            f"{units.percent(RESERVE)} held back, 16-bit weights and cache")
+    return _chart(f"Users whose caches fit on one {gpu.name}", note, "Tokens each user holds", contexts, values,
+                  readouts, _index_of(contexts, default_tokens), [panel], drawing,
+                  [_Series(panel, counts, colour) for counts, colour in zip(users.values(), colours)], "kv-workshop")

@@ -582,3 +582,56 @@ def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", pric
         return plots.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch, ax)
 
     return Explorer(controls, compute, describe, draw, title=f"Batching {served.name} with every user's cache read")
+
+
+# --- Plate XXIII.2: users that fit against the length of their conversations --------------
+# Reserves from none to a fifth of the memory, in steps of 1 %.
+WORKSHOP_RESERVES = tuple(step / 100 for step in range(21))
+
+
+def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv_bits=16,
+                         reserve=memory.RESERVE, models=cache.WORKSHOP_MODELS) -> Explorer:
+    """Plate XXIII.2: the most users whose caches fit beside each model's weights on one GPU."""
+    style = {"description_width": "13em"}
+    layout = widgets.Layout(width="36em")
+    controls = {
+        "context_tokens": widgets.IntSlider(value=context_tokens, min=256, max=32_768, step=256,
+                                            description="tokens each user holds", style=style, layout=layout,
+                                            continuous_update=False),
+        "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
+                                description="GPU", style=style, layout=layout),
+        "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits, description="bits a weight",
+                                             style=style),
+        "kv_bits": widgets.ToggleButtons(options=[16, 8, 4], value=kv_bits, description="bits a cached value",
+                                         style=style),
+        "reserve": widgets.SelectionSlider(options=[(units.percent(r), r) for r in WORKSHOP_RESERVES], value=reserve,
+                                           description="memory held back", style=style, layout=layout),
+    }
+    chosen_models = [MODELS[key] for key in models]
+
+    def compute(context_tokens, gpu, weight_bits, kv_bits, reserve):
+        chosen_gpu = CATALOG[gpu]
+        return SimpleNamespace(
+            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models,
+            users={m.name: memory.max_batch(m, chosen_gpu, context_tokens, weight_bits, kv_bits, reserve)
+                   for m in chosen_models},
+            crossing={m.name: cache.cache_matches_weights_batch(m, context_tokens, weight_bits, kv_bits)
+                      for m in chosen_models},
+            sweep={m.name: memory.max_batch(m, chosen_gpu, CACHE_SWEEP_TOKENS, weight_bits, kv_bits, reserve)
+                   for m in chosen_models},
+            crossings={m.name: cache.cache_matches_weights_batch(m, CACHE_SWEEP_TOKENS, weight_bits, kv_bits)
+                       for m in chosen_models})
+
+    def describe(result):
+        shown = {}
+        for m in result.models:
+            users, crossing = result.users[m.name], result.crossing[m.name]
+            verdict = "caches outweigh the weights" if users > crossing else "weights outweigh the caches"
+            shown[f"{m.name}: users that fit"] = f"{units.number(users)} ({verdict} when full)"
+        return shown
+
+    def draw(result, ax):
+        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                          result.crossings, ax)
+
+    return Explorer(controls, compute, describe, draw, title="Users whose caches fit on one GPU, three models")
