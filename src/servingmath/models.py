@@ -318,9 +318,9 @@ _GEMMA2 = dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_laye
 _GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6)
 _PHI3 = dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
              num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None)
-_DEEPSEEK_V2 = dict(vocab_size=102400, hidden_size=5120, intermediate_size=12288, moe_intermediate_size=1536,
-                    num_hidden_layers=30, num_attention_heads=32, num_key_value_heads=32, n_shared_experts=None,
-                    n_routed_experts=None, num_experts_per_tok=None, first_k_dense_replace=0, moe_layer_freq=1,
+_DEEPSEEK_V2 = dict(vocab_size=102400, hidden_size=4096, intermediate_size=11008, moe_intermediate_size=1407,
+                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32, n_shared_experts=2,
+                    n_routed_experts=64, num_experts_per_tok=None, first_k_dense_replace=0,
                     kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
                     qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False)
 _DEEPSEEK_V3 = dict(_DEEPSEEK_V2, vocab_size=129280, hidden_size=7168, intermediate_size=18432,
@@ -472,9 +472,11 @@ def _deepseek(config, name, defaults):
     experts = values["n_routed_experts"] or 1
     moe = {}
     if experts > 1:
-        frequency = values["moe_layer_freq"]
-        sparse = sum(1 for layer in range(values["num_hidden_layers"])
-                     if layer >= values["first_k_dense_replace"] and layer % frequency == 0)
+        if not values["num_experts_per_tok"]:
+            raise ValueError(f"config must give num_experts_per_tok for its {experts} routed experts, "
+                             f"got {values['num_experts_per_tok']!r}")
+        # transformers makes every layer from first_k_dense_replace on a mixture of experts
+        sparse = max(0, values["num_hidden_layers"] - values["first_k_dense_replace"])
         moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
                    expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
                    shared_ffn=(values["n_shared_experts"] or 0) * values["moe_intermediate_size"])
@@ -539,6 +541,166 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": False,
         "num_local_experts": 8, "num_experts_per_tok": 2,
+    },
+    # -- the families from_hf_config reads, one or two published checkpoints each --------
+    "llama-2-7b": {
+        "_name_or_path": "Llama 2 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
+    "llama-2-70b": {
+        "_name_or_path": "Llama 2 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    },
+    "llama-3.1-405b": {
+        "_name_or_path": "Llama 3.1 405B", "model_type": "llama", "num_hidden_layers": 126, "hidden_size": 16384,
+        "num_attention_heads": 128, "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
+        "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+    },
+    "llama-3.2-3b": {
+        "_name_or_path": "Llama 3.2 3B", "model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072,
+        "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+        "vocab_size": 128256, "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
+    },
+    "llama-3.3-70b": {
+        "_name_or_path": "Llama 3.3 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
+        "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+    },
+    "mistral-7b-v0.3": {
+        "_name_or_path": "Mistral 7B v0.3", "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32768,
+        "tie_word_embeddings": False, "sliding_window": None,
+    },
+    "mixtral-8x22b": {
+        "_name_or_path": "Mixtral 8x22B", "model_type": "mixtral", "num_hidden_layers": 56, "hidden_size": 6144,
+        "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32768,
+        "tie_word_embeddings": False, "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None,
+    },
+    "qwen2.5-0.5b": {
+        "_name_or_path": "Qwen2.5 0.5B", "model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896,
+        "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
+        "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": 32768, "max_window_layers": 21,
+    },
+    "qwen2.5-7b": {
+        "_name_or_path": "Qwen2.5 7B", "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
+        "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+        "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 28,
+    },
+    "qwen2.5-72b": {
+        "_name_or_path": "Qwen2.5 72B", "model_type": "qwen2", "num_hidden_layers": 80, "hidden_size": 8192,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064,
+        "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 80,
+    },
+    "qwen3-0.6b": {
+        "_name_or_path": "Qwen3 0.6B", "model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 1024,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+        "vocab_size": 151936, "tie_word_embeddings": True, "attention_bias": False, "use_sliding_window": False,
+    },
+    "qwen3-8b": {
+        "_name_or_path": "Qwen3 8B", "model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+        "vocab_size": 151936, "tie_word_embeddings": False, "attention_bias": False, "use_sliding_window": False,
+    },
+    "qwen1.5-moe-a2.7b": {
+        "_name_or_path": "Qwen1.5-MoE-A2.7B", "model_type": "qwen2_moe", "num_hidden_layers": 24,
+        "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
+        "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+        "num_experts_per_tok": 4, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
+    },
+    "qwen2-57b-a14b": {
+        "_name_or_path": "Qwen2-57B-A14B", "model_type": "qwen2_moe", "num_hidden_layers": 28, "hidden_size": 3584,
+        "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
+        "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480, "num_experts": 64,
+        "num_experts_per_tok": 8, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
+    },
+    "qwen3-30b-a3b": {
+        "_name_or_path": "Qwen3-30B-A3B", "model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+        "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+        "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
+    },
+    "qwen3-235b-a22b": {
+        "_name_or_path": "Qwen3-235B-A22B", "model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
+        "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
+        "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+        "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
+    },
+    "gemma-2b": {
+        "_name_or_path": "Gemma 2B", "model_type": "gemma", "num_hidden_layers": 18, "hidden_size": 2048,
+        "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
+        "vocab_size": 256000,
+    },
+    "gemma-7b": {
+        "_name_or_path": "Gemma 7B", "model_type": "gemma", "num_hidden_layers": 28, "hidden_size": 3072,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576,
+        "vocab_size": 256000,
+    },
+    "gemma-2-2b": {
+        "_name_or_path": "Gemma 2 2B", "model_type": "gemma2", "num_hidden_layers": 26, "hidden_size": 2304,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
+        "vocab_size": 256000, "sliding_window": 4096,
+    },
+    "gemma-2-9b": {
+        "_name_or_path": "Gemma 2 9B", "model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
+        "vocab_size": 256000, "sliding_window": 4096,
+    },
+    "gemma-2-27b": {
+        "_name_or_path": "Gemma 2 27B", "model_type": "gemma2", "num_hidden_layers": 46, "hidden_size": 4608,
+        "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 36864,
+        "vocab_size": 256000, "sliding_window": 4096,
+    },
+    "gemma-3-1b": {
+        "_name_or_path": "Gemma 3 1B", "model_type": "gemma3_text", "num_hidden_layers": 26, "hidden_size": 1152,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
+        "vocab_size": 262144, "sliding_window": 512, "sliding_window_pattern": 6,
+    },
+    "gemma-3-4b": {  # multimodal: the language model's keys nested, the rest left to Gemma3TextConfig
+        "_name_or_path": "Gemma 3 4B", "model_type": "gemma3",
+        "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                        "num_hidden_layers": 34, "sliding_window": 1024},
+    },
+    "gemma-3-27b": {
+        "_name_or_path": "Gemma 3 27B", "model_type": "gemma3",
+        "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+                        "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
+                        "num_key_value_heads": 16, "sliding_window": 1024},
+    },
+    "phi-3-mini": {
+        "_name_or_path": "Phi-3 mini 4K", "model_type": "phi3", "num_hidden_layers": 32, "hidden_size": 3072,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
+        "tie_word_embeddings": False, "sliding_window": 2047,
+    },
+    "phi-3-medium": {
+        "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "num_hidden_layers": 40, "hidden_size": 5120,
+        "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
+        "tie_word_embeddings": False, "sliding_window": 2047,
+    },
+    "deepseek-v2-lite": {
+        "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "num_hidden_layers": 27,
+        "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
+        "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+        "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": None,
+        "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 102400,
+        "tie_word_embeddings": False,
+    },
+    "deepseek-v2": {
+        "_name_or_path": "DeepSeek-V2", "model_type": "deepseek_v2", "num_hidden_layers": 60, "hidden_size": 5120,
+        "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 12288,
+        "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2, "num_experts_per_tok": 6,
+        "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 102400,
+        "tie_word_embeddings": False,
+    },
+    "deepseek-v3": {
+        "_name_or_path": "DeepSeek-V3", "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+        "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
+        "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+        "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 129280,
+        "tie_word_embeddings": False,
     },
 })
 
