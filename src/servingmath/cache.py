@@ -156,5 +156,5 @@ def time_with_and_without_cache(model: Model, gpu: GPU, context_tokens,
                               for cost in (saving.with_cache, saving.without_cache)))
 
 
-# Plate XXIII.2's three models: three sizes, three caches a token.
-WORKSHOP_MODELS = ("llama-3-8b", "qwen2-7b", "llama-3.2-1b")
+# Plate XXIII.2's three models, one for each design of attention: grouped-query, full multi-head, latent.
+WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
