@@ -1,6 +1,8 @@
-// The charts of servingmath.webcharts, moved without a kernel. Every step was computed and
-// formatted by the package when the page was built; this script only looks the chosen step
-// up, writes its readouts and moves the markers. It does no arithmetic of the course.
+// The charts of servingmath.webcharts, moved without a kernel. Every setting of every
+// control was computed and formatted by the package when the page was built; this script
+// only finds the chosen setting in the chart's tables and swaps the text and SVG in.
+// It does no arithmetic of the course: the one sum below turns the controls' positions
+// into a place in a table.
 (function () {
   "use strict";
 
@@ -8,33 +10,62 @@
     if (figure.classList.contains("webchart-ready")) {
       return;
     }
-    var steps = JSON.parse(figure.querySelector("script.webchart-steps").textContent);
-    var input = figure.querySelector("input[type=range]");
-    var value = figure.querySelector(".webchart-value");
-    var cursor = figure.querySelector(".webchart-cursor");
-    var markers = figure.querySelectorAll(".webchart-marker");
+    var data = JSON.parse(figure.querySelector("script.webchart-data").textContent);
+    var controls = Array.prototype.map.call(figure.querySelectorAll("[data-control]"), function (box) {
+      return {
+        kind: box.dataset.kind,
+        inputs: box.querySelectorAll("input, select"),
+        output: box.querySelector("output")
+      };
+    });
     var readouts = figure.querySelectorAll("[data-readout]");
+    var layers = figure.querySelectorAll("svg .webchart-layer");
 
-    function show(index) {
-      value.textContent = steps.values[index];
-      input.setAttribute("aria-valuetext", steps.values[index]);
-      cursor.setAttribute("x1", steps.cursor[index]);
-      cursor.setAttribute("x2", steps.cursor[index]);
-      steps.marks[index].forEach(function (mark, k) {
-        markers[k].setAttribute("cx", mark[0]);
-        markers[k].setAttribute("cy", mark[1]);
+    function position(control) {
+      if (control.kind === "buttons") {
+        var checked = Array.prototype.filter.call(control.inputs, function (input) { return input.checked; });
+        return checked.length ? Number(checked[0].value) : 0;
+      }
+      return Number(control.inputs[0].value);
+    }
+
+    function place(positions, strides) {
+      return positions.reduce(function (at, p, k) { return at + p * strides[k]; }, 0);
+    }
+
+    function show() {
+      var positions = controls.map(position);
+      var at = place(positions, data.strides) * data.size;
+      readouts.forEach(function (readout, r) {
+        readout.textContent = data.strings[data.readouts[at + r]];
       });
-      steps.readouts[index].forEach(function (text, k) {
-        readouts[k].textContent = text;
+      data.layers.forEach(function (layer, k) {
+        var markup = data.strings[layer.parts[place(positions, layer.strides)]];
+        if (layers[k].dataset.shown !== markup) {
+          layers[k].innerHTML = markup;
+          layers[k].dataset.shown = markup;
+        }
+      });
+      controls.forEach(function (control, k) {
+        var text = data.texts[k][positions[k]];
+        if (control.output) {
+          control.output.textContent = text;
+        }
+        if (control.kind === "slider") {
+          control.inputs[0].setAttribute("aria-valuetext", text);
+        }
       });
     }
 
-    input.addEventListener("input", function () {
-      show(Number(input.value));
+    controls.forEach(function (control) {
+      control.inputs.forEach(function (input) {
+        input.addEventListener("input", show);
+        input.addEventListener("change", show);
+        input.disabled = false;
+      });
     });
-    input.disabled = false;
     figure.classList.add("webchart-ready");
-    show(Number(input.value));
+    show();
   }
 
   function wireAll() {

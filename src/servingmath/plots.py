@@ -6,7 +6,10 @@ widget can redraw into the same figure, and returns the figure.
 """
 from __future__ import annotations
 
+import io
+
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 import numpy as np
 
@@ -21,6 +24,34 @@ DECODE = "#d62728"
 COMPUTE = "#2ca02c"
 MEMORY = "#ff7f0e"
 NEUTRAL = "#7f7f7f"
+
+
+def figure_png(figure: Figure) -> bytes:
+    """The figure as PNG bytes, cropped to what is drawn, as a notebook shows it."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight", facecolor="white")
+    return buffer.getvalue()
+
+
+def show_figures_as_images(shell=None):
+    """Tell IPython to show every matplotlib figure as a PNG, in any front end, whatever ran before.
+
+    The inline backend does this only once pyplot has loaded it, so a figure made outside
+    pyplot (as the explorers make theirs) on a fresh kernel would show as its text,
+    ``<Figure size 700x360 with 1 Axes>``. Importing this module registers the PNG
+    formatter; outside IPython it does nothing.
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+            return
+        shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
+show_figures_as_images()
 
 
 def new_axes(ax=None, size=(7.0, 3.6)):
