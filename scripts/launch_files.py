@@ -4,8 +4,10 @@
   reads only ``.binder/`` once that folder exists, and cannot follow ``-r ../``.
 - ``notebooks/``: an ``.ipynb`` copy of every page, exercise and solution (Colab opens
   only ``.ipynb``), at the same path as its source. Its first cell, hidden, installs
-  what a fresh kernel lacks: ``servingmath`` from the repository named in
-  ``_config.yml`` (the one place the URL is set) and the ``myst-nb`` the pages glue with.
+  what a fresh kernel lacks: ``servingmath`` at the release tagged in ``_config.yml``
+  (the one place the URL and the tag are set), and nothing else. The pages glue numbers
+  into the website's prose with myst-nb; in a notebook without it the cell stands in a
+  ``glue`` that shows only what it is asked to show, rather than installing Sphinx.
 
 ``python scripts/launch_files.py`` writes them (``make notebooks``);
 ``tests/test_launch_files.py`` fails when a committed copy differs from what this makes.
@@ -21,7 +23,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbgate import ROOT, sources  # noqa: E402  (the same list of notebooks the gate runs)
+from nbgate import ROOT, hidden, sources  # noqa: E402  (the same list of notebooks the gate runs)
 
 NOTEBOOKS = ROOT / "notebooks"
 BINDER_REQUIREMENTS = ROOT / ".binder" / "requirements.txt"
@@ -29,36 +31,39 @@ GENERATED = "# Made from {source} by `make notebooks`: edit {source} instead, th
 
 
 def repository() -> tuple[str, str]:
-    """The repository's URL and branch, from ``_config.yml``."""
+    """The repository's URL and the release tag the copies install the package from, from ``_config.yml``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    return config["url"].rstrip("/"), config.get("branch", "main")
+    return config["url"].rstrip("/"), config["release"]
 
 
-def pinned(requirement: str) -> str:
-    """``name==version`` for ``requirement`` as ``requirements.txt`` pins it."""
-    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        if line.lower().startswith(requirement.lower() + "=="):
-            return line.strip()
-    raise ValueError(f"requirement must be pinned in requirements.txt, got {requirement!r}")
+def package_requirement() -> str:
+    """``servingmath`` at the tagged release: what a copy installs, and all it installs.
+
+    The package's own dependencies are loose (``pyproject.toml``), so pip keeps the numpy,
+    matplotlib and ipywidgets that Colab already has.
+    """
+    url, release = repository()
+    return f"servingmath @ git+{url}@{release}"
 
 
 def setup_cell_source() -> str:
-    url, branch = repository()
-    needed = {"servingmath": f"servingmath @ git+{url}@{branch}", "myst_nb": pinned("myst-nb")}
-    listed = "".join(f'    "{module}": "{requirement}",\n' for module, requirement in needed.items())
     return (
         "#@title Setup: install the course's package where it is missing (Colab)\n"
         "import importlib.util\n"
         "import subprocess\n"
         "import sys\n"
+        "import types\n"
         "\n"
-        "course_packages = {\n"
-        f"{listed}"
-        "}\n"
-        "missing = [requirement for module, requirement in course_packages.items()\n"
-        "           if importlib.util.find_spec(module) is None]\n"
-        "if missing:\n"
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)'
+        'if importlib.util.find_spec("servingmath") is None:\n'
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{package_requirement()}"], check=True)\n'
+        "    importlib.invalidate_caches()\n"
+        "# The pages glue numbers into the website's prose (myst-nb); here glue shows only what it is asked to.\n"
+        'if importlib.util.find_spec("myst_nb") is None:\n'
+        "    from IPython.display import display as _show\n"
+        "\n"
+        '    _glue_here = types.ModuleType("myst_nb")\n'
+        "    _glue_here.glue = lambda name, value, display=True: _show(value) if display else None\n"
+        '    sys.modules["myst_nb"] = _glue_here'
     )
 
 
@@ -95,9 +100,11 @@ def expected() -> dict[Path, str]:
     return files
 
 
-def stale(files: dict[Path, str]) -> list[Path]:
-    """Notebook copies whose page no longer exists."""
-    return sorted(path for path in NOTEBOOKS.rglob("*.ipynb") if path not in files) if NOTEBOOKS.is_dir() else []
+def stale(files: dict[Path, str], notebooks: Path = NOTEBOOKS) -> list[Path]:
+    """Notebook copies whose page no longer exists (what JupyterLab keeps in ``.ipynb_checkpoints/`` is no copy)."""
+    if not notebooks.is_dir():
+        return []
+    return sorted(path for path in notebooks.rglob("*.ipynb") if path not in files and not hidden(path, notebooks))
 
 
 def main() -> int:

@@ -24,11 +24,17 @@ def is_notebook(path: Path) -> bool:
     return head.startswith("---") and "jupytext:" in head
 
 
-def sources() -> list[Path]:
-    found = [ROOT / "index.md"]
+def hidden(path: Path, root: Path = ROOT) -> bool:
+    """Whether ``path`` lies in a hidden folder under ``root``, such as the ``.ipynb_checkpoints/``
+    JupyterLab saves beside a page it opened: copies, never pages of the course."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def sources(root: Path = ROOT) -> list[Path]:
+    found = [root / "index.md"]
     for folder in FOLDERS:
-        found += sorted((ROOT / folder).rglob("*.md"))
-    return [path for path in found if path.is_file() and is_notebook(path)]
+        found += sorted((root / folder).rglob("*.md"))
+    return [path for path in found if path.is_file() and not hidden(path, root) and is_notebook(path)]
 
 
 def main(argv: list[str]) -> int:

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -58,16 +59,31 @@ def test_a_copy_is_its_page_after_a_hidden_setup_cell():
     assert len({c["id"] for c in copy["cells"]}) == len(copy["cells"])
 
 
-def test_the_setup_cell_installs_from_the_repository_in_config():
+def test_the_setup_cell_installs_the_package_at_the_release_tagged_in_config():
     source = launch_files.setup_cell_source()
-    url, branch = launch_files.repository()
-    assert url.startswith("https://github.com/") and branch == "main"
-    assert f'"servingmath @ git+{url}@{branch}"' in source
-    assert f'"{launch_files.pinned("myst-nb")}"' in source and '"myst-nb==' in source  # the pin the build uses
-    # The URL is written in _config.yml only (the README names it for readers; the copies are made from it).
-    places = subprocess.run(["git", "grep", "-l", url.split("://")[1], "--", ".", ":!notebooks", ":!README.md"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert places.split() == ["_config.yml"]
+    url, release = launch_files.repository()
+    assert url.startswith("https://github.com/")
+    # A tag named after the package's version, not a branch that moves under the copies.
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert release == f"v{version}"
+    assert f'"servingmath @ git+{url}@{release}"' in source
+    # Nothing the notebooks do not import: no Sphinx, no myst-nb, no pins of the build's.
+    assert source.count('"pip", "install"') == 1 and "==" not in source
+    assert source.count("git+") == 1 and "sphinx" not in source.lower()
+    # The URL and the tag are written in _config.yml only (the README names the URL for readers).
+    for written in (url.split("://")[1], release):
+        places = subprocess.run(["git", "grep", "-l", "-F", written, "--", ".", ":!notebooks", ":!README.md"],
+                                cwd=ROOT, capture_output=True, text=True).stdout
+        assert places.split() == ["_config.yml"], written
+
+
+def test_the_package_admits_the_ipywidgets_colab_ships_and_the_current_one():
+    from packaging.requirements import Requirement
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    ipywidgets = next(Requirement(d) for d in dependencies if d.startswith("ipywidgets"))
+    assert {"7.7.1", "8.1.9"} <= {v for v in ("7.6.5", "7.7.1", "8.0.0", "8.1.9", "9.0.0") if v in ipywidgets.specifier}
+    assert "7.6.5" not in ipywidgets.specifier and "9.0.0" not in ipywidgets.specifier
 
 
 def run_setup_cell(monkeypatch, absent):
@@ -75,20 +91,27 @@ def run_setup_cell(monkeypatch, absent):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in absent else real_find_spec(name))
     monkeypatch.setattr(subprocess, "run", lambda command, check: installs.append(command))
-    exec(launch_files.setup_cell_source(), {})
+    monkeypatch.setitem(sys.modules, "myst_nb", sys.modules.get("myst_nb"))
+    namespace = {}
+    exec(launch_files.setup_cell_source(), namespace)
     return installs
 
 
 def test_the_setup_cell_does_nothing_where_the_packages_are_installed(monkeypatch):
+    import myst_nb
+
     assert run_setup_cell(monkeypatch, absent=()) == []
+    assert sys.modules["myst_nb"] is myst_nb
 
 
-def test_the_setup_cell_installs_only_what_is_missing(monkeypatch):
-    url, branch = launch_files.repository()
-    assert run_setup_cell(monkeypatch, absent=("servingmath",)) == [
-        [sys.executable, "-m", "pip", "install", "--quiet", f"servingmath @ git+{url}@{branch}"]]
-    assert run_setup_cell(monkeypatch, absent=("servingmath", "myst_nb"))[0][-2:] == [
-        f"servingmath @ git+{url}@{branch}", launch_files.pinned("myst-nb")]
+def test_the_setup_cell_installs_only_the_package_and_stands_in_for_glue(monkeypatch, capsys):
+    assert run_setup_cell(monkeypatch, absent=("servingmath", "myst_nb")) == [
+        [sys.executable, "-m", "pip", "install", "--quiet", launch_files.package_requirement()]]
+    from myst_nb import glue  # what every page does, now without myst-nb
+
+    assert glue("hidden", "4.79 ms", display=False) is None
+    glue("shown", "4.79 ms")
+    assert capsys.readouterr().out.strip() == "4.79 ms"
 
 
 def test_binder_installs_the_package_and_opens_markdown_as_notebooks():
@@ -172,3 +195,24 @@ def test_an_explorer_on_the_website_says_where_it_runs():
     note, kept = list(doctree.findall(nodes.paragraph)), list(doctree.findall(nodes.raw))
     assert [n.astext() for n in note] == [course_site.EXPLORER_RUNS_LIVE] and note[0]["classes"] == ["explorer-runs-live"]
     assert [k.astext() for k in kept] == ["<p>kept</p>"]
+
+
+# --- what a learner's JupyterLab leaves behind ---------------------------------------------
+def test_the_page_scan_ignores_what_jupyterlab_saves_beside_the_pages(tmp_path):
+    """`make lab` then `make test`: JupyterLab's .ipynb_checkpoints/ hold copies, never pages."""
+    page = ROOT / "chapters" / "lesson-1" / "part-1-prompt-and-reply.md"
+    (tmp_path / "index.md").write_text((ROOT / "index.md").read_text(encoding="utf-8"), encoding="utf-8")
+    lesson = tmp_path / "chapters" / "lesson-1"
+    (lesson / ".ipynb_checkpoints").mkdir(parents=True)
+    (lesson / page.name).write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    (lesson / ".ipynb_checkpoints" / "part-1-prompt-and-reply-checkpoint.md").write_text(
+        page.read_text(encoding="utf-8"), encoding="utf-8")
+    copies = tmp_path / "notebooks" / "chapters" / "lesson-1"
+    (copies / ".ipynb_checkpoints").mkdir(parents=True)
+    (copies / "part-1-prompt-and-reply.ipynb").write_text("{}")
+    (copies / ".ipynb_checkpoints" / "part-1-prompt-and-reply-checkpoint.ipynb").write_text("{}")
+    (copies / "gone.ipynb").write_text("{}")
+
+    assert nbgate.sources(tmp_path) == [tmp_path / "index.md", lesson / page.name]
+    made = {copies / "part-1-prompt-and-reply.ipynb": "{}"}
+    assert launch_files.stale(made, tmp_path / "notebooks") == [copies / "gone.ipynb"]

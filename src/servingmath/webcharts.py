@@ -916,15 +916,15 @@ def cache_saving_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm"
     _log_axes(panel, (1, 32, 1024, 32_768), lambda f: f"10^{math.log10(f):.0f}")
     panel.y_ticks = panel.y_ticks[::2]
     background = panel.axes() + [
-        panel.line(line_tokens, lines.without_cache.flops, DECODE), panel.line(line_tokens, lines.with_cache.flops,
-                                                                               PREFILL),
-        panel.label(1.5, float(np.asarray(lines.without_cache.flops)[0]) * 6, "without the cache", DECODE),
-        panel.label(20_000, float(np.asarray(lines.with_cache.flops)[-1]) * 3, "with the cache", PREFILL, "end")]
+        panel.line(line_tokens, lines.without_cache.flops, PREFILL), panel.line(line_tokens, lines.with_cache.flops,
+                                                                               DECODE),
+        panel.label(1.5, float(np.asarray(lines.without_cache.flops)[0]) * 6, "without the cache", PREFILL),
+        panel.label(20_000, float(np.asarray(lines.with_cache.flops)[-1]) * 3, "with the cache", DECODE, "end")]
     index = {int(t): i for i, t in enumerate(tokens)}
 
     def markers(tokens):
         i = index[int(tokens)]
-        return panel.marker(tokens, without_flops[i], DECODE) + panel.marker(tokens, with_flops[i], PREFILL)
+        return panel.marker(tokens, without_flops[i], PREFILL) + panel.marker(tokens, with_flops[i], DECODE)
 
     def readouts(tokens, gpu):
         saving = decode_with_and_without_cache(served, tokens)

@@ -1,10 +1,18 @@
 """Interactive explorers: ipywidgets controls over the package, with no arithmetic of their own.
 
-An ``Explorer`` ties named controls to three callables from the package:
-``compute(**controls)`` returns a result, ``describe(result)`` the readouts as a dict
-of label -> shown text, and ``draw(result, ax)`` the figure. Moving a control recomputes
-and redraws. Tests drive an explorer headless with ``explorer.set(name=value)`` and read
-``explorer.readouts`` and ``explorer.draws``.
+An ``Explorer`` ties named controls to callables from the package: ``compute(**controls)``
+returns a result, ``describe(result)`` the readouts as a dict of label -> shown text,
+``sketch(result)`` the live figure as SVG (``servingmath.svgcharts``) and ``draw(result,
+ax)`` the same figure in matplotlib (``servingmath.plots``), for the page's static image.
+Moving a control recomputes, then rewrites the readouts and the live figure. Tests drive
+an explorer headless with ``explorer.set(name=value)`` and read ``explorer.readouts``,
+``explorer.svg`` and ``explorer.draws``.
+
+Why SVG for the live figure: a slider feels live when the new figure is on screen within
+about 50 ms of the move. Rendering a matplotlib figure to pixels and encoding them takes
+25 to 90 ms for these charts before the image even leaves the kernel; writing the chart
+as SVG text takes a millisecond or two, and the browser draws it. SVG also needs nothing
+but ipywidgets' own ``HTML`` widget, the same in ipywidgets 7 (Colab) and 8 (JupyterLab 4).
 """
 from __future__ import annotations
 
@@ -19,9 +27,8 @@ import numpy as np
 from IPython.display import display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image
 
-from . import cache, memory, plots, serving, units
+from . import cache, memory, plots, serving, svgcharts, units
 from .hardware import CATALOG
 from .hardware import gpu as find_gpu
 from .models import LLAMA_3_8B, MODELS
@@ -31,22 +38,33 @@ from .roofline import LESSON, PLATE, ridge_point
 from .serving import request_passes, step, time_per_token_curve
 
 
+class StaticFigure(Figure):
+    """A matplotlib figure that shows itself as a PNG in any notebook, pyplot or not."""
+
+    def _repr_png_(self):
+        png = io.BytesIO()
+        self.savefig(png, format="png")
+        return png.getvalue()
+
+
 class Explorer:
     """Controls -> readouts and a figure."""
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], compute: Callable, describe: Callable,
-                 draw: Callable, title: str = ""):
+                 draw: Callable, title: str = "", sketch: Callable | None = None):
         self.controls = dict(controls)
         self._compute, self._describe, self._draw = compute, describe, draw
+        self._sketch = sketch
         self.title = title
         self.readout = widgets.HTML()
-        self.image = widgets.Image(format="png")
-        # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
-        self.figure = Figure(figsize=(7.0, 3.6), layout="constrained")
-        FigureCanvasAgg(self.figure)
-        self.ax = self.figure.add_subplot()
+        # The live figure: SVG text in an HTML widget (see the module's note on speed).
+        self.view = widgets.HTML(layout=widgets.Layout(width="100%", max_width=f"{svgcharts.WIDTH}px"))
+        self.view.add_class("servingmath-figure")
+        self._figure = None
+        self._drawn = None  # the result the matplotlib figure shows
         self.draws = 0
         self.result = None
+        self.svg = svgcharts.SVG("")
         self.readouts: dict[str, str] = {}
         for control in self.controls.values():
             control.observe(self._changed, names="value")
@@ -76,11 +94,7 @@ class Explorer:
             self.update()
 
     def update(self):
-        """Recompute, show the readouts, then redraw the figure.
-
-        The readouts go out first, so a reader sees the numbers change at once; the figure,
-        which takes longer to render, follows.
-        """
+        """Recompute, show the readouts, then redraw the figure."""
         self.update_readouts()
         self.redraw()
 
@@ -89,29 +103,50 @@ class Explorer:
         self.readouts = dict(self._describe(self.result))
         rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
                        f"<td>{html.escape(str(text))}</td></tr>" for label, text in self.readouts.items())
-        self.readout.value = f"<table>{rows}</table>"
+        self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
+
+    def sketch(self, result=None) -> svgcharts.SVG:
+        """The live figure for ``result`` (the current one by default), as SVG."""
+        result = self.result if result is None else result
+        if self._sketch is not None:
+            return svgcharts.SVG(self._sketch(result))
+        # An explorer without an SVG drawing shows its matplotlib figure, written as SVG (slower).
+        text = io.StringIO()
+        self._draw_figure(result).savefig(text, format="svg")
+        return svgcharts.SVG(text.getvalue())
 
     def redraw(self):
-        self._draw(self.result, self.ax)
+        self.svg = self.sketch()
+        self.view.value = self.svg
         self.draws += 1
-        # One Agg render, encoded as PNG for an Image widget: half the work of savefig (which
-        # renders twice) and far less than redisplaying the figure through an Output widget.
-        canvas = self.figure.canvas
-        canvas.draw()
-        if self.draws == 1:
-            # Lay the figure out once; solving the layout again on every redraw would double its cost.
-            self.figure.set_layout_engine("none")
-        rendered = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        png = io.BytesIO()
-        rendered.save(png, format="png", compress_level=1)
-        self.image.value = png.getvalue()
+
+    def _draw_figure(self, result):
+        if self._figure is None:
+            # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
+            self._figure = StaticFigure(figsize=(7.0, 3.6), layout="constrained")
+            FigureCanvasAgg(self._figure)
+            self._figure.add_subplot()
+        if self._drawn is not result:
+            self._draw(result, self._figure.axes[0])
+            self._drawn = result
+        return self._figure
+
+    @property
+    def figure(self) -> Figure:
+        """The figure at the current setting in matplotlib, for a page's static image (drawn when asked for)."""
+        return self._draw_figure(self.result)
+
+    @property
+    def ax(self):
+        return self.figure.axes[0]
 
     def widget(self) -> widgets.Widget:
         header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
-        return widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.image])
+        box = widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.view])
+        box.add_class("servingmath-explorer")
+        return box
 
     def _ipython_display_(self):
-
         display(self.widget())
 
 
@@ -137,7 +172,7 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
     }
     return Explorer(controls, compute=request_passes, describe=_describe_passes,
                     draw=lambda counted, ax: plots.request_timeline(counted, ax=ax),
-                    title="One request, counted in passes")
+                    sketch=svgcharts.request_timeline, title="One request, counted in passes")
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
@@ -162,8 +197,15 @@ def _describe_intensity(result):
 
 
 def _draw_intensity(result, ax):
-    label = f"{units.number(result['tokens'])} tokens in the pass"
-    return plots.roofline_chart(result["gpu"], {label: result["step"]}, ax=ax)
+    return plots.roofline_chart(result["gpu"], _intensity_passes(result), ax=ax)
+
+
+def _intensity_passes(result):
+    return {f"{units.number(result['tokens'])} tokens in the pass": result["step"]}
+
+
+def _sketch_intensity(result):
+    return svgcharts.roofline_chart(result["gpu"], _intensity_passes(result))
 
 
 def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
@@ -178,7 +220,7 @@ def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
                                              style={"description_width": "initial", "button_width": "4em"}),
     }
     return Explorer(controls, compute=_one_pass, describe=_describe_intensity, draw=_draw_intensity,
-                    title="Llama 3 8B: FLOP per byte against the ridge")
+                    sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
 
 
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
@@ -219,7 +261,7 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
-                    title="Where a request's time goes")
+                    sketch=lambda result: svgcharts.request_time_split(result[1]), title="Where a request's time goes")
 
 
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
@@ -267,7 +309,11 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
     def draw(result, ax):
         return plots.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch, ax)
 
-    explorer = Explorer(controls, compute, describe, draw, title=f"Batching {served.name}: what a million tokens cost")
+    def sketch(result):
+        return svgcharts.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch)
+
+    explorer = Explorer(controls, compute, describe, draw, sketch=sketch,
+                        title=f"Batching {served.name}: what a million tokens cost")
 
     def follow_the_gpu_price(change):
         price = CATALOG[change["new"]].price_per_hour
@@ -383,6 +429,11 @@ def _draw_workshop(result, ax):
     plots.time_per_token_chart(result.curve, result.decode, marks, ideal=result.ideal, ax=ax)
 
 
+def _sketch_workshop(result):
+    marks = () if result.chosen is result.decode else (result.chosen,)
+    return svgcharts.time_per_token_chart(result.curve, result.decode, marks, ideal=result.ideal)
+
+
 def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="h100-sxm") -> Explorer:
     """Plate XXIII.1: time per token of one pass as its tokens grow, under the plate's assumptions."""
     if tokens not in WORKSHOP_STOPS:
@@ -409,7 +460,7 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
         "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
                                            description="decode: tokens cached", style=style, layout=layout),
     }
-    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop,
+    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, sketch=_sketch_workshop,
                     title="Time per token of one forward pass")
 
 
@@ -458,7 +509,13 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
         return plots.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
                                         result.saving, ax)
 
-    return Explorer(controls, compute, describe, draw, title="One decode step, with the KV cache and without it")
+    def sketch(result):
+        sweep = result.sweep
+        return svgcharts.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
+                                            result.saving)
+
+    return Explorer(controls, compute, describe, draw, sketch=sketch,
+                    title="One decode step, with the KV cache and without it")
 
 
 # Every length of conversation the lesson-2 explorers draw their curves over: 1 to 32,768 tokens.
@@ -488,12 +545,16 @@ def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> 
             "the cache, as a share of the weights": units.percent(result.conversation / result.weights, 1),
         }
 
-    def draw(result, ax):
-        label = f"{result.model.name}, {result.kv_bits}-bit cache"
-        return plots.cache_size_chart(CACHE_SWEEP_TOKENS, {label: result.sweep}, result.weights,
-                                      result.context_tokens, ax)
+    def lines(result):
+        return {f"{result.model.name}, {result.kv_bits}-bit cache": result.sweep}
 
-    return Explorer(controls, compute, describe, draw, title="The KV cache of one conversation")
+    def draw(result, ax):
+        return plots.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens, ax)
+
+    def sketch(result):
+        return svgcharts.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens)
+
+    return Explorer(controls, compute, describe, draw, sketch=sketch, title="The KV cache of one conversation")
 
 
 def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-sxm", weight_bits=16,
@@ -527,7 +588,10 @@ def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-s
     def draw(result, ax):
         return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens, ax=ax)
 
-    return Explorer(controls, compute, describe, draw, title="Users whose caches fit on one GPU")
+    def sketch(result):
+        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens)
+
+    return Explorer(controls, compute, describe, draw, sketch=sketch, title="Users whose caches fit on one GPU")
 
 
 # Users per pass the lesson-2 batching explorer sweeps: 1 to 4,096.
@@ -581,7 +645,11 @@ def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", pric
     def draw(result, ax):
         return plots.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch, ax)
 
-    return Explorer(controls, compute, describe, draw, title=f"Batching {served.name} with every user's cache read")
+    def sketch(result):
+        return svgcharts.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch)
+
+    return Explorer(controls, compute, describe, draw, sketch=sketch,
+                    title=f"Batching {served.name} with every user's cache read")
 
 
 # --- Plate XXIII.2: users that fit against the length of their conversations --------------
@@ -634,4 +702,9 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
         return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
                                           result.crossings, ax)
 
-    return Explorer(controls, compute, describe, draw, title="Users whose caches fit on one GPU, three models")
+    def sketch(result):
+        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                              result.crossings)
+
+    return Explorer(controls, compute, describe, draw, sketch=sketch,
+                    title="Users whose caches fit on one GPU, three models")
