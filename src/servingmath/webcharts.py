@@ -730,7 +730,7 @@ def request_chart(default_gpu: str = "h100-sxm", default_bits: int = 16, default
                 "tokens a second": units.number(result.tokens_per_second),
                 "whole reply": _time(result.total_time),
                 "share spent in decode": units.percent(result.decode_share),
-                "weights read each pass": f"{units.gb(weights)}; {fits} the GPU's {units.gb(chosen.memory_bytes, 0)}"}
+                "weights read each pass": f"{units.gb(weights)}; {fits} the GPU's {chosen.listed_memory}"}
 
     controls = [_gpu_menu(default_gpu), _weight_bits(default_bits),
                 slider("prompt_tokens", "tokens in the prompt", prompts, default_prompt,
