@@ -155,3 +155,11 @@ def test_the_lesson_and_the_plate_are_in_the_contents_after_lesson_1():
 def test_each_page_has_a_stable_label_for_links_into_it(page, label):
     text = (LESSON / f"{page}.md").read_text(encoding="utf-8")
     assert f"({label})=\n# " in text
+
+
+def test_every_glued_value_is_formatted_by_units_so_it_shows_without_quotes():
+    # A plain str glued into prose shows as its repr, in quotation marks; units.Shown does not.
+    pages = list(LESSON.glob("*.md")) + [ROOT / "chapters" / "plates" / "xxiii-2-the-kv-cache.md"]
+    for page in pages:
+        for call in re.findall(r"glue\(f?\"[^\"]+\",\s*([^\n]+)", page.read_text(encoding="utf-8")):
+            assert call.startswith(("units.", "Markdown(")), (page.name, call)

@@ -880,6 +880,9 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
 
 
 # --- Lesson 2: each user's KV cache --------------------------------------------------------
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
 def _cached_bits(default):
     return buttons("kv_bits", "bits a cached value", {16: "16", 8: "8"}, default)
 
@@ -913,7 +916,7 @@ def cache_saving_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm"
     with_flops, without_flops = np.asarray(steps.with_cache.flops), np.asarray(steps.without_cache.flops)
     panel = Panel.make((1, 32_768), _decades(with_flops.min(), without_flops.max()), TOP + 6, 250, True, True,
                        "tokens already in the sequence", "FLOPs of the next step")
-    _log_axes(panel, (1, 32, 1024, 32_768), lambda f: f"10^{math.log10(f):.0f}")
+    _log_axes(panel, (1, 32, 1024, 32_768), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS))
     panel.y_ticks = panel.y_ticks[::2]
     background = panel.axes() + [
         panel.line(line_tokens, lines.without_cache.flops, PREFILL), panel.line(line_tokens, lines.with_cache.flops,
@@ -976,8 +979,9 @@ def cache_size_chart(default_tokens: int = 8000, default_bits: int = 16, model: 
     def lines(kv_bits):
         parts = [panel.line(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colours[name])
                  for name, shape in shapes.items()]
-        parts += [panel.label(131_072 * 0.8, float(kv_cache_bytes(shape, 131_072, kv_bits=kv_bits)) * 0.45, name,
-                              colours[name], "end") for name, shape in shapes.items()]
+        # Named in the empty corner above the lines' left ends and under the weights, one under another.
+        parts += [panel.label(300, weights / (4 * 2.5 ** k), name.split(",")[0], colours[name])
+                  for k, name in enumerate(shapes)]
         return "".join(parts)
 
     def markers(tokens, kv_bits):
@@ -1024,8 +1028,10 @@ def users_that_fit_chart(default_tokens: int = 8000, default_gpu: str = "h100-sx
         parts = []
         for bits, colour in colours.items():
             shown = np.maximum(counts[(gpu, bits)], 0.5)
-            parts += [panel.line(tokens, shown, colour, width=2.5 if bits == 16 else 1.8),
-                      panel.label(300, float(shown[0]) * (1.6 if bits == 8 else 0.5), f"{bits}-bit cache", colour)]
+            parts.append(panel.line(tokens, shown, colour, width=2.5 if bits == 16 else 1.8))
+        # The 8-bit line named above its left end, the 16-bit one under its right end: clear of both lines.
+        parts += [panel.label(300, float(max(counts[(gpu, 8)][0], 1)) * 2.5, "8-bit cache", COMPUTE),
+                  panel.label(120_000, float(max(counts[(gpu, 16)][-1], 1)) * 0.3, "16-bit cache", PREFILL, "end")]
         return "".join(parts)
 
     def marker(tokens, gpu, kv_bits):
@@ -1077,9 +1083,12 @@ def cached_batching_chart(default_users: int = 32, default_tokens: int = 3000, d
         dollars, wall = costs[(gpu, tokens, kv_bits)], walls[(gpu, tokens, kv_bits)]
         inside = users <= wall
         parts = [panel.line(users, weights_only[gpu], NEUTRAL, dashed=True, width=1.5),
-                 panel.label(1.3, float(weights_only[gpu][0]) * 0.5, "weights only (lesson 1)", NEUTRAL)]
-        if inside.any():
-            parts.append(panel.line(users[inside], dollars[inside], DECODE))
+                 panel.label(1.3, float(weights_only[gpu][0]) * 0.03, "weights only (lesson 1)", NEUTRAL)]
+        if wall >= 1:
+            # The line runs on to the last batch that fits, between the slider's stops.
+            last = min(wall, int(users[-1]))
+            at_wall = float(cached_decode(served, CATALOG[gpu], last, tokens, kv_bits=kv_bits).cost_per_million_tokens)
+            parts.append(panel.line(np.append(users[inside], last), np.append(dollars[inside], at_wall), DECODE))
         if not inside.all():
             parts += panel.vertical(max(wall, 1), f"memory full: {_counted(wall, 'user', 'users')}", MEMORY, low=True)
         return "".join(parts)
@@ -1141,7 +1150,8 @@ def kv_workshop_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm",
             counts = np.maximum(users[(gpu, m.name, kv_bits)], 0.5)
             parts += [panel.line(tokens, counts, colours[m.name]),
                       panel.line(tokens, crossings[(m.name, kv_bits)], colours[m.name], dashed=True, width=1.5),
-                      panel.label(270, float(counts[0]) * 1.25, m.name, colours[m.name])]
+                      # Named in the empty corner under the lines, one under another.
+                      panel.label(290, panel.y.low * 5.5 / 2.2 ** chosen.index(m), m.name, colours[m.name])]
         return "".join(parts)
 
     def markers(tokens, gpu, kv_bits):
