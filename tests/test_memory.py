@@ -89,3 +89,35 @@ def test_reserve_must_leave_some_memory():
     with pytest.raises(ValueError, match="reserve must be less than 1"):
         sm.fit(M, G, reserve=1)
     assert units.gb(memory.usable_memory(G, 0)) == "85.90 GB"
+
+
+def test_request_step_and_batching_flag_what_does_not_fit_and_refuse_it_when_asked():
+    too_big = sm.request(LLAMA_70B, G, 2000, 300)
+    assert not too_big.fits
+    assert too_big.fit.cache_bytes == sm.kv_cache_bytes(LLAMA_70B, 2300)
+    assert "weights 141.11 GB + KV cache 0.75 GB" in too_big.fit.message
+    with pytest.raises(ValueError, match=r"Llama 3 70B does not fit on one NVIDIA H100 SXM: weights 141.11 GB"):
+        sm.request(LLAMA_70B, G, 2000, 300, must_fit=True)
+    assert sm.request(LLAMA_70B, H200, 2000, 300, must_fit=True).fits
+    step = sm.step(M, G, 1, cached_tokens=999, batch=64)
+    assert step.fits and step.fit.cache_bytes == 64 * 1000 * 131_072
+    with pytest.raises(ValueError, match="KV cache"):
+        sm.decode_step(M, G, cached_tokens=100_000, batch=64, must_fit=True)
+    crowded = sm.batching(M, G, [1, 64, 4096], cached_tokens=4000)
+    assert list(crowded.fits) == [True, True, False]
+    with pytest.raises(ValueError, match="2 of 3 settings fit"):
+        sm.batching(M, G, [1, 64, 4096], cached_tokens=4000, must_fit=True)
+    with pytest.raises(TypeError, match="must_fit must be True or False, got 'yes'"):
+        sm.request(M, G, 10, 10, must_fit="yes")
+
+
+def test_the_explorers_say_whether_the_model_fits():
+    from servingmath import widgets
+
+    explorer = widgets.request_explorer()
+    assert explorer.readouts["memory"].startswith("fits: weights 16.06 GB + KV cache")
+    explorer.set(model="llama-3-70b")
+    assert explorer.readouts["memory"].startswith("does not fit: weights 141.11 GB")
+    explorer.set(gpu="h200")
+    assert explorer.readouts["memory"].startswith("fits: weights 141.11 GB")
+    assert widgets.batching_explorer().readouts["memory"].startswith("fits: weights 16.06 GB")

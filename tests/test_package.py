@@ -33,6 +33,28 @@ def test_every_catalog_entry_is_dense_sourced_and_dated(entry):
         assert entry.peak_flops < entry.listed_with_sparsity
 
 
+@pytest.mark.parametrize("entry", list(sm.CATALOG.values()), ids=list(sm.CATALOG))
+def test_every_catalog_entry_links_its_source(entry):
+    assert entry.source_url.startswith("https://") and " " not in entry.source_url
+    assert f"<{entry.source_url}>" in hardware.catalog_markdown()
+
+
+def test_b200_bandwidth_is_nvidias_dgx_b200_figure_per_gpu():
+    # NVIDIA DGX B200: 8 GPUs, 1,440 GB of HBM3e and 64 TB/s in all
+    b200 = sm.CATALOG["b200"]
+    assert b200.memory_bandwidth == 64e12 / 8
+    assert b200.listed_memory == f"{1440 // 8} GB"
+    assert "dgx-b200" in b200.source_url
+
+
+def test_memory_counts_the_spec_sheets_gigabytes_as_2_to_the_30_bytes():
+    assert {key: entry.listed_memory for key, entry in sm.CATALOG.items()} == {
+        "h100-sxm": "80 GB", "h100-pcie": "80 GB", "h200": "141 GB", "a100-80gb": "80 GB", "l4": "24 GB",
+        "l40s": "48 GB", "mi300x": "192 GB", "b200": "180 GB", "t4": "16 GB", "laptop": "16 GB"}
+    assert sm.CATALOG["h200"].memory_bytes == 141 * 2**30
+    assert "the H100's 80 GB hold 85.90 GB" in hardware.catalog_markdown()
+
+
 def test_gpu_lookup_by_key_or_name_and_unknown():
     assert sm.gpu("h100-sxm") is G and sm.gpu("NVIDIA H100 SXM") is G and sm.gpu(G) is G
     with pytest.raises(ValueError, match="gpu must be one of .* got 'h1000'"):
@@ -246,3 +268,18 @@ def test_round_to_significant_figures():
     assert units.round_to(750_909.6, 2) == 750_000
     assert units.round_to(160.2, 2) == 160
     assert units.round_to(0.0, 2) == 0
+
+
+def test_latent_attention_scores_at_the_query_width_and_sums_values_at_the_value_width():
+    v3 = sm.MODELS["deepseek-v3"]
+    per_position = 2 * 128 * 192 + 2 * 128 * 128  # scores over 192-wide heads, values over 128-wide heads
+    assert sm.attention_flops(v3, 1, 999) == 61 * per_position * 1000
+
+
+def test_sliding_window_layers_attend_to_at_most_their_window():
+    assert passes.positions_attended(1, 10_000, window=4096) == 4096
+    assert passes.positions_attended(3, 0, window=2) == 1 + 2 + 2
+    assert passes.positions_attended(3, 0, attention="full", window=2) == 6
+    gemma = sm.MODELS["gemma-2-2b"]  # 13 of 26 layers slide over 4,096 tokens
+    per_position = 4 * gemma.attention_width
+    assert sm.attention_flops(gemma, 1, 9999) == per_position * (13 * 10_000 + 13 * 4096)

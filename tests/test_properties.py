@@ -82,3 +82,29 @@ def test_arrays_give_the_same_answers_as_numbers(model, gpu, many, assume):
 @given(st.integers(1, 100_000), st.integers(1, 100_000))
 def test_passes_are_one_per_reply_token_whatever_the_prompt(prompt, reply):
     assert sm.passes_for_request(prompt, reply) == reply
+
+
+@given(models, gpus, st.integers(1, 200_000), st.integers(1, 200_000), bits, bits)
+def test_longer_contexts_never_fit_more_users(model, gpu, a, b, weight_bits, kv_bits):
+    short, long = sorted((a, b))
+    assert (sm.max_batch(model, gpu, long, weight_bits, kv_bits)
+            <= sm.max_batch(model, gpu, short, weight_bits, kv_bits))
+
+
+@given(models, gpus, cache, st.integers(0, 5000), bits)
+def test_what_fits_with_more_users_fits_with_fewer(model, gpu, context, users, kv_bits):
+    if sm.fit(model, gpu, context, users + 1, kv_bits=kv_bits).fits:
+        assert sm.fit(model, gpu, context, users, kv_bits=kv_bits).fits
+
+
+@given(models, st.integers(0, 10_000), st.integers(0, 10_000))
+def test_the_cache_grows_with_the_context_and_never_past_every_layer_holding_every_token(model, a, b):
+    short, long = sorted((a, b))
+    assert sm.kv_cache_bytes(model, short) <= sm.kv_cache_bytes(model, long) <= long * model.kv_bytes_per_token()
+
+
+@given(models, st.integers(1, 10_000), st.integers(1, 10_000))
+def test_more_tokens_never_read_fewer_weights(model, a, b):
+    few, many = sorted((a, b))
+    assert model.active_parameters * (1 - 1e-12) <= model.parameters_read(few)
+    assert model.parameters_read(few) <= model.parameters_read(many) <= model.parameters * (1 + 1e-12)

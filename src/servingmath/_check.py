@@ -35,6 +35,8 @@ def number(name, value, *, minimum=None, above=None, maximum=None, integer=False
             raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from error
         if array.dtype.kind not in "iuf":
             raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+        if array.dtype.kind in "iu":  # whole and finite already: only the bounds are left to check
+            return _bounded(name, value, array.astype(float), minimum, above, maximum)
         array = array.astype(float)
     if np.isnan(array).any():
         raise ValueError(f"{name} must not be NaN, got {value!r}")
@@ -42,6 +44,10 @@ def number(name, value, *, minimum=None, above=None, maximum=None, integer=False
         raise ValueError(f"{name} must be finite, got {value!r}")
     if integer and not np.all(np.isinf(array) | (array == np.round(array))):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
+    return _bounded(name, value, array, minimum, above, maximum)
+
+
+def _bounded(name, value, array, minimum, above, maximum):
     if minimum is not None and (array < minimum).any():
         raise ValueError(f"{name} must be at least {minimum:g}, got {value!r}")
     if above is not None and (array <= above).any():

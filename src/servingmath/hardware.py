@@ -69,6 +69,8 @@ class GPU:
 
     def flops(self, dtype: str = "16-bit") -> float:
         """Peak dense FLOP/s in ``dtype``; ``"16-bit"`` means bf16, or fp16 where bf16 is missing."""
+        if not isinstance(dtype, str):
+            raise TypeError(f"dtype must be a format name such as 'bf16', got {dtype!r}")
         if dtype == "16-bit":
             for candidate in ("bf16", "fp16"):
                 if candidate in self.dense_flops:
@@ -195,6 +197,8 @@ def gpu(key_or_name: str) -> GPU:
     """Look a GPU up by its catalog key (``"h100-sxm"``) or its full name."""
     if isinstance(key_or_name, GPU):
         return key_or_name
+    if not isinstance(key_or_name, str):
+        raise TypeError(f"gpu must be a GPU or one of {list(CATALOG)}, got {key_or_name!r}")
     for entry in _ENTRIES:
         if key_or_name in (entry.key, entry.name):
             return entry
@@ -239,4 +243,6 @@ def catalog_markdown() -> str:
             f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
                        f"price: {entry.price_source}.")
-    return "\n".join(lines) + "\n\nSources:\n\n" + "\n".join(sources)
+    note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "
+            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere.")
+    return "\n".join(lines) + "\n\n" + note + "\n\nSources:\n\n" + "\n".join(sources)

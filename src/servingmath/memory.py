@@ -26,7 +26,7 @@ from .models import Model
 # vLLM lets its engine use ``gpu_memory_utilization`` = 0.9 of the memory by default (a reserve
 # of 0.10, activations then coming out of its 0.9), and its users raise it to 0.95 when the
 # weights nearly fill the GPU. The course takes that 0.95: a reserve of 5 %. Pass reserve=0.10
-# to count as vLLM does out of the box.
+# to count as vLLM does out of the box (Llama 3 70B in 16 bits then no longer fits one H200).
 RESERVE = 0.05
 RESERVE_SOURCES = (
     "https://docs.vllm.ai/en/v0.8.1/serving/engine_args.html",  # --gpu-memory-utilization, default 0.9
@@ -45,9 +45,11 @@ def kv_cache_bytes(model: Model, context_tokens, batch=1, kv_bits=16):
     """Bytes of the KV cache of ``batch`` users, each with ``context_tokens`` tokens in it.
 
     Every full-attention layer holds every token; a sliding-window layer holds at most its
-    window. Each held token costs the model's ``cache_width`` numbers of ``kv_bits`` bits
-    (a key and a value per KV head; in latent attention the compressed vector and the
-    shared rotary key). Numbers or numpy arrays.
+    window (the rolling buffer of W entries in the Mistral 7B paper; transformers keeps the
+    W − 1 entries the next token needs besides its own, one token less). Each held token
+    costs the model's ``cache_width`` numbers of ``kv_bits`` bits (a key and a value per KV
+    head; in latent attention the compressed vector and the shared rotary key). Numbers or
+    numpy arrays.
     """
     _check.instance("model", model, Model)
     context_tokens = _check.count("context_tokens", context_tokens)
@@ -101,7 +103,8 @@ class Fit:
         if np.ndim(self.needed_bytes) or np.ndim(self.usable_bytes):
             fits = np.asarray(self.fits)
             return (f"{self.model.name} on {self.gpu.name}: {int(fits.sum())} of {fits.size} settings fit "
-                    f"(the GPU's {self.gpu.listed_memory} less a {units.percent(np.max(self.reserve))} reserve)")
+                    f"(weights {units.gb(self.weight_bytes)} and up to {units.gb(np.max(self.cache_bytes))} of KV cache, "
+                    f"against {units.gb(np.min(self.usable_bytes))} usable)")
         verdict = "fits" if self.fits else "does not fit"
         return (f"{self.model.name} {verdict} on one {self.gpu.name}: weights {units.gb(self.weight_bytes)} "
                 f"+ KV cache {units.gb(self.cache_bytes)} = {units.gb(self.needed_bytes)}, "
@@ -109,8 +112,23 @@ class Fit:
                 f"({self.gpu.listed_memory[:-3]} GiB; "
                 f"{units.percent(self.reserve)} held back for activations and the runtime)")
 
+    @property
+    def summary(self) -> str:
+        """The verdict in a few words, for an explorer's readout."""
+        if np.ndim(self.needed_bytes) or np.ndim(self.usable_bytes):
+            return self.message
+        verdict = "fits" if self.fits else "does not fit"
+        return (f"{verdict}: weights {units.gb(self.weight_bytes)} + KV cache {units.gb(self.cache_bytes)} "
+                f"against {units.gb(self.usable_bytes)} usable")
+
     def __bool__(self):
         return bool(np.all(self.fits))
+
+    def require(self) -> "Fit":
+        """Return this fit if everything fits; otherwise refuse with a ValueError giving ``message``."""
+        if not np.all(self.fits):
+            raise ValueError(self.message)
+        return self
 
 
 def fit(model: Model, gpu: GPU, context_tokens=0, batch=1, weight_bits=16, kv_bits=16, reserve=RESERVE) -> Fit:

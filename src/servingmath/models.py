@@ -29,6 +29,9 @@ _WHOLE_OR_ZERO = ("expert_ffn", "shared_ffn", "dense_layers", "sliding_window", 
 _SWITCHES = ("tied_embeddings", "qkv_bias", "output_bias", "mlp_bias", "shared_expert_gate", "qk_norm")
 
 
+_LARGEST = 2**53
+
+
 def _whole(name, value, minimum):
     """A whole number as a Python int (numpy integers accepted), at least ``minimum``."""
     if isinstance(value, (bool, np.bool_)):
@@ -39,6 +42,8 @@ def _whole(name, value, minimum):
         raise TypeError(f"{name} must be a whole number, got {value!r}") from None
     if whole < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+    if whole > _LARGEST:
+        raise ValueError(f"{name} must be at most {_LARGEST:,} (beyond it floats lose whole numbers), got {value!r}")
     return whole
 
 
@@ -233,10 +238,9 @@ class Model:
         A dense model reads all of them; a mixture of experts reads the experts the tokens
         are expected to route to (``experts_touched``).
         """
-        touched = self.experts_touched(tokens)
         if not self.mixture_of_experts:
-            return self.parameters + 0 * touched
-        return self._parameters_with(touched)
+            return self.parameters + 0 * _check.count("tokens", tokens)
+        return self._parameters_with(self.experts_touched(tokens))
 
     # -- the KV cache ------------------------------------------------------------------
     @property
@@ -264,10 +268,17 @@ class Model:
         in ``transformers``; a ``model_type`` outside ``FAMILIES`` is refused.
         """
         config = _read_config(config)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string or None, got {name!r}")
         model_type = config.get("model_type")
-        if model_type not in FAMILIES:
+        if not isinstance(model_type, str) or model_type not in FAMILIES:
             raise ValueError(f"model_type {model_type!r} is not supported; supported: {sorted(FAMILIES)}")
-        return FAMILIES[model_type](config, name)
+        try:
+            return FAMILIES[model_type](config, name)
+        except TypeError as error:
+            raise TypeError(f"config (model_type {model_type!r}) holds a value of the wrong kind: {error}") from None
+        except (ValueError, ArithmeticError, KeyError, AttributeError) as error:
+            raise ValueError(f"config (model_type {model_type!r}) does not describe a model: {error}") from None
 
 
 def _read_config(config) -> dict:
@@ -343,6 +354,11 @@ def _sliding_layers(values, every_layer):
 
 
 def _core(values, name, config, **extra):
+    for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size"):
+        values[key] = _whole(f"config[{key!r}]", values[key], 1)
+    for key in ("num_key_value_heads", "head_dim"):
+        if values.get(key) is not None:
+            values[key] = _whole(f"config[{key!r}]", values[key], 1)
     heads = values["num_attention_heads"]
     return dict(
         name=name or config.get("_name_or_path") or config.get("model_type"),
@@ -713,6 +729,8 @@ def model(key_or_name) -> Model:
     """Look a model up by key (``"llama-3-8b"``) or name (``"Llama 3 8B"``)."""
     if isinstance(key_or_name, Model):
         return key_or_name
+    if not isinstance(key_or_name, str):
+        raise TypeError(f"model must be a Model or one of {list(MODELS)}, got {key_or_name!r}")
     for key, entry in MODELS.items():
         if key_or_name in (key, entry.name):
             return entry

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check
+from . import _check, memory
 from .hardware import GPU
+from .memory import Fit
 from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import LESSON, PLATE, Assumptions, PassTime, pass_time, ridge_point
@@ -70,10 +71,16 @@ def request_passes(prompt_tokens, reply_tokens) -> RequestPasses:
 
 @dataclass(frozen=True)
 class Step:
-    """One pass on one GPU: its cost and its time."""
+    """One pass on one GPU: its cost, its time, and whether its weights and cache fit the GPU."""
 
     cost: PassCost
     timing: PassTime
+    fit: Fit | None = None
+
+    @property
+    def fits(self):
+        """True where the weights and the cache after this pass fit the GPU's memory (``fit.message`` says why not)."""
+        return self.fit.fits
 
     @property
     def time(self):
@@ -88,25 +95,43 @@ class Step:
         return self.timing.bound
 
 
+def _must_fit(must_fit):
+    if not isinstance(must_fit, (bool, np.bool_)):
+        raise TypeError(f"must_fit must be True or False, got {must_fit!r}")
+    return bool(must_fit)
+
+
 def step(model: Model, gpu: GPU, new_tokens, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16,
-         assumptions: Assumptions = LESSON) -> Step:
-    """Cost and time of one forward pass of ``model`` on ``gpu``."""
+         assumptions: Assumptions = LESSON, must_fit=False) -> Step:
+    """Cost and time of one forward pass of ``model`` on ``gpu``.
+
+    The step's ``fit`` says whether the weights and the batch's cache after the pass
+    (``cached_tokens + new_tokens`` each) fit the GPU's memory (``memory.fit``); with
+    ``must_fit=True`` a step that does not fit is refused with that message.
+    """
     _check.instance("gpu", gpu, GPU)
     _check.instance("assumptions", assumptions, Assumptions)
+    must_fit = _must_fit(must_fit)
     cost = forward_pass(model, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
                         attention=assumptions.attention, kv_cache=assumptions.kv_cache)
-    return Step(cost, pass_time(cost.flops, cost.bytes, gpu.peak_flops, gpu.memory_bandwidth, assumptions))
+    context = _check.count("cached_tokens", cached_tokens) + _check.count("new_tokens", new_tokens)
+    fit = memory.fit(model, gpu, context, batch, weight_bits, kv_bits)
+    if must_fit:
+        fit.require()
+    return Step(cost, pass_time(cost.flops, cost.bytes, gpu.peak_flops, gpu.memory_bandwidth, assumptions), fit)
 
 
-def prefill(model, gpu, prompt_tokens, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON) -> Step:
+def prefill(model, gpu, prompt_tokens, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON,
+            must_fit=False) -> Step:
     """The first pass: the whole prompt at once, nothing cached yet."""
     _check.count("prompt_tokens", prompt_tokens, minimum=1)
-    return step(model, gpu, prompt_tokens, 0, batch, weight_bits, kv_bits, assumptions)
+    return step(model, gpu, prompt_tokens, 0, batch, weight_bits, kv_bits, assumptions, must_fit)
 
 
-def decode_step(model, gpu, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON) -> Step:
+def decode_step(model, gpu, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON,
+                must_fit=False) -> Step:
     """One later pass: one new token for each of ``batch`` users, each over its cache."""
-    return step(model, gpu, 1, cached_tokens, batch, weight_bits, kv_bits, assumptions)
+    return step(model, gpu, 1, cached_tokens, batch, weight_bits, kv_bits, assumptions, must_fit)
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,12 @@ class Request:
     prefill: Step
     decode: Step
     decode_steps: object
+    fit: Fit | None = None
+
+    @property
+    def fits(self):
+        """True when the weights and the cache of the whole exchange (prompt and reply) fit the GPU."""
+        return self.fit.fits
 
     @property
     def ttft(self):
@@ -146,22 +177,31 @@ class Request:
 
 
 def request(model: Model, gpu: GPU, prompt_tokens, reply_tokens, weight_bits=16, kv_bits=16,
-            assumptions: Assumptions = LESSON) -> Request:
+            assumptions: Assumptions = LESSON, must_fit=False) -> Request:
     """Time a request: prefill, then ``reply_tokens − 1`` decode steps.
 
     The decode step is timed at the mean cache length (prompt + half the reply).
     While every step is held by the same limit, as decode for one user always is,
     that equals the average of the steps' times exactly.
+
+    ``fit`` says whether the weights and the cache at the end of the reply fit the GPU;
+    with ``must_fit=True`` a request that does not fit is refused with that message.
     """
     passes = passes_for_request(prompt_tokens, reply_tokens)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    _check.instance("gpu", gpu, GPU)
+    must_fit = _must_fit(must_fit)
+    fit = memory.fit(model, gpu, prompt_tokens + reply_tokens, 1, weight_bits, kv_bits)
+    if must_fit:
+        fit.require()
     mean_cache = prompt_tokens + reply_tokens // 2
     return Request(
         passes=passes,
         prefill=prefill(model, gpu, prompt_tokens, 1, weight_bits, kv_bits, assumptions),
         decode=decode_step(model, gpu, mean_cache, 1, weight_bits, kv_bits, assumptions),
         decode_steps=reply_tokens - 1,
+        fit=fit,
     )
 
 
@@ -215,16 +255,30 @@ class Batching:
     def cost_per_million_tokens(self):
         return cost_per_million_tokens(self.price_per_hour, self.tokens_per_hour)
 
+    @property
+    def fit(self) -> Fit:
+        """Whether the weights and every user's cache fit the GPU (the decode step's ``fit``)."""
+        return self.decode.fit
+
+    @property
+    def fits(self):
+        return self.decode.fits
+
 
 def batching(model: Model, gpu: GPU, batch, cached_tokens=0, price_per_hour=None, weight_bits=16, kv_bits=16,
-             assumptions: Assumptions = LESSON) -> Batching:
-    """Throughput and cost of decode at a batch size; the price defaults to the GPU's."""
+             assumptions: Assumptions = LESSON, must_fit=False) -> Batching:
+    """Throughput and cost of decode at a batch size; the price defaults to the GPU's.
+
+    ``fit`` says whether the weights and the batch's caches fit the GPU; with
+    ``must_fit=True`` a batch that does not fit is refused with that message.
+    """
     _check.instance("gpu", gpu, GPU)
     price = gpu.price_per_hour if price_per_hour is None else price_per_hour
     if price is None:
         raise ValueError(f"price_per_hour is needed: {gpu.name} has no rental price, got {price_per_hour!r}")
     price = _check.finite("price_per_hour", price, minimum=0)
-    return Batching(batch, decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions), price)
+    return Batching(batch, decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions, must_fit),
+                    price)
 
 
 # Plate XXIII.1's range: one token (a decode step's worth) up to a 16,384-token prompt.

@@ -258,6 +258,7 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
             "share spent in decode": units.percent(timed.decode_share),
             "weights read each pass": f"{units.gb(timed.decode.cost.weight_bytes)} "
                                       f"(the GPU holds {chosen_gpu.listed_memory})",
+            "memory": timed.fit.summary,
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
@@ -304,6 +305,7 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
             "each user's tokens a second": units.number(chosen.tokens_per_second_per_user),
             "one decode step": f"{units.ms(chosen.step_time)}, {chosen.decode.bound}-bound",
             "arithmetic becomes the limit at": "never" if turn is None else f"{units.number(turn)} users per pass",
+            "memory": chosen.fit.summary,
         }
 
     def draw(result, ax):
