@@ -8,7 +8,7 @@ READY  := $(VENV)/.ready
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
-.PHONY: lab book test unit notebooks-check book-check browser-check bench exercises grade notebooks pins clean
+.PHONY: lab book test unit notebooks-check book-check browser-check screenshots bench exercises grade notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -50,6 +50,11 @@ browser-check: $(READY)
 	else \
 		echo "browser test skipped: /usr/bin/chromium not found (apt-get install chromium)"; \
 	fi
+
+# What each surface shows, as PNGs under _build/screenshots/: every page of the built site
+# (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own.
+screenshots: $(READY)
+	$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots
 
 # What Binder and Colab open: .binder/requirements.txt from requirements.txt, and an .ipynb copy
 # of every page under notebooks/. Run it after changing a page; a test fails while they differ.

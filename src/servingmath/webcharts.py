@@ -75,8 +75,8 @@ __all__ = ["Chart", "Control", "Layer", "Panel", "Scale", "builder", "buttons", 
 # The SVG's width in user units. Narrow, with large type, so a phone 400 px wide still
 # shows the axis text at a readable size (the SVG scales to the page's width).
 WIDTH = 480
-LEFT, RIGHT, TOP, BOTTOM = 70, 14, 14, 46
-TICK_SIZE, LABEL_SIZE = 13, 14
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 52
+TICK_SIZE, LABEL_SIZE = 15, 16
 # Grid lines in the text colour, faint, so they suit a light page and a dark one.
 GRID = 'stroke="currentColor" stroke-opacity="0.18"'
 # The most a chart's looked-up data may weigh on its page.
@@ -473,11 +473,11 @@ class Panel:
             x = float(self.x(value))
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" {GRID}/>')
             if self.show_x_ticks:
-                parts.append(_text(x, bottom + 16, label, anchor="middle"))
+                parts.append(_text(x, bottom + 18, label, anchor="middle"))
         parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" '
                      f'fill="none" stroke="{NEUTRAL}"/>')
         if self.show_x_ticks and self.x_label:
-            parts.append(_text((left + right) / 2, bottom + 36, self.x_label, anchor="middle", size=LABEL_SIZE))
+            parts.append(_text((left + right) / 2, bottom + 40, self.x_label, anchor="middle", size=LABEL_SIZE))
         if self.y_label:
             middle = (top + bottom) / 2
             parts.append(_text(16, middle, self.y_label, anchor="middle", size=LABEL_SIZE,
@@ -505,12 +505,24 @@ class Panel:
         return _text(self.x(x), self.y(y), text, colour, anchor, size)
 
     def vertical(self, x, text, colour=COMPUTE, low=False) -> list[str]:
-        """A dashed vertical line at ``x``, named at its top (or foot, ``low``) on the side with more room."""
+        """A dashed vertical line at ``x``, named at its top (or foot, ``low``) on a side where the name fits."""
         px = float(self.x(x))
-        anchor, dx = ("end", -5) if px > (self.x.start + self.x.end) / 2 else ("start", 5)
+        width = _text_width(text)
+        if px + 5 + width <= self.x.end:
+            anchor, tx = "start", px + 5
+        elif px - 5 - width >= self.x.start:
+            anchor, tx = "end", px - 5
+        else:
+            anchor, tx = "end", self.x.end - 4
         y = self.y.start - 7 if low else self.y.end + 16
-        return [f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{self.y.end}" y2="{self.y.start}" stroke="{colour}" '
-                f'stroke-width="1.5" stroke-dasharray="4 3"/>', _text(px + dx, y, text, colour, anchor)]
+        parts = [f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{self.y.end}" y2="{self.y.start}" stroke="{colour}" '
+                 f'stroke-width="1.5" stroke-dasharray="4 3"/>']
+        return parts + ([_text(tx, y, text, colour, anchor)] if text else [])
+
+
+def _text_width(text, size=TICK_SIZE):
+    """About how wide ``text`` is drawn, in SVG units (sans-serif averages a little over half its size)."""
+    return 0.56 * size * len(text)
 
 
 def _model(key):
@@ -587,7 +599,7 @@ def passes_chart(default_prompt: int = 2000, default_reply: int = 300) -> Chart:
             middle = first_decode + (_FIRST_SHOWN + 1) * pitch - pitch * 0.15
             parts.append(_text(middle, top + bar / 2 + 2, "⋯", DECODE, "middle", 18))
             parts.append(_text(middle, top + bar + 18, f"{units.number(decode_passes - len(shown))} more", DECODE,
-                               "middle", 12))
+                               "middle"))
         # Ticks name the request's pass numbers: prefill is pass 1, decode pass k is pass k + 1.
         for position in {0, len(shown) - 1}:
             if position == len(shown) - 1 and elided:
@@ -761,11 +773,11 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
     costs = np.concatenate([np.atleast_1d(s.cost_per_million_tokens) for s in shared.values()])
     rates = np.concatenate([np.atleast_1d(s.tokens_per_second_per_user) for s in shared.values()])
     cost_low, cost_high = 10 ** math.floor(math.log10(costs.min())), 10 ** math.ceil(math.log10(costs.max()))
-    cost_panel = Panel.make((1, 1024), (cost_low, cost_high), TOP + 8, 150, True, True, "users per pass",
+    cost_panel = Panel.make((1, 1024), (cost_low, cost_high), TOP + 8, 160, True, True, "users per pass",
                             "$ a million tokens", show_x=False)
     rate_ticks = linear_ticks(rates.max() * 1.05)
-    rate_panel = Panel.make((1, 1024), (0, rate_ticks[-1] * 1.1), TOP + 178, 120, True, False,
-                            "users per pass", "tokens/s, each user")
+    rate_panel = Panel.make((1, 1024), (0, rate_ticks[-1] * 1.1), TOP + 186, 130, True, False,
+                            "users per pass", "user's tokens/s")
     x_ticks = [(u, units.number(u)) for u in (1, 4, 16, 64, 256, 1024)]
     cost_panel.x_ticks = rate_panel.x_ticks = x_ticks
     cost_panel.y_ticks = [(c, units.dollars(c, _figures(c, 1))) for c in log_ticks(cost_low, cost_high)]
@@ -779,7 +791,7 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
                                  dashed=True)]
         if turns[gpu] is not None and turns[gpu] <= 1024:
             parts += cost_panel.vertical(turns[gpu], f"compute-bound from {_counted(turns[gpu], 'user', 'users')}")
-            parts += rate_panel.vertical(turns[gpu], "", low=True)[:1]
+            parts += rate_panel.vertical(turns[gpu], "", low=True)
         return "".join(parts)
 
     def markers(users, gpu):
@@ -848,9 +860,9 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
                  panel.line(line_tokens, lines[(gpu, assumptions)], PREFILL),
                  panel.line(np.array([1, max_tokens]), np.array([decode.time_per_token] * 2), DECODE, dashed=True,
                             width=1.5),
-                 panel.label(max_tokens, decode.time_per_token * 1.5,
-                             f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
-                             DECODE, anchor="end")]
+                 _text(panel.x.end - 4, float(panel.y(decode.time_per_token)) - 7,
+                       f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
+                       DECODE, "end")]
         first = curves[(gpu, assumptions)].arithmetic_from
         if first is not None:
             parts += panel.vertical(first, f"compute-bound from {_counted(first, 'token', 'tokens')}", low=True)

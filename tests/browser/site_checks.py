@@ -2,17 +2,26 @@
 
 ``check_page`` loads a page and returns the problems it found (an empty list when the
 page is sound) and what it checked, so a test can tell "nothing was wrong" from
-"nothing was there".
+"nothing was there". ``chart_problems`` moves every control of a chart to settings chosen
+at random and compares what the page shows with the package's own values.
 """
 from __future__ import annotations
 
 import functools
 import http.server
 import json
+import random
 import threading
+import xml.etree.ElementTree as ElementTree
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from servingmath import webcharts
+
+# Text that means Python printed an object where a reader expected a figure or a number.
+PYTHON_TEXT = ("<Figure size", "object at 0x", "<servingmath.", "Traceback (most recent call last)",
+               "<matplotlib.", "<IPython.core.display")
 
 # Opens every solution dropdown, reporting for each whether its body was hidden before the
 # click and shown after it.
@@ -33,29 +42,28 @@ SOLUTIONS = """
 })()
 """
 
-# Moves every chart's slider to another step as a reader would (value, then an input
-# event) and reads back what the chart shows.
-CHARTS = """
-(() => Array.from(document.querySelectorAll("figure.webchart"), figure => {
-  const input = figure.querySelector("input[type=range]");
-  const readouts = () => Array.from(figure.querySelectorAll("[data-readout]"), r => r.textContent);
-  const markers = () => Array.from(figure.querySelectorAll(".webchart-marker"),
-                                   m => [Number(m.getAttribute("cx")), Number(m.getAttribute("cy"))]);
-  const before = readouts();
-  const target = Number(input.value) === 0 ? Number(input.max) : 0;
-  input.value = String(target);
-  input.dispatchEvent(new Event("input", {bubbles: true}));
-  return {
-    kind: figure.dataset.chart, enabled: !input.disabled, target: target, before: before,
-    readouts: readouts(), value: figure.querySelector(".webchart-value").textContent, markers: markers(),
-    steps: JSON.parse(figure.querySelector("script.webchart-steps").textContent),
-  };
-}))()
-"""
-
 IMAGES = """
 Array.from(document.images).filter(image => !(image.complete && image.naturalWidth > 0))
   .map(image => image.getAttribute("src"))
+"""
+
+# Every figure on the page that is not a live chart: it must hold an image that loaded or an SVG.
+FIGURES = """
+Array.from(document.querySelectorAll("figure:not(.webchart)"), figure => ({
+  id: figure.id || (figure.querySelector("[id]") || {}).id || "",
+  images: Array.from(figure.querySelectorAll("img"), image => image.complete ? image.naturalWidth : 0),
+  svgs: figure.querySelectorAll("svg").length,
+  text: figure.textContent.trim().slice(0, 80),
+}))
+"""
+
+# The page's text, scripts and styles left out, hidden blocks (folded cells) kept in.
+PAGE_TEXT = """
+(() => {
+  const copy = document.body.cloneNode(true);
+  copy.querySelectorAll("script, style").forEach(node => node.remove());
+  return copy.textContent;
+})()
 """
 
 # Inline glue ({glue:}`name` in the prose) renders as <span class="output ...">. One inside a
@@ -67,6 +75,40 @@ Array.from(document.querySelectorAll("span.output"), span => ({
 }))
 """
 
+# What a chart shows: its readouts, the text each control shows, each layer's elements.
+READ_CHART = """
+figure => {
+  const own = node => Array.from(node.childNodes).filter(n => n.nodeType === 3).map(n => n.data).join("").trim();
+  const shownText = box => {
+    const kind = box.dataset.kind;
+    if (kind === "slider") {
+      const input = box.querySelector("input");
+      return {text: box.querySelector("output").textContent, valuetext: input.getAttribute("aria-valuetext")};
+    }
+    if (kind === "menu") {
+      const select = box.querySelector("select");
+      return {text: select.options[select.selectedIndex].textContent};
+    }
+    const checked = box.querySelector("input:checked");
+    return {text: checked ? checked.parentElement.textContent.trim() : ""};
+  };
+  const svg = figure.querySelector("svg");
+  const described = document.getElementById(svg.getAttribute("aria-describedby") || "");
+  const titled = document.getElementById(svg.getAttribute("aria-labelledby") || "");
+  return {
+    alternative: svg.getAttribute("role") === "img" && titled !== null && titled.textContent.trim() !== "" &&
+      described !== null && Array.from(figure.querySelectorAll("[data-readout]"))
+        .every(r => described.contains(r)),
+    enabled: Array.from(figure.querySelectorAll("input, select")).every(input => !input.disabled),
+    readouts: Array.from(figure.querySelectorAll("[data-readout]"), r => r.textContent),
+    controls: Array.from(figure.querySelectorAll("[data-control]"), shownText),
+    layers: Array.from(figure.querySelectorAll("svg .webchart-layer"), layer =>
+      Array.from(layer.querySelectorAll("*"), node => [
+        node.localName, Array.from(node.attributes, a => [a.name, a.value]).sort(), own(node)])),
+  };
+}
+"""
+
 
 @dataclass
 class PageCheck:
@@ -74,9 +116,11 @@ class PageCheck:
     problems: list[str] = field(default_factory=list)
     solutions: int = 0
     charts: int = 0
+    settings: int = 0
     explorers: int = 0
     glued: int = 0
     images: int = 0
+    figures: int = 0
     visible_text: str = ""
 
 
@@ -85,47 +129,114 @@ def own(url: str, origin: str) -> bool:
 
 
 def load_problems(events: list[dict], origin: str) -> list[str]:
-    """Errors from the site's own assets, and any request that left the site."""
-    problems, urls = [], {}
+    """Errors from the site's own assets and scripts, and any request that left the site."""
+    problems = []
     for event in events:
-        method, params = event.get("method"), event.get("params", {})
-        if params.get("request", {}).get("url") == origin + "favicon.ico":
+        kind, url = event["kind"], event.get("url", "")
+        if url == origin + "favicon.ico":
             continue  # the browser's own guess at an icon: no page names it
-        if method == "Network.requestWillBeSent":
-            url = params["request"]["url"]
-            urls[params["requestId"]] = url
-            if not own(url, origin) and not url.startswith(("data:", "blob:", "about:")):
-                problems.append(f"asked the network for {url} (the site must work offline)")
-        elif method == "Network.responseReceived":
-            response = params["response"]
-            if own(response["url"], origin) and response["status"] >= 400 and params["requestId"] in urls:
-                problems.append(f"{response['url']}: HTTP {response['status']}")
-        elif method == "Network.loadingFailed" and own(urls.get(params["requestId"], ""), origin):
-            if not params.get("canceled"):
-                problems.append(f"{urls[params['requestId']]}: {params['errorText']}")
-        elif method == "Runtime.exceptionThrown":
-            details = params["exceptionDetails"]
-            source = details.get("url", "")
-            if not source or own(source, origin):
-                text = details.get("exception", {}).get("description") or details.get("text")
-                problems.append(f"script error{' in ' + source if source else ''}: {text}")
-        elif method == "Runtime.consoleAPICalled" and params["type"] == "error":
-            frames = params.get("stackTrace", {}).get("callFrames", [])
-            if not frames or own(frames[0]["url"], origin):
-                text = " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params["args"])
-                problems.append(f"console error: {text}")
-        elif method == "Log.entryAdded":
-            entry = params["entry"]
-            if entry["level"] == "error" and own(entry.get("url", ""), origin) and entry["url"] in urls.values():
-                problems.append(f"console error: {entry['text']} ({entry.get('url')})")
+        if kind == "request" and not own(url, origin) and not url.startswith(("data:", "blob:", "about:")):
+            problems.append(f"asked the network for {url} (the site must work offline)")
+        elif kind == "response" and own(url, origin) and event["status"] >= 400:
+            problems.append(f"{url}: HTTP {event['status']}")
+        elif kind == "failed" and own(url, origin) and "ERR_ABORTED" not in event["error"]:
+            problems.append(f"{url}: {event['error']}")
+        elif kind == "script error":
+            problems.append(f"script error: {event['text']}")
+        elif kind == "console" and event["type"] == "error" and (not url or own(url, origin)):
+            problems.append(f"console error: {event['text']} ({url})")
     return problems
 
 
-def check_page(browser, url: str, origin: str) -> PageCheck:
+@functools.lru_cache(maxsize=None)
+def rebuilt(call: str) -> webcharts.Chart:
+    """The chart a page's ``data-call`` names, built anew by the package."""
+    recorded = json.loads(call)
+    return webcharts.CHART_BUILDERS[recorded["function"]](**recorded["kwargs"])
+
+
+def _elements(markup: str) -> list:
+    """A layer's markup as webcharts.js leaves it in the page: (tag, sorted attributes, own text) for each element."""
+    root = ElementTree.fromstring(f'<g xmlns="http://www.w3.org/2000/svg">{markup}</g>')
+    return [[node.tag.split("}")[-1], sorted([k, v] for k, v in node.attrib.items()), (node.text or "").strip()]
+            for node in root.iter() if node is not root]
+
+
+def _set(figure, chart, setting, positions):
+    """Move the controls whose position differs, as a reader would: fill a slider, pick from a menu, click a button."""
+    for k, control in enumerate(chart.controls):
+        index = control.index(setting[control.name])
+        if positions.get(k) == index:
+            continue
+        box = figure.locator(f'[data-control="{k}"]')
+        if control.kind == "slider":
+            box.locator("input[type=range]").fill(str(index))
+        elif control.kind == "menu":
+            box.locator("select").select_option(str(index))
+        else:
+            box.locator(f'input[value="{index}"]').check()
+        positions[k] = index
+
+
+def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[str], int]:
+    """Move every control of the chart in ``figure`` (a Playwright locator) and compare what it shows.
+
+    First each control alone to its far end, then ``count`` settings chosen at random;
+    returns the problems and the settings checked.
+    """
+    kind = figure.get_attribute("data-chart")
+    call = figure.get_attribute("data-call")
+    if not call:
+        return [f"{kind} chart: the page does not say how it was built (make it with @webcharts.builder)"], 0
+    chart = rebuilt(call)
+    shown = figure.evaluate(READ_CHART)
+    problems = []
+    if not shown["alternative"]:
+        problems.append(f"{kind} chart: its SVG has no text alternative naming it and giving its readouts")
+    if not shown["enabled"]:
+        return problems + [f"{kind} chart: its controls were never switched on (webcharts.js did not run)"], 0
+    settings = []
+    for control in chart.controls:
+        far = control.options[-1 if control.default != len(control.options) - 1 else 0]
+        settings.append({**chart.default, control.name: far})
+    settings += [{c.name: rng.choice(c.options) for c in chart.controls} for _ in range(count)]
+    positions = {k: c.default for k, c in enumerate(chart.controls)}
+    before = shown["readouts"]
+    moved = False
+    for setting in settings:
+        _set(figure, chart, setting, positions)
+        shown = figure.evaluate(READ_CHART)
+        expected = list(chart.readouts_at(**setting).values())
+        texts = [c.texts[c.index(setting[c.name])] for c in chart.controls]
+        where = ", ".join(texts)
+        moved = moved or shown["readouts"] != before
+        if shown["readouts"] != expected:
+            problems.append(f"{kind} chart at {where}: shows {shown['readouts']}, the package gives {expected}")
+        if [c["text"] for c in shown["controls"]] != texts:
+            problems.append(f"{kind} chart at {where}: its controls read {[c['text'] for c in shown['controls']]}")
+        for control, text in zip(shown["controls"], texts):
+            if "valuetext" in control and control["valuetext"] != text:
+                problems.append(f"{kind} chart at {where}: a slider tells a screen reader {control['valuetext']!r}")
+        drawn = [_elements(markup) for markup in chart.layers_at(**setting)]
+        if shown["layers"] != drawn:
+            problems.append(f"{kind} chart at {where}: its drawing is not the package's")
+        if len(problems) > 5:
+            break
+    if not moved:
+        problems.append(f"{kind} chart: the readouts did not change when its controls moved")
+    return problems, len(settings)
+
+
+def check_page(browser, url: str, origin: str, rng: random.Random | None = None, settings: int = 50) -> PageCheck:
     check = PageCheck(url)
     check.problems += load_problems(browser.open(url), origin)
     check.images = browser.evaluate("document.images.length")
     check.problems += [f"image did not load: {src}" for src in browser.evaluate(IMAGES)]
+    figures = browser.evaluate(FIGURES)
+    check.figures = len(figures)
+    for figure in figures:
+        if not (any(width > 0 for width in figure["images"]) or figure["svgs"]):
+            check.problems.append(f"figure {figure['id'] or figure['text']!r} shows no image or SVG")
 
     solutions = browser.evaluate(SOLUTIONS)
     check.solutions = len(solutions)
@@ -139,6 +250,8 @@ def check_page(browser, url: str, origin: str) -> PageCheck:
 
     # Read after the solutions are open, so glue inside them counts as shown.
     check.visible_text = browser.evaluate("document.body.innerText")
+    text = browser.evaluate(PAGE_TEXT)
+    check.problems += [f"shows Python's text for an object: {marker!r}" for marker in PYTHON_TEXT if marker in text]
     glued = browser.evaluate(GLUE)
     check.glued = len(glued)
     for span in glued:
@@ -146,38 +259,17 @@ def check_page(browser, url: str, origin: str) -> PageCheck:
             check.problems.append(f"a glued value is {'empty' if not span['text'] else 'hidden'}: {span['text']!r}")
 
     check.explorers = browser.evaluate("document.querySelectorAll('p.explorer-runs-live').length")
-    charts = browser.evaluate(CHARTS)
-    check.charts = len(charts)
-    for chart in charts:
-        steps, target = chart["steps"], chart["target"]
-        name = f"{chart['kind']} chart"
-        if not chart["enabled"]:
-            check.problems.append(f"{name}: its slider was never switched on (webcharts.js did not run)")
-        if chart["readouts"] != steps["readouts"][target] or chart["value"] != steps["values"][target]:
-            check.problems.append(f"{name}: at step {target} it shows {chart['value']!r} {chart['readouts']},"
-                                  f" not {steps['values'][target]!r} {steps['readouts'][target]}")
-        if chart["readouts"] == chart["before"]:
-            check.problems.append(f"{name}: the readouts did not change when the slider moved")
-        if chart["markers"] != steps["marks"][target]:
-            check.problems.append(f"{name}: markers at {chart['markers']}, not {steps['marks'][target]}")
+    rng = rng or random.Random()
+    charts = browser.page.locator("figure.webchart")
+    check.charts = charts.count()
+    for index in range(check.charts):
+        problems, moved = chart_problems(charts.nth(index), rng, settings)
+        check.problems += problems
+        check.settings += moved
     # What clicking and sliding set off (a script error, a font fetched late) counts too.
     check.problems += load_problems(browser.events, origin)
     browser.events.clear()
     return check
-
-
-def move_slider(browser, chart_kind: str, value: str) -> list[str]:
-    """Move the first chart of ``chart_kind`` to the step reading ``value``; return its readouts."""
-    return browser.evaluate(f"""
-(() => {{
-  const figure = document.querySelector('figure.webchart[data-chart={json.dumps(chart_kind)}]');
-  const steps = JSON.parse(figure.querySelector("script.webchart-steps").textContent);
-  const input = figure.querySelector("input[type=range]");
-  input.value = String(steps.values.indexOf({json.dumps(value)}));
-  input.dispatchEvent(new Event("input", {{bubbles: true}}));
-  return [figure.querySelector(".webchart-value").textContent,
-          ...Array.from(figure.querySelectorAll("[data-readout]"), r => r.textContent)];
-}})()""")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -1,11 +1,14 @@
-"""The built website in headless Chromium, offline.
+"""The built website in headless Chromium (Playwright driving Debian's Chromium), offline.
 
 On every page of the table of contents: no error from the site's own scripts, styles or
-images, and no request that leaves the site; every image loads; every glued number
-shows; every solution dropdown is closed until clicked and opens when clicked; every
-chart answers its slider with the step the package computed. A test page built with
-the course's configuration makes sure each check meets something to check, and a
-broken page makes sure each check can fail.
+images, and no request that leaves the site; every image and every figure loads; no
+Python object's text where a figure or number belongs; every glued number shows; every
+solution dropdown is closed until clicked and opens when clicked; every control of every
+chart is moved, and what the chart shows is compared with the package's own values at
+settings chosen at random on each run (``COURSE_SEED`` repeats a run). Then the charts by
+keyboard and by touch, and every page 400 px wide in light and dark mode. A test page
+built with the course's configuration makes sure each check meets something to check,
+and a broken page makes sure each check can fail.
 
 ``make browser-check`` (part of ``make test``) runs this on ``_build/html``; it is
 skipped where /usr/bin/chromium is missing, and in a plain ``pytest`` run, which names
@@ -13,7 +16,9 @@ no site.
 """
 from __future__ import annotations
 
+import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -21,17 +26,19 @@ from pathlib import Path
 
 import pytest
 
-from cdp import CHROMIUM, Browser
-from site_checks import check_page, move_slider, serve
-
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixture" / "exercise-and-chart.md"
 SITE = os.environ.get("COURSE_SITE")
 
 if not SITE:
     pytest.skip("the browser test runs on a built site: make browser-check", allow_module_level=True)
+
+from browser import CHROMIUM, Chromium  # noqa: E402
+
 if not CHROMIUM.exists():
     pytest.skip(f"browser test skipped: {CHROMIUM} not found", allow_module_level=True)
+
+from site_checks import check_page, serve  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import launch_files  # noqa: E402
@@ -39,12 +46,72 @@ from check_site import toc_files  # noqa: E402
 
 from servingmath import webcharts  # noqa: E402
 
+SEED = int(os.environ.get("COURSE_SEED") or random.SystemRandom().randrange(10**6))
+# Phones: the narrowest width a page must read well at, in both of the theme's modes.
+PHONE = 400
+
+# Each chart's readouts, control texts and the size of its SVG text, as a phone shows them.
+PHONE_CHECK = """
+() => {
+  const width = document.documentElement.clientWidth;
+  const luminance = colour => {
+    const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+                               return (x + 0.05) / (y + 0.05); };
+  const background = element => {
+    for (let node = element; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== "transparent") return colour;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  return {
+    width: width,
+    scrollWidth: document.documentElement.scrollWidth,
+    wide: Array.from(document.querySelectorAll("article.bd-article *")).filter(element => {
+      const box = element.getBoundingClientRect();
+      const scrolls = element.closest("pre, .highlight, .table-wrapper, .pst-scrollable-table-container, mjx-container, .MathJax");
+      return box.width > 0 && box.right > width + 1 && !scrolls;
+    }).slice(0, 3).map(element => element.tagName + "." + element.className + ": " + element.textContent.slice(0, 40)),
+    charts: Array.from(document.querySelectorAll("figure.webchart"), figure => {
+      const box = figure.getBoundingClientRect();
+      return {
+        kind: figure.dataset.chart,
+        framed: background(figure.parentElement) !== background(figure.closest("article")),
+        inside: box.left >= -1 && box.right <= width + 1,
+        readouts: Array.from(figure.querySelectorAll("[data-readout], output"), element => {
+          const r = element.getBoundingClientRect();
+          return {text: element.textContent, shown: r.width > 0 && r.left >= -1 && r.right <= width + 1,
+                  contrast: contrast(getComputedStyle(element).color, background(element))};
+        }),
+        svgText: Array.from(figure.querySelectorAll("svg text"), text => {
+          const r = text.getBoundingClientRect();
+          const size = parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
+          return {text: text.textContent, height: size, inside: r.width === 0 || (r.left >= box.left - 1 && r.right <= box.right + 1),
+                  contrast: text.getAttribute("fill") ? 99 : contrast(getComputedStyle(text).fill, background(figure))};
+        }),
+      };
+    }),
+  };
+}
+"""
+
 
 @pytest.fixture(scope="module")
-def browser():
-    chromium = Browser()
-    yield chromium
-    chromium.close()
+def chromium():
+    browser = Chromium()
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    tab = chromium.tab()
+    yield tab
+    tab.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +142,40 @@ def test_page_site(tmp_path_factory):
         yield origin
 
 
+def set_chart(tab, kind: str, **setting) -> list[str]:
+    """Set the first chart of ``kind`` as a reader would; return its controls' texts, then its readouts."""
+    figure = tab.page.locator(f'figure.webchart[data-chart="{kind}"]').first
+    call = json.loads(figure.get_attribute("data-call"))
+    chart = webcharts.CHART_BUILDERS[call["function"]](**call["kwargs"])
+    for k, control in enumerate(chart.controls):
+        if control.name in setting:
+            index, box = control.index(setting[control.name]), figure.locator(f'[data-control="{k}"]')
+            if control.kind == "slider":
+                box.locator("input").fill(str(index))
+            elif control.kind == "menu":
+                box.locator("select").select_option(str(index))
+            else:
+                box.locator(f'input[value="{index}"]').check()
+    return figure.evaluate("f => [...Array.from(f.querySelectorAll('output, select option:checked'), o => o.textContent),"
+                           " ...Array.from(f.querySelectorAll('[data-readout]'), r => r.textContent)]")
+
+
 @pytest.mark.parametrize("page", toc_files())
-def test_every_page_works_offline(browser, site, page):
-    check = check_page(browser, f"{site}{page}.html", site)
-    assert check.problems == []
+def test_every_page_works_offline_and_every_chart_shows_the_package(browser, site, page):
+    check = check_page(browser, f"{site}{page}.html", site, random.Random(f"{SEED}{page}"))
+    assert check.problems == [], f"COURSE_SEED={SEED}"
+    assert check.settings >= 50 * check.charts
 
 
 def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
-    check = check_page(browser, f"{site}index.html", site)
+    check = check_page(browser, f"{site}index.html", site, random.Random(SEED))
     assert check.problems == []
     assert "4.79 ms" in check.visible_text and "295" in check.visible_text
     assert check.charts == 1
-    assert move_slider(browser, "batching", "1 user") == ["1 user", "750,000", "$3.995", "209", "memory-bound"]
-    assert move_slider(browser, "batching", "8 users")[:3] == ["8 users", "6,000,000", "$0.499"]
-    assert move_slider(browser, "batching", "1,024 users")[3:] == ["60", "compute-bound"]
+    assert set_chart(browser, "batching", users=1, gpu="h100-sxm") == [
+        "1 user", "NVIDIA H100 SXM, $3.00 an hour", "750,000", "$3.995", "209", "memory-bound", "$3.00 an hour"]
+    assert set_chart(browser, "batching", users=8)[2:4] == ["6,000,000", "$0.499"]
+    assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "compute-bound"]
     links = browser.evaluate("Array.from(document.querySelectorAll('a'), a => a.href)")
     url, branch = launch_files.repository()
     repository_path = url.split("github.com/")[1]
@@ -96,20 +183,115 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert f"https://mybinder.org/v2/gh/{repository_path}/{branch}?urlpath=lab/tree/index.md" in links
 
 
-def test_each_check_meets_a_solution_a_glued_number_a_formula_charts_and_an_explorer(browser, test_page_site):
-    check = check_page(browser, f"{test_page_site}{FIXTURE.stem}.html", test_page_site)
+@pytest.mark.parametrize("page, kind, setting, expected", [
+    ("chapters/lesson-1/part-1-prompt-and-reply", "passes", {"prompt_tokens": 500, "reply_tokens": 1000},
+     ["500 tokens", "1,000 tokens", "1,000", "500", "999", "33.4 %"]),
+    ("chapters/lesson-1/part-2-same-weights-different-work", "roofline", {"tokens": 200, "gpu": "h100-sxm"},
+     ["200 tokens", "NVIDIA H100 SXM", "200", "295 FLOP per byte", "memory-bound"]),
+    ("chapters/lesson-1/part-3-time-on-the-clock", "request", {"weight_bits": 8},
+     ["NVIDIA H100 SXM", "3,000 tokens", "250 tokens"]),
+    ("chapters/plates/xxiii-1-prefill-and-decode", "workshop", {"tokens": 1024, "assumptions": "plate"},
+     ["1,024 tokens", "NVIDIA H100 SXM", "28.4 ms", "0.0277 ms", "1,033", "compute-bound"]),
+])
+def test_each_lessons_chart_shows_its_examples(browser, site, page, kind, setting, expected):
+    browser.open(f"{site}{page}.html")
+    shown = set_chart(browser, kind, **setting)
+    assert shown[:len(expected)] == expected or all(value in shown for value in expected)
+    if kind == "request":
+        assert "417" in shown
+
+
+def test_charts_answer_the_keyboard(chromium, site):
+    tab = chromium.tab()
+    try:
+        tab.open(f"{site}chapters/lesson-1/part-3-time-on-the-clock.html")
+        figure = tab.page.locator('figure.webchart[data-chart="request"]')
+        prompt = figure.locator('[data-control="2"] input')
+        prompt.focus()
+        tab.page.keyboard.press("End")
+        assert figure.locator('[data-control="2"] output').text_content() == "20,000 tokens"
+        tab.page.keyboard.press("Home")
+        tab.page.keyboard.press("ArrowRight")
+        assert figure.locator('[data-control="2"] output').text_content() == "20 tokens"
+        before = figure.locator("[data-readout]").all_text_contents()
+        figure.locator('[data-control="1"] input[value="0"]').focus()
+        tab.page.keyboard.press("ArrowRight")   # 16 bits -> 8 bits, as arrow keys move through radio buttons
+        assert figure.locator('[data-control="1"] input:checked').get_attribute("value") == "1"
+        tab.page.keyboard.press("Tab")
+        assert tab.evaluate("document.activeElement.type") == "range"
+        figure.locator("select").focus()
+        tab.page.keyboard.press("ArrowDown")
+        assert figure.locator("select").input_value() == "1"
+        assert figure.locator("[data-readout]").all_text_contents() != before
+        # A focused control shows where the keyboard is.
+        figure.locator("select").focus()
+        assert tab.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    finally:
+        tab.close()
+
+
+def test_a_slider_answers_a_finger(chromium, site):
+    phone = chromium.tab(width=PHONE, height=800, touch=True)
+    try:
+        phone.open(f"{site}index.html")
+        figure = phone.page.locator("figure.webchart")
+        slider = figure.locator("input[type=range]")
+        slider.scroll_into_view_if_needed()
+        box = slider.bounding_box()
+        assert box["height"] >= 24, "a slider a finger can find"
+        phone.page.touchscreen.tap(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+        assert figure.locator("output").text_content() == "1,024 users"
+        phone.page.touchscreen.tap(box["x"] + 2, box["y"] + box["height"] / 2)
+        assert figure.locator("output").text_content() == "1 user"
+        assert figure.locator("[data-readout]").first.text_content() == "750,000"
+    finally:
+        phone.close()
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_every_page_reads_on_a_phone(chromium, site, dark):
+    phone = chromium.tab(width=PHONE, height=800, dark=dark, touch=True)
+    problems = []
+    try:
+        for page in toc_files():
+            phone.open(f"{site}{page}.html")
+            seen = phone.evaluate(PHONE_CHECK)
+            if seen["wide"]:
+                problems.append(f"{page}: wider than the phone: {seen['wide']}")
+            for chart in seen["charts"]:
+                name = f"{page}: {chart['kind']} chart"
+                if not chart["inside"]:
+                    problems.append(f"{name} runs off the screen")
+                if chart["framed"]:
+                    problems.append(f"{name} sits in a box of another colour than the page")
+                problems += [f"{name}: {r['text']!r} is off the screen" for r in chart["readouts"] if not r["shown"]]
+                problems += [f"{name}: {r['text']!r} has contrast {r['contrast']:.1f}" for r in chart["readouts"]
+                             if r["contrast"] < 4.5]
+                problems += [f"{name}: {t['text']!r} is drawn at {t['height']:.1f} px" for t in chart["svgText"]
+                             if 0 < t["height"] < 10]
+                problems += [f"{name}: {t['text']!r} is cut off" for t in chart["svgText"] if not t["inside"]]
+                problems += [f"{name}: {t['text']!r} has contrast {t['contrast']:.1f}" for t in chart["svgText"]
+                             if t["contrast"] < 4.5]
+    finally:
+        phone.close()
+    assert problems == []
+
+
+def test_each_check_meets_a_solution_a_glued_number_a_formula_a_figure_charts_and_an_explorer(browser, test_page_site):
+    check = check_page(browser, f"{test_page_site}{FIXTURE.stem}.html", test_page_site, random.Random(SEED))
     assert check.problems == []
-    assert (check.solutions, check.glued, check.charts, check.explorers) == (1, 1, 2, 1)
+    assert (check.solutions, check.glued, check.charts, check.explorers, check.figures) == (1, 1, 2, 1, 1)
+    assert check.settings >= 100
     assert "4.79 ms" in check.visible_text and "This explorer runs live" in check.visible_text
     # MathJax typeset the formula from the site's own copy (no request left the site).
     assert browser.evaluate("document.querySelectorAll('mjx-container').length") == 1
-    assert move_slider(browser, "workshop", "1,024 tokens") == [
-        "1,024 tokens", "28.4 ms", "0.0277 ms", "1,033", "compute-bound"]
-    assert move_slider(browser, "request", "20,000 tokens") == [
-        "20,000 tokens", "325 ms", "4.79 ms", "209", "1.52 s", "79 %"]
+    # The explorer's code is folded under the line that says how to run it live.
+    assert browser.evaluate("Array.from(document.querySelectorAll('details summary'), s => s.textContent)"
+                            ".filter(t => t.includes('Live explorer')).length") == 1
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):
+    broken_chart = webcharts.batching_chart().replace("data-call=", "data-other=", 1)
     (tmp_path / "broken.html").write_text(f"""<!doctype html>
 <html><head><meta charset="utf-8"><script src="https://cdn.example.org/library.js"></script></head>
 <body>
@@ -119,12 +301,27 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
   <p class="admonition-title">Solution</p><section><p>Shown from the start.</p></section>
 </div>
 <p>A value: <span class="output text_plain" style="display: none">4.79 ms</span></p>
+<figure id="fig-timeline"><pre>&lt;Figure size 700x360 with 1 Axes&gt;</pre><figcaption>A timeline</figcaption></figure>
 {webcharts.batching_chart()}
+{broken_chart}
 </body></html>""", encoding="utf-8")
     with serve(tmp_path) as origin:
-        problems = "\n".join(check_page(browser, f"{origin}broken.html", origin).problems)
+        problems = "\n".join(check_page(browser, f"{origin}broken.html", origin, random.Random(SEED)).problems)
     for expected in ("asked the network for https://cdn.example.org/library.js", "image did not load: missing.png",
                      "HTTP 404", "notAFunction", "solution always-open is open before it is clicked",
-                     "a glued value is hidden: '4.79 ms'", "batching chart: its slider was never switched on",
-                     "batching chart: the readouts did not change"):
+                     "a glued value is hidden: '4.79 ms'", "batching chart: its controls were never switched on",
+                     "figure 'fig-timeline' shows no image or SVG", "shows Python's text for an object: '<Figure size'",
+                     "batching chart: the page does not say how it was built"):
         assert expected in problems
+
+
+def test_a_chart_that_shows_the_wrong_values_is_caught(browser, tmp_path):
+    chart = webcharts.batching_chart()
+    # A chart whose table was shuffled: the page would show another setting's values.
+    wrong = chart.replace('"readouts":[', '"readouts":[0,0,0,0,0,', 1)
+    script = (ROOT / "_static" / "webcharts.js").read_text()
+    (tmp_path / "wrong.html").write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{wrong}"
+                                         f"<script>{script}</script></body></html>", encoding="utf-8")
+    with serve(tmp_path) as origin:
+        problems = "\n".join(check_page(browser, f"{origin}wrong.html", origin, random.Random(SEED)).problems)
+    assert "the package gives" in problems
