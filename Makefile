@@ -8,7 +8,7 @@ READY  := $(VENV)/.ready
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
-.PHONY: lab book test unit notebooks-check book-check browser-check screenshots bench exercises grade notebooks pins clean
+.PHONY: lab book test unit lab-check notebooks-check book-check browser-check screenshots bench exercises grade notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -28,13 +28,19 @@ book: $(READY)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-# Every check: the package, then every notebook under nbval, then the book with warnings as errors,
-# then the built site in headless Chromium (skipped, and said so, where Chromium is missing).
+# Every check: the package, then every page in JupyterLab, then every notebook under nbval, then the
+# book with warnings as errors, then the built site in headless Chromium (the two browser checks are
+# skipped, and say so, where Chromium is missing).
 test: $(READY)
-	$(MAKE) unit notebooks-check book-check browser-check
+	$(MAKE) unit lab-check notebooks-check book-check browser-check
 
 unit: $(READY)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --ignore=tests/jupyterlab
+
+# Every page and exercise notebook run in JupyterLab (started as `make lab` starts it, on a copy of
+# the course) in headless Chromium, and every explorer's controls moved (tests/jupyterlab/).
+lab-check: $(READY)
+	$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider
 
 notebooks-check: $(READY)
 	$(BIN)/python scripts/nbgate.py
@@ -52,9 +58,11 @@ browser-check: $(READY)
 	fi
 
 # What each surface shows, as PNGs under _build/screenshots/: every page of the built site
-# (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own.
+# (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own;
+# and each explorer in JupyterLab before and after a control moves (jupyterlab/).
 screenshots: $(READY)
 	$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots
+	$(BIN)/python scripts/lab_screenshots.py --out _build/screenshots/jupyterlab
 
 # What Binder and Colab open: .binder/requirements.txt from requirements.txt, and an .ipynb copy
 # of every page under notebooks/. Run it after changing a page; a test fails while they differ.

@@ -65,13 +65,12 @@ def test_the_figures_show_the_example_at_their_defaults():
     assert marks(workshop_explorer(tokens=1).svg, "prefill") == []
 
 
-def test_the_static_figure_follows_the_controls_and_shows_as_an_image_anywhere():
+def test_the_static_figure_follows_the_controls():
     explorer = request_explorer()
     explorer.set(weight_bits=8)
     labels = explorer.ax.get_legend_handles_labels()[1]
     assert labels[1] == "decode, 249 steps of 2.40 ms: 0.60 s"
-    png = explorer.figure._repr_png_()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert plots.figure_png(explorer.figure).startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_an_explorer_without_an_svg_drawing_shows_its_matplotlib_figure():

@@ -415,9 +415,12 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None) -> SVG:
     for step in marks:
         chart.dot(step.cost.tokens, step.time_per_token, PREFILL, radius=4.5, square=True, gid="prefill")
         px, py = chart.at(step.cost.tokens, step.time_per_token)
-        chart.text(px, py - 14, f"{_number(step.cost.tokens)}-token prefill:\n"
-                                f"{units.ms_significant(step.time_per_token)} a token",
-                   colour=PREFILL, anchor="middle", size=11, baseline="bottom")
+        # Centred over the mark, unless that would run past an edge of the chart.
+        anchor, shift = (("end", 8) if px > chart.right - 90 else ("start", -8) if px < chart.left + 90
+                         else ("middle", 0))
+        chart.text(px + shift, py - 14, f"{_number(step.cost.tokens)}-token prefill:\n"
+                                        f"{units.ms_significant(step.time_per_token)} a token",
+                   colour=PREFILL, anchor=anchor, size=11, baseline="bottom")
     chart.legend(entries, chart.left + 10, chart.bottom - 16 * len(entries))
     chart.frame()
     ticks = [t for t in (1, 4, 16, 64, 256, 1024, 4096, 16384) if first <= t <= last]

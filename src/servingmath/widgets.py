@@ -16,6 +16,7 @@ but ipywidgets' own ``HTML`` widget, the same in ipywidgets 7 (Colab) and 8 (Jup
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
 from dataclasses import replace
@@ -38,21 +39,13 @@ from .roofline import LESSON, PLATE, ridge_point
 from .serving import request_passes, step, time_per_token_curve
 
 
-class StaticFigure(Figure):
-    """A matplotlib figure that shows itself as a PNG in any notebook, pyplot or not."""
-
-    def _repr_png_(self):
-        png = io.BytesIO()
-        self.savefig(png, format="png")
-        return png.getvalue()
-
-
 class Explorer:
     """Controls -> readouts and a figure."""
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], compute: Callable, describe: Callable,
-                 draw: Callable, title: str = "", sketch: Callable | None = None):
+                 draw: Callable, title: str = "", sketch: Callable | None = None, name: str = ""):
         self.controls = dict(controls)
+        self.name = name  # which explorer this is, on the page (a class of its box), for tests that find it
         self._compute, self._describe, self._draw = compute, describe, draw
         self._sketch = sketch
         self.title = title
@@ -123,7 +116,7 @@ class Explorer:
     def _draw_figure(self, result):
         if self._figure is None:
             # A figure outside pyplot: the explorer owns it, and it is freed with the explorer.
-            self._figure = StaticFigure(figsize=(7.0, 3.6), layout="constrained")
+            self._figure = Figure(figsize=(7.0, 3.6), layout="constrained")
             FigureCanvasAgg(self._figure)
             self._figure.add_subplot()
         if self._drawn is not result:
@@ -144,6 +137,8 @@ class Explorer:
         header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
         box = widgets.VBox([*header, widgets.VBox(list(self.controls.values())), self.readout, self.view])
         box.add_class("servingmath-explorer")
+        if self.name:
+            box.add_class(f"servingmath-explorer-{self.name}")
         return box
 
     def _ipython_display_(self):
@@ -172,7 +167,7 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
     }
     return Explorer(controls, compute=request_passes, describe=_describe_passes,
                     draw=lambda counted, ax: plots.request_timeline(counted, ax=ax),
-                    sketch=svgcharts.request_timeline, title="One request, counted in passes")
+                    name="passes", sketch=svgcharts.request_timeline, title="One request, counted in passes")
 
 
 # --- Lesson 1, part 2: arithmetic intensity on the roofline ---------------------------
@@ -220,7 +215,7 @@ def intensity_explorer(tokens=3000, gpu="h100-sxm", weight_bits=16) -> Explorer:
                                              style={"description_width": "initial", "button_width": "4em"}),
     }
     return Explorer(controls, compute=_one_pass, describe=_describe_intensity, draw=_draw_intensity,
-                    sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
+                    name="intensity", sketch=_sketch_intensity, title="Llama 3 8B: FLOP per byte against the ridge")
 
 
 # --- Lesson 1, part 3: where a request's time goes ------------------------------------
@@ -262,7 +257,8 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         }
 
     return Explorer(controls, compute, describe, lambda result, ax: plots.request_time_split(result[1], ax),
-                    sketch=lambda result: svgcharts.request_time_split(result[1]), title="Where a request's time goes")
+                    name="request", sketch=lambda result: svgcharts.request_time_split(result[1]),
+                    title="Where a request's time goes")
 
 
 # --- Lesson 1, part 4: batching and the cost of a million tokens ----------------------
@@ -270,6 +266,14 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
 # Users per pass the slider offers: roughly evenly spaced on a log scale, 1 to 4,096.
 USERS_PER_PASS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
                   3072, 4096)
+
+
+@functools.lru_cache(maxsize=32)
+def _batching_sweep(model, gpu, price_per_hour):
+    """Every batch the slider offers, and where a step turns compute-bound: the same while only the batch moves."""
+    served, chosen_gpu = MODELS[model], CATALOG[gpu]
+    return (serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1), price_per_hour=price_per_hour),
+            serving.compute_bound_batch(served, chosen_gpu))
 
 
 def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama-3-8b"):
@@ -290,12 +294,9 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
 
     def compute(batch, price_per_hour, gpu):
         chosen_gpu = CATALOG[gpu]
-        return SimpleNamespace(
-            chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
-            sweep=serving.batching(served, chosen_gpu, range(1, USERS_PER_PASS[-1] + 1),
-                                   price_per_hour=price_per_hour),
-            compute_bound_batch=serving.compute_bound_batch(served, chosen_gpu),
-        )
+        sweep, compute_bound_batch = _batching_sweep(model, gpu, price_per_hour)
+        return SimpleNamespace(chosen=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
+                               sweep=sweep, compute_bound_batch=compute_bound_batch)
 
     def describe(result):
         chosen, turn = result.chosen, result.compute_bound_batch
@@ -314,7 +315,7 @@ def batching_explorer(batch=32, price_per_hour=3.0, gpu="h100-sxm", model="llama
     def sketch(result):
         return svgcharts.batching_sweep(result.sweep, result.chosen, result.compute_bound_batch)
 
-    explorer = Explorer(controls, compute, describe, draw, sketch=sketch,
+    explorer = Explorer(controls, compute, describe, draw, name="batching", sketch=sketch,
                         title=f"Batching {served.name}: what a million tokens cost")
 
     def follow_the_gpu_price(change):
@@ -401,13 +402,18 @@ def _workshop(tokens, compute_efficiency, bandwidth_efficiency, overhead, model,
         PLATE, compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency, overhead=overhead,
         label=f"plate: {units.percent(compute_efficiency)} compute, {units.percent(bandwidth_efficiency)} "
               f"bandwidth, {units.ms(overhead)} a pass")
-    chosen_model, chosen_gpu = find_model(model), find_gpu(gpu)
-    curve = time_per_token_curve(chosen_model, chosen_gpu, assumptions=assumptions)
+    curve = _curve(model, gpu, assumptions)
     decode = curve.decode_at(cached_tokens)
     # One token in the pass is a decode step over the cache; more is a prefill of the prompt.
     chosen = decode if tokens == 1 else curve.prefill_at(tokens)
     return SimpleNamespace(tokens=tokens, cached_tokens=cached_tokens, curve=curve, decode=decode, chosen=chosen,
-                           ideal=time_per_token_curve(chosen_model, chosen_gpu, assumptions=LESSON))
+                           ideal=_curve(model, gpu, LESSON))
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(model, gpu, assumptions):
+    """The workshop's curve, kept while only the tokens in the pass or the cache move."""
+    return time_per_token_curve(find_model(model), find_gpu(gpu), assumptions=assumptions)
 
 
 def _describe_workshop(result):
@@ -462,7 +468,8 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
         "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
                                            description="decode: tokens cached", style=style, layout=layout),
     }
-    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, sketch=_sketch_workshop,
+    return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, name="workshop",
+                    sketch=_sketch_workshop,
                     title="Time per token of one forward pass")
 
 

@@ -1,0 +1,397 @@
+"""JupyterLab as `make lab` sets it up, driven by Playwright in Debian's Chromium.
+
+``lab_session()`` copies the course into a temporary folder (so nothing JupyterLab writes,
+checkpoints or saved notebooks, lands in the work tree), writes the same setting
+`make lab` writes (jupytext as the default viewer of Markdown, so each page opens as a
+notebook) into a temporary configuration folder, starts ``jupyter lab`` on a free local
+port with a token, and stops it afterwards. ``Lab.open(path)`` opens one notebook and
+``Notebook`` runs it, reads its outputs and drives its explorers.
+
+Used by ``tests/jupyterlab/test_lab.py``, ``scripts/lab_screenshots.py`` and
+``scripts/bench.py``.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+BIN = Path(sys.executable).parent
+# What the copy leaves out: build outputs, caches, the environment, and what JupyterLab itself writes.
+NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints",
+              "notebooks", ".binder", "*.egg-info")
+
+# Which explorer each ``servingmath.widgets`` factory builds, by the name it shows on the page.
+EXPLORER_NAMES = ("passes", "intensity", "request", "batching", "workshop")
+
+
+def pages() -> list[str]:
+    """Every page of the book (the table of contents) and every exercise notebook, as paths in the course."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from nbgate import sources
+
+    return [path.relative_to(ROOT).as_posix() for path in sources()
+            if not path.relative_to(ROOT).as_posix().startswith("solutions/")]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+    log: Path
+
+    def api(self, path, method="GET"):
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+    def shut_kernels(self):
+        for session in self.api("/api/sessions"):
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@contextlib.contextmanager
+def jupyterlab(source: Path = ROOT):
+    """JupyterLab serving a temporary copy of ``source``; yields a ``Server``, then stops it and removes the copy."""
+    with tempfile.TemporaryDirectory(prefix="servingmath-lab-") as scratch:
+        scratch = Path(scratch)
+        course = scratch / "course"
+        shutil.copytree(source, course, ignore=shutil.ignore_patterns(*NOT_COPIED))
+        config = scratch / "config"
+        env = {**os.environ,
+               # The settings `make lab` writes, here outside the environment and the work tree.
+               "JUPYTER_CONFIG_DIR": str(config),
+               "JUPYTERLAB_SETTINGS_DIR": str(scratch / "settings"),
+               "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "workspaces"),
+               "JUPYTER_RUNTIME_DIR": str(scratch / "runtime"),
+               "IPYTHONDIR": str(scratch / "ipython"),
+               "MPLCONFIGDIR": str(scratch / "matplotlib"),
+               # The kernel imports the package from the copy, as it stands in the work tree.
+               "PYTHONPATH": str(course / "src"),
+               "PYTHONDONTWRITEBYTECODE": "1",
+               # The lab page measures this machine: its quick version.
+               "SERVINGMATH_LAB": "quick"}
+        subprocess.run([str(BIN / "jupytext-config"), "set-default-viewer", "markdown", "myst"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        # Every cell laid out, not only those scrolled into view, so the test reads every output.
+        tracker = scratch / "settings" / "@jupyterlab" / "notebook-extension"
+        tracker.mkdir(parents=True)
+        (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        # No question about JupyterLab's news over the notebook.
+        notices = scratch / "settings" / "@jupyterlab" / "apputils-extension"
+        notices.mkdir(parents=True)
+        (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+        port, token = free_port(), secrets.token_hex(16)
+        log = scratch / "jupyterlab.log"
+        with open(log, "wb") as output:
+            process = subprocess.Popen(
+                [str(BIN / "jupyter"), "lab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+                 "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
+                 "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--ServerApp.terminals_enabled=False",
+                 # CI and containers run as root; JupyterLab refuses that unless told.
+                 *(["--allow-root"] if os.geteuid() == 0 else [])],
+                cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        server = Server(f"http://127.0.0.1:{port}", token, course, process, log)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"jupyter lab stopped at start:\n{log.read_text()[-3000:]}")
+                with contextlib.suppress(OSError):
+                    server.api("/api/status")
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter lab did not answer in 120 s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.5)
+            yield server
+        finally:
+            with contextlib.suppress(Exception):
+                server.shut_kernels()
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+
+
+# --- in the page ------------------------------------------------------------------------
+PANEL = "window.jupyterapp && window.jupyterapp.shell.currentWidget"
+
+STATE = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.content.model || !panel.sessionContext) return null;
+  const session = panel.sessionContext.session;
+  const cells = [];
+  const model = panel.content.model;
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.type !== 'code') continue;
+    const outputs = [];
+    for (let j = 0; j < cell.outputs.length; j++) outputs.push(cell.outputs.get(j).toJSON());
+    cells.push({index: i, source: cell.sharedModel.getSource(), count: cell.executionCount, outputs});
+  }
+  return {factory: panel.context ? panel.context.factoryName || '' : '', path: panel.context.path,
+          kernel: session && session.kernel ? session.kernel.status : 'none', cells};
+}"""
+
+# The explorers on the page: for each, its name, controls (kind, label, shown value), readouts and figure.
+EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .servingmath-explorer')).map(box => {
+  const name = Array.from(box.classList).find(c => c.startsWith('servingmath-explorer-'));
+  const controls = Array.from(box.querySelectorAll('.widget-slider, .widget-dropdown, .widget-toggle-buttons'))
+    .map(control => {
+      const kind = control.classList.contains('widget-dropdown') ? 'dropdown'
+                 : control.classList.contains('widget-toggle-buttons') ? 'buttons' : 'slider';
+      const label = (control.querySelector('.widget-label') || {}).textContent || '';
+      let shown = '';
+      if (kind === 'dropdown') { const s = control.querySelector('select'); shown = s.options[s.selectedIndex].text; }
+      else if (kind === 'buttons') { const b = control.querySelector('button.mod-active'); shown = b ? b.textContent : ''; }
+      else { const r = control.querySelector('.widget-readout'); shown = r ? r.textContent : ''; }
+      return {kind, label, shown};
+    });
+  const readouts = Array.from(box.querySelectorAll('.servingmath-readouts tr'))
+    .map(row => [row.querySelector('th').textContent, row.querySelector('td').textContent]);
+  const figure = box.querySelector('.servingmath-figure svg');
+  const rect = figure ? figure.getBoundingClientRect() : null;
+  return {name: name ? name.slice('servingmath-explorer-'.length) : '', controls, readouts,
+          figure: figure ? figure.outerHTML : '', figureSize: rect ? [rect.width, rect.height] : [0, 0]};
+})"""
+
+# The markup ``svg`` becomes once the browser has parsed it as the HTML widget does, to compare with what is shown.
+AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
+  return holder.firstElementChild ? holder.firstElementChild.outerHTML : ''; }"""
+
+# Time a move: from the reader's input on explorer ``index`` to the next frame after its figure changed.
+ARM_TIMER = """(index) => {
+  const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
+  const figure = box.querySelector('.servingmath-figure');
+  window.__move = {start: null, shown: null};
+  const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
+  for (const kind of ['keydown', 'pointerdown', 'change']) box.addEventListener(kind, started, {capture: true, once: true});
+  const observer = new MutationObserver(() => {
+    observer.disconnect();
+    figure.getBoundingClientRect();  // laid out
+    requestAnimationFrame(() => { window.__move.shown = performance.now(); });
+  });
+  observer.observe(figure, {childList: true, subtree: true, characterData: true});
+}"""
+
+
+class Notebook:
+    """One notebook open in JupyterLab."""
+
+    def __init__(self, page, path):
+        self.page, self.path = page, path
+
+    def state(self):
+        return self.page.evaluate(STATE)
+
+    def wait_ready(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.state()
+            if state and state["path"] == self.path and state["kernel"] == "idle":
+                return state
+            time.sleep(0.25)
+        raise AssertionError(f"{self.path}: no idle kernel after {timeout} s (state: {self.state()})")
+
+    def run_all(self, timeout=300):
+        """Run All, as the Run menu does; return the code cells once each has run or one has failed."""
+        self.wait_ready()
+        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        deadline = time.monotonic() + timeout
+        settled = 0
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            state = self.state()
+            done = all(cell["count"] is not None for cell in state["cells"])
+            failed = any(output.get("output_type") == "error" for cell in state["cells"] for output in cell["outputs"])
+            settled = settled + 1 if (done or failed) and state["kernel"] == "idle" else 0
+            if settled >= 4:  # idle for a second: the widgets' messages have arrived too
+                return state["cells"]
+        raise AssertionError(f"{self.path}: Run All had not finished after {timeout} s")
+
+    def explorers(self):
+        return self.page.evaluate(EXPLORERS)
+
+    def explorer_box(self, index):
+        return self.page.locator(".jp-Notebook .servingmath-explorer").nth(index)
+
+    def control(self, index, number):
+        return self.explorer_box(index).locator(
+            ".widget-slider, .widget-dropdown, .widget-toggle-buttons").nth(number)
+
+    def as_parsed(self, svg):
+        return self.page.evaluate(AS_PARSED, svg)
+
+    def move(self, index, number, kind, to_end):
+        """Move control ``number`` of explorer ``index`` to its last setting (``to_end``) or its first, as a reader would."""
+        control = self.control(index, number)
+        control.scroll_into_view_if_needed()
+        if kind == "slider":
+            handle = control.locator(".noUi-handle, .ui-slider-handle").first
+            handle.focus()
+            handle.press("End" if to_end else "Home")
+        elif kind == "dropdown":
+            select = control.locator("select")
+            count = select.locator("option").count()
+            select.select_option(index=count - 1 if to_end else 0)
+        else:
+            buttons = control.locator("button")
+            buttons.nth(buttons.count() - 1 if to_end else 0).click()
+
+    def timed_move(self, index, number, kind, to_end, timeout=10):
+        """Move a control; seconds from the input to the next frame after the new figure is in place."""
+        self.page.evaluate(ARM_TIMER, index)
+        self.move(index, number, kind, to_end)
+        self.page.wait_for_function("() => window.__move.shown !== null", timeout=timeout * 1000)
+        move = self.page.evaluate("() => window.__move")
+        return (move["shown"] - move["start"]) / 1000
+
+    def wait_for_figure_change(self, index, before, timeout=10):
+        """The explorer's state once its figure differs from ``before`` and its readouts have settled."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = self.explorers()[index]
+            if now["figure"] != before:
+                time.sleep(0.3)  # a control that sets another (the GPU sets the price) redraws twice
+                return self.explorers()[index]
+            time.sleep(0.05)
+        return self.explorers()[index]
+
+
+# --- the same moves on the package's side ---------------------------------------------------
+def make_explorer(name):
+    """The explorer ``name`` at its defaults, built in this process: what the page should show."""
+    from servingmath import widgets
+
+    return getattr(widgets, f"{name}_explorer")()
+
+
+def at_end(control) -> bool:
+    """Whether a control stands at its last setting."""
+    if hasattr(control, "options"):
+        return control.index == len(control.options) - 1
+    return control.value == _last(control)
+
+
+def _last(control):
+    return control.base ** control.max if hasattr(control, "base") else control.max
+
+
+def _first(control):
+    return control.base ** control.min if hasattr(control, "base") else control.min
+
+
+def mirror_move(explorer, number, to_end):
+    """Move control ``number`` of ``explorer`` as ``Notebook.move`` moves it on the page."""
+    control = list(explorer.controls.values())[number]
+    if hasattr(control, "options"):
+        control.index = len(control.options) - 1 if to_end else 0
+    else:
+        control.value = _last(control) if to_end else _first(control)
+
+
+def control_kind(control) -> str:
+    from ipywidgets import Dropdown, ToggleButtons
+
+    return "dropdown" if isinstance(control, Dropdown) else "buttons" if isinstance(control, ToggleButtons) else "slider"
+
+
+def moves(explorer, count):
+    """``count`` moves that each change the figure: each control in turn, to its last setting or back to its first.
+
+    Yields (control number, kind, to_end) and moves ``explorer`` (the package's copy) the same way.
+    """
+    controls = list(explorer.controls.values())
+    for move in range(count):
+        number = move % len(controls)
+        to_end = not at_end(controls[number])
+        yield number, control_kind(controls[number]), to_end
+        mirror_move(explorer, number, to_end)
+
+
+# The page that holds each explorer.
+EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
+                  "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
+                  "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
+                  "batching": "chapters/lesson-1/part-4-batching.md",
+                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md"}
+
+
+def redraw_times(lab, count=20):
+    """For each explorer: seconds from a control's move to the next frame with its new figure, ``count`` moves."""
+    times = {}
+    for name, path in EXPLORER_PAGES.items():
+        notebook = lab.open(path)
+        notebook.run_all()
+        index = [shown["name"] for shown in notebook.explorers()].index(name)
+        notebook.explorer_box(index).scroll_into_view_if_needed()
+        times[name] = []
+        for number, kind, to_end in moves(make_explorer(name), count):
+            times[name].append(notebook.timed_move(index, number, kind, to_end))
+            time.sleep(0.3)  # the price that follows a GPU, and the kernel, settle before the next move
+    return times
+
+
+class Lab:
+    """A browser on a running JupyterLab."""
+
+    def __init__(self, server: Server, browser, height=900):
+        self.server, self.browser = server, browser
+        self.context = browser.new_context(viewport={"width": 1280, "height": height}, device_scale_factor=1)
+        self.page = self.context.new_page()
+        self.messages: list[str] = []
+        self.page.on("pageerror", lambda error: self.messages.append(f"page error: {error}"))
+
+    def open(self, path: str) -> Notebook:
+        self.server.shut_kernels()
+        self.page.goto(f"{self.server.url}/lab/tree/{path}?reset&token={self.server.token}")
+        self.page.wait_for_function(f"() => {PANEL} && {PANEL}.context && {PANEL}.context.path === {json.dumps(path)}",
+                                    timeout=120_000)
+        notebook = Notebook(self.page, path)
+        notebook.wait_ready()
+        return notebook
+
+    def close(self):
+        self.context.close()
+
+
+@contextlib.contextmanager
+def lab_browser(source: Path = ROOT, height=900):
+    """A running JupyterLab on a copy of ``source`` and a headless Chromium on it, ``height`` pixels tall."""
+    from playwright.sync_api import sync_playwright
+
+    with jupyterlab(source) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        lab = Lab(server, browser, height)
+        try:
+            yield lab
+        finally:
+            lab.close()
+            browser.close()

@@ -1,0 +1,117 @@
+"""Every page and exercise notebook in a real JupyterLab, in headless Chromium.
+
+JupyterLab starts as `make lab` sets it up (Markdown pages open as notebooks through
+jupytext), on a free local port with a token, serving a temporary copy of the course, so
+the work tree is left as it was. Each notebook is opened and run with Run All. Then:
+
+- no cell shows an error or writes to stderr, and no figure shows as text instead of an image;
+- every explorer shows its controls, its readouts and its figure, each as the package
+  computes them at the explorer's defaults;
+- each control of each explorer is moved, as a reader moves it (a slider's handle with
+  the keyboard, a dropdown's menu, a button), and the readouts and the figure then show
+  what the package computes at the new setting.
+
+Skipped only where Chromium (/usr/bin/chromium) is missing. ``make lab-check`` runs it
+(part of ``make test``); the explorers' screenshots come from ``scripts/lab_screenshots.py``
+and the redraw times from ``make bench``.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import labdriver  # noqa: E402
+
+if not labdriver.CHROMIUM.exists():
+    pytest.skip(f"JupyterLab test skipped: {labdriver.CHROMIUM} not found (apt-get install chromium)",
+                allow_module_level=True)
+
+PAGES = labdriver.pages()
+# A matplotlib figure that failed to show as an image leaves only its text.
+FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
+# The explorers each page holds.
+EXPLORER_PAGES = {path: [name] for name, path in labdriver.EXPLORER_PAGES.items()}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with labdriver.lab_browser() as running:
+        yield running
+
+
+def problems_in(cells):
+    """What a reader would see go wrong in the outputs: errors, stderr, figures shown as text."""
+    found = []
+    for cell in cells:
+        where = f"cell {cell['index']} ({cell['source'].strip().splitlines()[0][:60] if cell['source'].strip() else ''})"
+        for output in cell["outputs"]:
+            kind = output.get("output_type")
+            if kind == "error":
+                found.append(f"{where}: {output.get('ename')}: {output.get('evalue')}")
+            elif kind == "stream" and output.get("name") == "stderr":
+                found.append(f"{where}: stderr: {''.join(output.get('text', ''))[:300]}")
+            elif kind in ("display_data", "execute_result"):
+                data = output.get("data", {})
+                text = "".join(data.get("text/plain", ""))
+                if FIGURE_AS_TEXT.search(text) and not any(k.startswith("image/") for k in data):
+                    found.append(f"{where}: a figure shows as text, not as an image: {text[:80]}")
+        if cell["count"] is None:
+            found.append(f"{where}: never ran")
+    return found
+
+
+def test_the_test_covers_every_page_and_exercise():
+    assert "index.md" in PAGES and any(p.startswith("exercises/") for p in PAGES)
+    assert not any(p.startswith("solutions/") or "/." in p for p in PAGES)
+    assert set(EXPLORER_PAGES) <= set(PAGES)
+
+
+def check_explorer(notebook, index, shown):
+    """Compare explorer ``index`` on the page with the package's, then move each control and compare again."""
+    name = shown["name"]
+    mirror = labdriver.make_explorer(name)
+    controls = list(mirror.controls.values())
+    assert [c["label"] for c in shown["controls"]] == [c.description for c in controls], name
+    assert shown["figureSize"][0] > 300 and shown["figureSize"][1] > 100, f"{name}: the figure is not on screen"
+    assert dict(shown["readouts"]) == mirror.readouts, f"{name}: readouts at the defaults"
+    assert shown["figure"] == notebook.as_parsed(mirror.svg), f"{name}: figure at the defaults"
+    for number, control in enumerate(controls):
+        to_end = not labdriver.at_end(control)
+        before = notebook.explorers()[index]
+        notebook.move(index, number, labdriver.control_kind(control), to_end)
+        after = notebook.wait_for_figure_change(index, before["figure"])
+        labdriver.mirror_move(mirror, number, to_end)
+        what = f"{name}: after moving {control.description!r} to its {'last' if to_end else 'first'} setting"
+        assert after["figure"] != before["figure"], f"{what}, the figure did not change"
+        assert dict(after["readouts"]) == mirror.readouts, what
+        assert after["figure"] == notebook.as_parsed(mirror.svg), f"{what}, the figure is not the package's"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_runs_clean_in_jupyterlab_and_its_explorers_answer(lab, path):
+    notebook = lab.open(path)
+    cells = notebook.run_all()
+    assert cells, f"{path}: no code cell ran"
+    assert problems_in(cells) == [], path
+    widget_outputs = sum("application/vnd.jupyter.widget-view+json" in output.get("data", {})
+                         for cell in cells for output in cell["outputs"])
+    explorers = notebook.explorers()
+    assert [e["name"] for e in explorers] == EXPLORER_PAGES.get(path, []), path
+    assert widget_outputs >= len(explorers)
+    for index, shown in enumerate(explorers):
+        check_explorer(notebook, index, shown)
+    assert lab.messages == [], f"{path}: errors in the page's scripts"
+
+
+def test_a_broken_callback_and_a_figure_shown_as_text_fail_the_checks(lab):
+    """A fixture page with both faults: each check above meets something to catch."""
+    notebook = lab.open("tests/jupyterlab/fixture/broken-explorer.md")
+    problems = problems_in(notebook.run_all())
+    assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
+    (shown,) = notebook.explorers()
+    with pytest.raises(AssertionError, match="after moving 'reply tokens' to its last setting, the figure did not"):
+        check_explorer(notebook, 0, shown)
