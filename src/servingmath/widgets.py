@@ -523,7 +523,7 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
         return svgcharts.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
                                             result.saving)
 
-    return Explorer(controls, compute, describe, draw, sketch=sketch,
+    return Explorer(controls, compute, describe, draw, name="cache_saving", sketch=sketch,
                     title="One decode step, with the KV cache and without it")
 
 
@@ -563,7 +563,8 @@ def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> 
     def sketch(result):
         return svgcharts.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens)
 
-    return Explorer(controls, compute, describe, draw, sketch=sketch, title="The KV cache of one conversation")
+    return Explorer(controls, compute, describe, draw, name="cache_size", sketch=sketch,
+                    title="The KV cache of one conversation")
 
 
 def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-sxm", weight_bits=16,
@@ -600,7 +601,8 @@ def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-s
     def sketch(result):
         return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens)
 
-    return Explorer(controls, compute, describe, draw, sketch=sketch, title="Users whose caches fit on one GPU")
+    return Explorer(controls, compute, describe, draw, name="users_that_fit", sketch=sketch,
+                    title="Users whose caches fit on one GPU")
 
 
 # Users per pass the lesson-2 batching explorer sweeps: 1 to 4,096.
@@ -657,7 +659,7 @@ def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", pric
     def sketch(result):
         return svgcharts.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch)
 
-    return Explorer(controls, compute, describe, draw, sketch=sketch,
+    return Explorer(controls, compute, describe, draw, name="cached_batching", sketch=sketch,
                     title=f"Batching {served.name} with every user's cache read")
 
 
@@ -715,5 +717,5 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
         return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
                                               result.crossings)
 
-    return Explorer(controls, compute, describe, draw, sketch=sketch,
+    return Explorer(controls, compute, describe, draw, name="kv_workshop", sketch=sketch,
                     title="Users whose caches fit on one GPU, three models")

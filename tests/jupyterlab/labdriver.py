@@ -35,7 +35,8 @@ NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", "__pyca
               "notebooks", ".binder", "*.egg-info")
 
 # Which explorer each ``servingmath.widgets`` factory builds, by the name it shows on the page.
-EXPLORER_NAMES = ("passes", "intensity", "request", "batching", "workshop")
+EXPLORER_NAMES = ("passes", "intensity", "request", "batching", "workshop", "cache_saving", "cache_size",
+                  "users_that_fit", "cached_batching", "kv_workshop")
 
 
 def pages() -> list[str]:
@@ -341,7 +342,12 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
                   "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
                   "batching": "chapters/lesson-1/part-4-batching.md",
-                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md"}
+                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md",
+                  "cache_saving": "chapters/lesson-2/part-1-what-the-cache-holds.md",
+                  "cache_size": "chapters/lesson-2/part-2-its-size.md",
+                  "users_that_fit": "chapters/lesson-2/part-3-how-many-users-fit.md",
+                  "cached_batching": "chapters/lesson-2/part-4-decode-and-price.md",
+                  "kv_workshop": "chapters/plates/xxiii-2-the-kv-cache.md"}
 
 
 def redraw_times(lab, count=20):
