@@ -158,3 +158,11 @@ def time_with_and_without_cache(model: Model, gpu: GPU, context_tokens,
 
 # Plate XXIII.2's three models, one for each design of attention: grouped-query, full multi-head, latent.
 WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
+
+
+# Figures the lesson quotes from its sources, as they state them.
+# Kwon et al. 2023 (PagedAttention), section 1 and figure 2: the share of the memory earlier serving
+# systems set aside for the KV cache that held tokens' keys and values, at the lowest and the highest.
+MEASURED_SHARE_HOLDING_TOKENS = (0.204, 0.382)
+# DeepSeek-AI 2024 (DeepSeek-V2), abstract: how much smaller its KV cache is than DeepSeek 67B's.
+DEEPSEEK_V2_CACHE_REDUCTION = 0.933
