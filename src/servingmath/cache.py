@@ -164,5 +164,7 @@ WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
 # Kwon et al. 2023 (PagedAttention), section 1 and figure 2: the share of the memory earlier serving
 # systems set aside for the KV cache that held tokens' keys and values, at the lowest and the highest.
 MEASURED_SHARE_HOLDING_TOKENS = (0.204, 0.382)
+# vLLM's documentation: the share of a GPU's memory its engine fills unless told otherwise.
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 # DeepSeek-AI 2024 (DeepSeek-V2), abstract: how much smaller its KV cache is than DeepSeek 67B's.
 DEEPSEEK_V2_CACHE_REDUCTION = 0.933
