@@ -50,6 +50,12 @@ def test_the_saving_grows_with_the_conversation_and_is_near_the_tokens():
     (lambda: cache.time_with_and_without_cache(M, "h100", 10), "gpu"),
     (lambda: cache.cache_matches_weights_batch(M, 0), "context_tokens"),
     (lambda: cache.cached_decode(M, G, 4, 100, assumptions=sm.LESSON), "assumptions"),
+    (lambda: cache.cached_decode(M, G, 0, 100), "batch"),
+    (lambda: cache.cached_decode(M, G, 4, "long"), "cached_tokens"),
+    (lambda: cache.cheapest_cost_per_million(M, "h100-sxm", 100), "gpu"),
+    (lambda: cache.cheapest_cost_per_million(M, sm.CATALOG["laptop"], 100), "price_per_hour"),
+    (lambda: cache.longest_compute_bound_context(M, "h100-sxm"), "gpu"),
+    (lambda: cache.longest_compute_bound_context("llama", G), "model"),
 ])
 def test_bad_input_names_the_argument(call, argument):
     with pytest.raises((ValueError, TypeError), match=argument):

@@ -97,6 +97,7 @@ def cheapest_cost_per_million(model: Model, gpu: GPU, context_tokens, price_per_
     Once the weights are shared by enough users, each token still costs its own
     user's cache read (or its own arithmetic, whichever is slower).
     """
+    _check.instance("gpu", gpu, GPU)
     price = gpu.price_per_hour if price_per_hour is None else price_per_hour
     # The cost with B users is (weights + B × per user) time ÷ B tokens; its limit is the per-user share.
     one = cached_decode(model, gpu, 1, context_tokens, price, weight_bits, kv_bits, assumptions)
