@@ -1032,7 +1032,7 @@ def users_that_fit_chart(default_tokens: int = 8000, default_gpu: str = "h100-sx
     high = max(c.max() for c in counts.values())
     panel = Panel.make((256, 131_072), _decades(0.5, high), TOP + 6, 250, True, True, "tokens each user holds",
                        "users that fit")
-    _log_axes(panel, (256, 4096, 65_536), units.number)
+    _log_axes(panel, (256, 4096, 65_536), lambda u: units.number(u) if u >= 1 else f"{u:g}")
     index = {int(t): i for i, t in enumerate(tokens)}
     colours = {16: PREFILL, 8: COMPUTE}
 
