@@ -122,6 +122,13 @@ def test_users_that_fit_explorer_shows_example_3_1():
     assert explorer.readouts["users that fit"] == units.number(max_batch(M, sm.CATALOG["h200"], 1024, kv_bits=8))
 
 
+def test_users_that_fit_explorer_says_when_the_weights_alone_do_not_fit():
+    explorer = widgets.users_that_fit_explorer()
+    explorer.set(model="llama-3-70b", gpu="l4")
+    assert explorer.readouts["users that fit"] == "0"
+    assert "the weights alone do not fit" in explorer.svg and "nothing fits beside the weights" in explorer.svg
+
+
 def test_cached_batching_explorer_shows_example_4_1_and_a_batch_too_big():
     explorer = widgets.cached_batching_explorer()
     shown = explorer.readouts

@@ -388,13 +388,17 @@ def _log_lines(ax, xs, lines, dashed=()):
         ax.loglog(xs, ys, color=colour, lw=2, ls="--" if label in dashed else "-", label=label, gid=label)
 
 
-def cache_saving_chart(contexts, with_cache, without_cache, chosen, ax=None):
+def cache_saving_chart(contexts, with_cache, without_cache, chosen, times=None, gpu_name="", ax=None):
     """Part 1: FLOPs of one decode step against the tokens already in the sequence, with the cache
     and without it. ``with_cache`` and ``without_cache`` are FLOP arrays over ``contexts``;
-    ``chosen`` a ``cache.CacheSaving`` marked on both lines."""
+    ``chosen`` a ``cache.CacheSaving`` marked on both lines; ``times`` (a ``cache.CacheSavingTimes``)
+    labels each line with its step's time on ``gpu_name``."""
     figure, ax = new_axes(ax)
-    _log_lines(ax, contexts, {"without the cache: the whole sequence again": without_cache,
-                              "with the cache: one new token": with_cache})
+    without_label, with_label = "without the cache: the whole sequence again", "with the cache: one new token"
+    if times is not None:
+        without_label += f", {units.ms(times.without_cache.time)} on {gpu_name}"
+        with_label += f", {units.ms(times.with_cache.time)}"
+    _log_lines(ax, contexts, {without_label: without_cache, with_label: with_cache})
     ax.plot([chosen.context_tokens] * 2, [chosen.without_cache.flops, chosen.with_cache.flops], "o",
             color=NEUTRAL, ms=7, gid="chosen-context")
     ax.axvline(chosen.context_tokens, color=NEUTRAL, lw=1)
@@ -419,7 +423,7 @@ def cache_size_chart(contexts, caches, weight_bytes, chosen_context, ax=None):
     return figure
 
 
-def users_that_fit_chart(contexts, users, chosen_context, crossings=None, ax=None):
+def users_that_fit_chart(contexts, users, chosen_context, crossings=None, caption="", ax=None):
     """Part 3 and plate XXIII.2: the most users one GPU holds against the tokens each holds.
 
     ``users`` maps a label to whole numbers of users over ``contexts``; ``crossings`` (same
@@ -439,6 +443,7 @@ def users_that_fit_chart(contexts, users, chosen_context, crossings=None, ax=Non
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.set_xlabel("tokens each user holds")
     ax.set_ylabel("users that fit")
+    ax.set_title(caption, fontsize="medium", loc="left")
     ax.legend(loc="lower left", fontsize="small")
     return figure
 

@@ -435,7 +435,7 @@ LINE_COLOURS = (PREFILL, DECODE, COMPUTE, MEMORY, "#9467bd", "#8c564b")
 
 
 def _log_lines_chart(xs, lines, label, x_label, y_label, y_format, chosen_x, dashed=(), extra=(), dots=(),
-                     floor=None):
+                     floor=None, caption=""):
     """Lines (label -> values over ``xs``) on log-log axes, a grey line at ``chosen_x``, a legend.
 
     ``extra`` are more (label, values, colour, dash) lines left out of the legend's colour order;
@@ -445,8 +445,12 @@ def _log_lines_chart(xs, lines, label, x_label, y_label, y_format, chosen_x, das
     series = [(name, np.asarray(ys, dtype=float)) for name, ys in lines.items()]
     every = np.concatenate([ys[np.isfinite(ys) & (ys > (floor or 0))] for _, ys in series]
                            + [np.asarray(v, dtype=float)[np.isfinite(v)] for _, v, _, _ in extra])
-    low, high = every.min() / 2, every.max() * 2
-    chart = Canvas.new(360, (xs[0], xs[-1]), (low, high), x_log=True, y_log=True, left=76, top=14, label=label)
+    # Nothing to draw (no user fits beside the weights, say): an empty frame with a note.
+    low, high = (every.min() / 2, every.max() * 2) if every.size else (0.5, 10.0)
+    chart = Canvas.new(360, (xs[0], xs[-1]), (low, high), x_log=True, y_log=True, left=76, top=30 if caption else 14,
+                       label=label)
+    if caption:
+        chart.title(caption)
     shown = spread(len(xs))
     entries = []
     for (name, ys), colour in zip(series, LINE_COLOURS):
@@ -462,17 +466,24 @@ def _log_lines_chart(xs, lines, label, x_label, y_label, y_format, chosen_x, das
         if y > (floor or 0):
             chart.dot(x, y, colour)
     chart.legend(entries, chart.left + 10, chart.top + 12)
+    if not every.size:
+        chart.text((chart.left + chart.right) / 2, (chart.top + chart.bottom) / 2, "nothing fits beside the weights",
+                   anchor="middle", baseline="middle")
     chart.frame()
     chart.x_axis([(v, _number(v)) for v in decades(xs[0], xs[-1])], x_label)
     chart.y_axis([(v, y_format(v)) for v in decades(low, high)], y_label)
     return chart.svg()
 
 
-def cache_saving_chart(contexts, with_cache, without_cache, chosen) -> SVG:
-    """``plots.cache_saving_chart`` as SVG."""
+def cache_saving_chart(contexts, with_cache, without_cache, chosen, times=None, gpu_name="") -> SVG:
+    """``plots.cache_saving_chart`` as SVG; ``times`` (a ``cache.CacheSavingTimes``) labels each line
+    with its step's time on ``gpu_name``."""
+    without_label, with_label = "without the cache: the whole sequence again", "with the cache: one new token"
+    if times is not None:
+        without_label += f", {units.ms(times.without_cache.time)} on {gpu_name}"
+        with_label += f", {units.ms(times.with_cache.time)}"
     return _log_lines_chart(
-        contexts, {"without the cache: the whole sequence again": without_cache,
-                   "with the cache: one new token": with_cache},
+        contexts, {without_label: without_cache, with_label: with_cache},
         "FLOPs of the next decode step, with the cache and without it", "tokens already in the sequence",
         "FLOPs of the next decode step", lambda f: f"1e{math.log10(f):.0f}", chosen.context_tokens,
         dots=[(chosen.context_tokens, chosen.without_cache.flops, PREFILL),
@@ -487,14 +498,15 @@ def cache_size_chart(contexts, caches, weight_bytes, chosen_context) -> SVG:
         extra=[(f"the weights: {units.gb(weight_bytes)}", np.full(len(contexts), weight_bytes), NEUTRAL, "2 3")])
 
 
-def users_that_fit_chart(contexts, users, chosen_context, crossings=None) -> SVG:
+def users_that_fit_chart(contexts, users, chosen_context, crossings=None, caption="") -> SVG:
     """``plots.users_that_fit_chart`` as SVG: solid, the users that fit; dashed, the batch whose
-    caches weigh as much as the weights."""
+    caches weigh as much as the weights; ``caption`` names the GPU and its memory above."""
     extra = [(f"{name}: crossing", crossings[name], colour, "6 4")
              for name, colour in zip(users, LINE_COLOURS) if crossings and name in crossings]
     return _log_lines_chart(contexts, users, "Users whose caches fit on one GPU", "tokens each user holds",
                             "users that fit" + ("; dashed: caches = weights" if crossings else ""),
-                            lambda u: _number(u) if u >= 1 else f"{u:g}", chosen_context, extra=extra, floor=0.5)
+                            lambda u: _number(u) if u >= 1 else f"{u:g}", chosen_context, extra=extra, floor=0.5,
+                            caption=caption)
 
 
 def cached_batching_chart(users, costs, walls, chosen_users) -> SVG:

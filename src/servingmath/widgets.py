@@ -497,6 +497,7 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
     def compute(context_tokens, model, gpu):
         chosen_model, chosen_gpu = MODELS[model], CATALOG[gpu]
         return SimpleNamespace(
+            gpu=chosen_gpu,
             saving=cache.decode_with_and_without_cache(chosen_model, context_tokens),
             times=cache.time_with_and_without_cache(chosen_model, chosen_gpu, context_tokens),
             sweep=cache.decode_with_and_without_cache(chosen_model, CACHE_SWEEP_TOKENS))
@@ -516,12 +517,12 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
     def draw(result, ax):
         sweep = result.sweep
         return plots.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
-                                        result.saving, ax)
+                                        result.saving, result.times, result.gpu.name, ax)
 
     def sketch(result):
         sweep = result.sweep
         return svgcharts.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
-                                            result.saving)
+                                            result.saving, result.times, result.gpu.name)
 
     return Explorer(controls, compute, describe, draw, name="cache_saving", sketch=sketch,
                     title="One decode step, with the KV cache and without it")
@@ -595,11 +596,19 @@ def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-s
             "users that fit": units.number(result.users),
         }
 
+    def caption(result):
+        budget = result.budget
+        room = budget.usable_bytes - budget.weight_bytes
+        left = f"{units.gb(room)} left for caches" if room > 0 else "the weights alone do not fit"
+        return f"{budget.model.name}, {units.gb(budget.weight_bytes)} of weights, on {budget.gpu.name}: {left}"
+
     def draw(result, ax):
-        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens, ax=ax)
+        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                          caption=caption(result), ax=ax)
 
     def sketch(result):
-        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens)
+        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                              caption=caption(result))
 
     return Explorer(controls, compute, describe, draw, name="users_that_fit", sketch=sketch,
                     title="Users whose caches fit on one GPU")
@@ -691,7 +700,7 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
     def compute(context_tokens, gpu, weight_bits, kv_bits, reserve):
         chosen_gpu = CATALOG[gpu]
         return SimpleNamespace(
-            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models,
+            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models, reserve=reserve,
             users={m.name: memory.max_batch(m, chosen_gpu, context_tokens, weight_bits, kv_bits, reserve)
                    for m in chosen_models},
             crossing={m.name: cache.cache_matches_weights_batch(m, context_tokens, weight_bits, kv_bits)
@@ -709,13 +718,16 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
             shown[f"{m.name}: users that fit"] = f"{units.number(users)} ({verdict} when full)"
         return shown
 
+    def caption(result):
+        return f"{result.gpu.name}, {units.percent(result.reserve)} of its memory held back"
+
     def draw(result, ax):
         return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
-                                          result.crossings, ax)
+                                          result.crossings, caption(result), ax)
 
     def sketch(result):
         return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
-                                              result.crossings)
+                                              result.crossings, caption(result))
 
     return Explorer(controls, compute, describe, draw, name="kv_workshop", sketch=sketch,
                     title="Users whose caches fit on one GPU, three models")
