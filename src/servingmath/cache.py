@@ -70,8 +70,11 @@ def cached_decode(model: Model, gpu: GPU, users, context_tokens, price_per_hour=
     tokens a second, the tokens an hour and the cost of a million follow as in
     lesson 1. ``users`` and ``context_tokens`` may be arrays (they broadcast).
     """
+    _check.instance("assumptions", assumptions, Assumptions)
     if not assumptions.kv_cache:
         raise ValueError(f"assumptions must read the cache (kv_cache=True), got {assumptions!r}")
+    users = _check.count("users", users, minimum=1)
+    context_tokens = _check.count("context_tokens", context_tokens)
     return batching(model, gpu, users, cached_tokens=context_tokens, price_per_hour=price_per_hour,
                     weight_bits=weight_bits, kv_bits=kv_bits, assumptions=assumptions)
 
