@@ -3,8 +3,8 @@ numbers, and nothing failed silently.
 
 A page fails on a traceback, an unfilled glue role, Python's text for an object where a
 figure or a value belongs (``<Figure size 700x360 with 1 Axes>``, ``object at 0x…``), a
-figure its source declares that holds no image or SVG, a live chart beside a frozen
-explorer, chart data over the budget, or the note on running the page live said twice.
+figure its source declares that holds no image or SVG, an explorer with no live chart, a
+live chart beside a frozen explorer, chart data over the budget, or the note on running the page live said twice.
 The browser test (``tests/browser``) then checks that each image loads.
 """
 from __future__ import annotations
@@ -70,6 +70,8 @@ def page_problems(name: str, page_html: str, source: str = "") -> list[str]:
     data = sum(len(block.encode()) for block in CHART_DATA.findall(page_html))
     if data > CHART_DATA_BUDGET:
         problems.append(f"{name}: its charts carry {data:,} bytes of data, over {CHART_DATA_BUDGET:,}")
+    if re.search(r"\w+_explorer\(", source) and not CHART_DATA.search(page_html):
+        problems.append(f"{name}: has an explorer but no live chart (webcharts) for readers without a kernel")
     if CHART_DATA.search(page_html) and "explorer-runs-live" in page_html:
         problems.append(f"{name}: a frozen explorer sits beside its live chart")
     notes = shown_text(article(page_html)).count("rocket")

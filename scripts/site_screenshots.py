@@ -52,7 +52,7 @@ def main(argv=None) -> int:
                         charts = tab.page.locator("figure.webchart")
                         if charts.count():
                             # The theme's header stays at the top of the window; out of the way of a chart's picture.
-                            tab.page.add_style_tag(content=".bd-header { position: static !important; }")
+                            tab.page.add_style_tag(content=".bd-header, .bd-header-article { position: static !important; }")
                         for k in range(charts.count()):
                             charts.nth(k).screenshot(path=str(out / "charts" / f"{name}-{k + 1}-{width}-{mode}.png"))
                             written += 1

@@ -43,6 +43,13 @@ def test_each_problem_is_caught(page, problem):
     assert any(problem in found for found in check_site.page_problems("page", page, SOURCE))
 
 
+def test_an_explorer_needs_a_live_chart_on_the_site():
+    source = SOURCE + "```{code-cell} ipython3\npasses_explorer()\n```\n"
+    assert any("has an explorer but no live chart" in found for found in check_site.page_problems("page", GOOD, source))
+    live = GOOD + '<script type="application/json" class="webchart-data">{}</script>'
+    assert check_site.page_problems("page", live, source) == []
+
+
 def test_the_declared_figures_are_read_from_the_source():
     assert check_site.DECLARED.findall(SOURCE + "```{figure} a.png\n:alt: x\n:name: fig-a\n```\n") == [
         "fig-timeline", "fig-a"]

@@ -165,7 +165,7 @@ def test_a_chart_displays_as_html_in_a_notebook(charts):
     chart = charts["batching"]
     assert chart._repr_html_() == str(chart)
     assert HTML(chart).data == str(chart)
-    assert repr(chart) == "<chart: users per pass, GPU; 180 settings>"
+    assert repr(chart) == "<chart: users per pass, GPU; 252 settings>"
 
 
 def test_a_new_chart_from_the_general_api():
@@ -224,3 +224,10 @@ def _too_big():
 def test_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_workshop_marks_the_exact_crossing_not_a_slider_step():
+    chart = webcharts.workshop_chart()
+    exact = sm.time_per_token_curve(sm.LLAMA_3_8B, sm.H100_SXM).arithmetic_from
+    assert exact not in chart.controls[0].options
+    assert f"compute-bound from {units.number(exact)} tokens" in chart

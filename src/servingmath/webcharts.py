@@ -312,7 +312,9 @@ def live_chart(kind: str, title: str, controls: Sequence[Control], readouts: Cal
     default_index = sum(s * c.default for s, c in zip(strides, controls))
     shown = [strings[table[default_index * len(labels) + r]] for r in range(len(labels))]
 
-    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" role="img" aria-labelledby="{ident}-title" '
+    # Sized in the tag too, so a notebook without the site's style sheet shows it at a readable size.
+    svg = (f'<svg viewBox="0 0 {WIDTH} {int(height)}" width="100%" style="max-width: {WIDTH + 20}px; overflow: visible" role="img" '
+           f'aria-labelledby="{ident}-title" '
            f'aria-describedby="{ident}-readouts" font-family="sans-serif" fill="currentColor" '
            f'xmlns="http://www.w3.org/2000/svg">' + "".join(background)
            + "".join(f'<g class="webchart-layer">{part}</g>' for part in defaults) + "</svg>")
@@ -638,7 +640,7 @@ def roofline_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm", de
     model, counted as the lesson counts (weights only, every limit reached exactly).
     """
     served = _model(model)
-    tokens = slider_steps(1, 100_000, 2, default_tokens, extra=(200, 3000))
+    tokens = slider_steps(1, 100_000, 3, default_tokens, extra=(200, 3000))
     intensities = np.geomspace(0.3, 1e6, 60)
     peaks = [g.peak_flops for g in CATALOG.values()]
     lowest = min(attainable_flops(0.3, g.peak_flops, g.memory_bandwidth) for g in CATALOG.values())
@@ -766,7 +768,7 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
     step, and each user's rate falls.
     """
     served = _model(model)
-    steps = slider_steps(1, 1024, 2, default_users, extra=(8, 32))
+    steps = slider_steps(1, 1024, 3, default_users, extra=(8, 32))
     priced = [key for key, g in CATALOG.items() if g.price_per_hour is not None]
     shared = {key: batching(served, CATALOG[key], steps) for key in priced}
     turns = {key: compute_bound_batch(served, CATALOG[key]) for key in priced}
@@ -837,11 +839,14 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     if default_assumptions not in worlds:
         raise ValueError(f"default_assumptions must be 'plate' or 'lesson', got {default_assumptions!r}")
     max_tokens = 16_384
-    tokens = slider_steps(1, max_tokens, 2, default_tokens)
+    tokens = slider_steps(1, max_tokens, 3, default_tokens)
     line_tokens = np.unique(np.round(np.geomspace(1, max_tokens, 48)).astype(int))
     curves = {(g, w): time_per_token_curve(served, CATALOG[g], tokens, worlds[w]) for g in CATALOG for w in worlds}
     lines = {(g, w): np.asarray(time_per_token_curve(served, CATALOG[g], line_tokens, worlds[w]).time_per_token)
              for g in CATALOG for w in worlds}
+    # Where arithmetic takes over, over every whole token count, not only the slider's steps.
+    crossings = {(g, w): time_per_token_curve(served, CATALOG[g], range(1, max_tokens + 1), worlds[w]).arithmetic_from
+                 for g in CATALOG for w in worlds}
     decodes = {(g, w): decode_step(served, CATALOG[g], cached_tokens=decode_cache, assumptions=worlds[w])
                for g in CATALOG for w in worlds}
     everything = np.concatenate([*lines.values(), [d.time_per_token for d in decodes.values()]])
@@ -863,10 +868,17 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
                  _text(panel.x.end - 4, float(panel.y(decode.time_per_token)) - 7,
                        f"decode, {units.number(decode_cache)} cached: {_ms(decode.time_per_token)} a token",
                        DECODE, "end")]
-        first = curves[(gpu, assumptions)].arithmetic_from
+        first = crossings[(gpu, assumptions)]
+        # Shaded where memory sets the time, then where arithmetic does, under the lines.
+        switch = float(panel.x(first)) if first is not None else panel.x.end
+        top, height = panel.y.end, panel.y.start - panel.y.end
+        bands = [f'<rect x="{panel.x.start}" y="{top}" width="{switch - panel.x.start:.1f}" height="{height}" '
+                 f'fill="{MEMORY}" fill-opacity="0.10"/>',
+                 f'<rect x="{switch:.1f}" y="{top}" width="{panel.x.end - switch:.1f}" height="{height}" '
+                 f'fill="{COMPUTE}" fill-opacity="0.10"/>']
         if first is not None:
             parts += panel.vertical(first, f"compute-bound from {_counted(first, 'token', 'tokens')}", low=True)
-        return "".join(parts)
+        return "".join(bands + parts)
 
     def marker(tokens, gpu, assumptions):
         curve = curves[(gpu, assumptions)]
@@ -888,7 +900,8 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     return live_chart("workshop", f"One pass of {served.name}: time per token", controls, readouts,
                       [Layer(("gpu", "assumptions"), world), Layer(("tokens", "gpu", "assumptions"), marker)],
                       background=panel.axes(), height=int(panel.bottom + BOTTOM),
-                      note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step.")
+                      note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step. "
+                           "Orange: memory sets the time; green: arithmetic does.")
 
 
 # --- Lesson 2: each user's KV cache --------------------------------------------------------
