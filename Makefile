@@ -8,7 +8,7 @@ READY  := $(VENV)/.ready
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
-.PHONY: lab book test unit lab-check notebooks-check book-check browser-check screenshots bench exercises grade notebooks pins clean
+.PHONY: lab book test unit lab-check notebooks-check book-check browser-check colab-check screenshots bench exercises grade notebooks pins clean
 
 $(READY): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
@@ -57,9 +57,14 @@ browser-check: $(READY)
 		echo "browser test skipped: /usr/bin/chromium not found (apt-get install chromium)"; \
 	fi
 
+# Every Colab copy run with nbclient in a clean environment holding Colab's ipywidgets, numpy and
+# matplotlib (it installs them from PyPI, so it is not part of `make test`).
+colab-check: $(READY)
+	$(BIN)/python scripts/colab_check.py
+
 # What each surface shows, as PNGs under _build/screenshots/: every page of the built site
 # (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own;
-# and each explorer in JupyterLab before and after a control moves (jupyterlab/).
+# then each explorer in JupyterLab before and after a control moves (jupyterlab/).
 screenshots: $(READY)
 	$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots
 	$(BIN)/python scripts/lab_screenshots.py --out _build/screenshots/jupyterlab

@@ -10,6 +10,7 @@ from servingmath.widgets import (Explorer, batching_explorer, intensity_explorer
                                  workshop_explorer)
 
 SVG = "{http://www.w3.org/2000/svg}"
+L4_RIDGE = sm.ridge_point(sm.CATALOG["l4"].peak_flops, sm.CATALOG["l4"].memory_bandwidth)
 
 
 def texts(svg):
@@ -24,8 +25,7 @@ def marks(svg, gid):
 MOVES = [  # (explorer, a control moved, the text the figure must then show)
     (passes_explorer, {"reply_tokens": 5}, "decode: 4 passes, 1 token each"),
     (intensity_explorer, {"tokens": 100}, "100 FLOP/byte, memory-bound"),
-    (intensity_explorer, {"gpu": "l4"},
-     f"ridge: {units.number(sm.ridge_point(sm.CATALOG['l4'].peak_flops, sm.CATALOG['l4'].memory_bandwidth))} FLOP/byte"),
+    (intensity_explorer, {"gpu": "l4"}, f"ridge: {units.number(L4_RIDGE)} FLOP/byte"),
     (request_explorer, {"weight_bits": 8}, "decode, 249 steps of 2.40 ms: 0.60 s"),
     (batching_explorer, {"batch": 8}, "8 users: $0.499 per million"),
     (workshop_explorer, {"tokens": 4096}, "4,096-token prefill:"),
@@ -85,3 +85,20 @@ def test_scales_and_ticks():
     assert svgcharts.decades(0.3, 2e6) == [1, 10, 100, 1e3, 1e4, 1e5, 1e6]
     assert svgcharts.round_steps(0, 1.34) == [0, 0.5, 1.0]
     assert list(svgcharts.spread(4096, 300))[:3] == [0, 1, 2] and svgcharts.spread(4096, 300)[-1] == 4095
+
+
+@pytest.mark.parametrize("make", [passes_explorer, intensity_explorer, request_explorer, batching_explorer,
+                                  workshop_explorer])
+def test_every_control_at_either_end_still_draws_a_whole_figure(make):
+    explorer = make()
+    for control in explorer.controls.values():
+        for end in ("last", "first"):
+            if hasattr(control, "options"):
+                control.index = len(control.options) - 1 if end == "last" else 0
+            else:
+                extreme = control.max if end == "last" else control.min
+                control.value = control.base ** extreme if hasattr(control, "base") else extreme
+            root = ElementTree.fromstring(explorer.svg)
+            numbers = " ".join(value for element in root.iter() for value in element.attrib.values())
+            assert "nan" not in numbers and "inf" not in numbers, (make.__name__, control.description, end)
+            assert explorer.svg == explorer.sketch(explorer.result)

@@ -59,9 +59,9 @@ class Scale:
         return self.start + (values - low) / (high - low) * (self.end - self.start)
 
 
-def decades(low, high, every=1):
-    """Powers of ten (every ``every``-th) from ``low`` to ``high``."""
-    return [10.0 ** k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1, every)]
+def decades(low, high):
+    """Powers of ten from ``low`` to ``high``."""
+    return [10.0 ** k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1)]
 
 
 def round_steps(low, high, count=5):
@@ -323,11 +323,17 @@ def request_time_split(request) -> SVG:
                        label="Where a request's time goes")
     chart.rect(0, request.ttft, -0.25, 0.25, PREFILL, gid="prefill")
     chart.rect(request.ttft, total, -0.25, 0.25, DECODE, gid="decode")
-    for x, text, colour in ((request.ttft, f"first token\n{units.ms(request.ttft, 0)}", PREFILL),
-                            (total, f"last token\n{units.seconds(request.total_time)}", DECODE)):
+    first, last = float(chart.x(request.ttft)), float(chart.x(total))
+    # Two labels closer than their width stand apart, each on its own side of its arrow.
+    apart = last - first < 90
+    for x, text, colour, anchor in ((request.ttft, f"first token\n{units.ms(request.ttft, 0)}", PREFILL,
+                                     "end" if apart else "middle"),
+                                    (total, f"last token\n{units.seconds(request.total_time)}", DECODE,
+                                     "start" if apart else "middle")):
         px, py = chart.at(x, 0.25)
         chart.arrow(px, py - 26, px, py, colour)
-        chart.text(px, py - 30, text, anchor="middle", size=11, baseline="bottom")
+        chart.text(px + {"end": -4, "start": 4, "middle": 0}[anchor], py - 30, text, anchor=anchor, size=11,
+                   baseline="bottom")
     chart.legend([(PREFILL, "bar", f"prefill, 1 pass: {units.ms(request.ttft, 0)}"),
                   (DECODE, "bar", f"decode, {_number(request.decode_steps)} steps of {units.ms(request.tpot)}: "
                                   f"{units.seconds(request.decode_time)}")],
@@ -398,8 +404,8 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None) -> SVG:
         chart.text(chart.right - 6, chart.top + 6, "arithmetic sets the time", colour=COMPUTE, anchor="end",
                    baseline="hanging", size=11)
     chart.vline(curve.ridge, NEUTRAL, dash="2 3", width=1.2)
-    chart.text(float(chart.x(curve.ridge)) + 12, chart.bottom - 0.45 * (chart.bottom - chart.top), f"ridge: {_number(curve.ridge)} FLOP/byte",
-               colour=NEUTRAL, size=10, rotate=True)
+    chart.text(float(chart.x(curve.ridge)) + 12, chart.bottom - 0.45 * (chart.bottom - chart.top),
+               f"ridge: {_number(curve.ridge)} FLOP/byte", colour=NEUTRAL, size=10, rotate=True)
     entries = []
     if ideal is not None:
         shown = spread(len(ideal.tokens))

@@ -161,9 +161,11 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
     """Prompt and reply lengths -> the request's passes, drawn as a timeline (defaults: Example 1.1)."""
     controls = {
         "prompt_tokens": widgets.IntSlider(value=prompt_tokens, min=1, max=20_000, description="prompt tokens",
-                                           continuous_update=False, style={"description_width": "initial"}),
+                                           readout_format=",d", continuous_update=False,
+                                           style={"description_width": "initial"}),
         "reply_tokens": widgets.IntSlider(value=reply_tokens, min=1, max=4_000, description="reply tokens",
-                                          continuous_update=False, style={"description_width": "initial"}),
+                                          readout_format=",d", continuous_update=False,
+                                          style={"description_width": "initial"}),
     }
     return Explorer(controls, compute=request_passes, describe=_describe_passes,
                     draw=lambda counted, ax: plots.request_timeline(counted, ax=ax),
@@ -196,7 +198,8 @@ def _draw_intensity(result, ax):
 
 
 def _intensity_passes(result):
-    return {f"{units.number(result['tokens'])} tokens in the pass": result["step"]}
+    tokens = result["tokens"]
+    return {f"{units.number(tokens)} {'token' if tokens == 1 else 'tokens'} in the pass": result["step"]}
 
 
 def _sketch_intensity(result):
@@ -234,9 +237,9 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
         "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits, description="bits a weight",
                                              style=_WIDE),
         "prompt_tokens": widgets.IntSlider(value=prompt_tokens, min=1, max=6000, description="prompt tokens",
-                                           style=_WIDE),
+                                           readout_format=",d", style=_WIDE),
         "reply_tokens": widgets.IntSlider(value=reply_tokens, min=1, max=2000, description="reply tokens",
-                                          style=_WIDE),
+                                          readout_format=",d", style=_WIDE),
     }
 
     def compute(model, gpu, weight_bits, prompt_tokens, reply_tokens):
@@ -465,7 +468,7 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
                                   description="model", style=style, layout=layout),
         "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
                                 description="GPU", style=style, layout=layout),
-        "cached_tokens": widgets.IntSlider(value=cached_tokens, min=0, max=16_000, step=250,
+        "cached_tokens": widgets.IntSlider(value=cached_tokens, readout_format=",d", min=0, max=16_000, step=250,
                                            description="decode: tokens cached", style=style, layout=layout),
     }
     return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, name="workshop",

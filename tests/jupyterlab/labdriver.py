@@ -34,9 +34,6 @@ BIN = Path(sys.executable).parent
 NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints",
               "notebooks", ".binder", "*.egg-info")
 
-# Which explorer each ``servingmath.widgets`` factory builds, by the name it shows on the page.
-EXPLORER_NAMES = ("passes", "intensity", "request", "batching", "workshop", "cache_saving", "cache_size",
-                  "users_that_fit", "cached_batching", "kv_workshop")
 
 
 def pages() -> list[str]:
@@ -112,7 +109,8 @@ def jupyterlab(source: Path = ROOT):
                 [str(BIN / "jupyter"), "lab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
                  "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
                  "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
-                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--ServerApp.terminals_enabled=False",
+                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                 "--ServerApp.terminals_enabled=False",
                  # CI and containers run as root; JupyterLab refuses that unless told.
                  *(["--allow-root"] if os.geteuid() == 0 else [])],
                 cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
@@ -171,7 +169,9 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
       const label = (control.querySelector('.widget-label') || {}).textContent || '';
       let shown = '';
       if (kind === 'dropdown') { const s = control.querySelector('select'); shown = s.options[s.selectedIndex].text; }
-      else if (kind === 'buttons') { const b = control.querySelector('button.mod-active'); shown = b ? b.textContent : ''; }
+      else if (kind === 'buttons') {
+        const b = control.querySelector('button.mod-active'); shown = b ? b.textContent : '';
+      }
       else { const r = control.querySelector('.widget-readout'); shown = r ? r.textContent : ''; }
       return {kind, label, shown};
     });
@@ -193,7 +193,8 @@ ARM_TIMER = """(index) => {
   const figure = box.querySelector('.servingmath-figure');
   window.__move = {start: null, shown: null};
   const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
-  for (const kind of ['keydown', 'pointerdown', 'change']) box.addEventListener(kind, started, {capture: true, once: true});
+  for (const kind of ['keydown', 'pointerdown', 'change'])
+    box.addEventListener(kind, started, {capture: true, once: true});
   const observer = new MutationObserver(() => {
     observer.disconnect();
     figure.getBoundingClientRect();  // laid out
@@ -251,7 +252,8 @@ class Notebook:
         return self.page.evaluate(AS_PARSED, svg)
 
     def move(self, index, number, kind, to_end):
-        """Move control ``number`` of explorer ``index`` to its last setting (``to_end``) or its first, as a reader would."""
+        """Move control ``number`` of explorer ``index`` to its last setting (``to_end``) or its first, as a reader
+        would: a slider's handle by keyboard, a dropdown's menu, a button by a click."""
         control = self.control(index, number)
         control.scroll_into_view_if_needed()
         if kind == "slider":
@@ -273,6 +275,18 @@ class Notebook:
         self.page.wait_for_function("() => window.__move.shown !== null", timeout=timeout * 1000)
         move = self.page.evaluate("() => window.__move")
         return (move["shown"] - move["start"]) / 1000
+
+    def wait_for(self, index, expected, timeout=15):
+        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
+
+        A control that sets another (the GPU sets the price) redraws twice; this waits for the last.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.explorers()[index]
+            if all(now[key] == value for key, value in expected.items()) or time.monotonic() > deadline:
+                return now
+            time.sleep(0.05)
 
     def wait_for_figure_change(self, index, before, timeout=10):
         """The explorer's state once its figure differs from ``before`` and its readouts have settled."""
@@ -321,7 +335,9 @@ def mirror_move(explorer, number, to_end):
 def control_kind(control) -> str:
     from ipywidgets import Dropdown, ToggleButtons
 
-    return "dropdown" if isinstance(control, Dropdown) else "buttons" if isinstance(control, ToggleButtons) else "slider"
+    if isinstance(control, Dropdown):
+        return "dropdown"
+    return "buttons" if isinstance(control, ToggleButtons) else "slider"
 
 
 def moves(explorer, count):
@@ -337,7 +353,7 @@ def moves(explorer, count):
         mirror_move(explorer, number, to_end)
 
 
-# The page that holds each explorer.
+# The page that holds each explorer, by the name it shows on the page (``servingmath.widgets.<name>_explorer``).
 EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
                   "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
@@ -348,6 +364,7 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "users_that_fit": "chapters/lesson-2/part-3-how-many-users-fit.md",
                   "cached_batching": "chapters/lesson-2/part-4-decode-and-price.md",
                   "kv_workshop": "chapters/plates/xxiii-2-the-kv-cache.md"}
+EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 
 def redraw_times(lab, count=20):

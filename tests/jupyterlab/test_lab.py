@@ -18,13 +18,17 @@ and the redraw times from ``make bench``.
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import labdriver  # noqa: E402
+
+from servingmath import widgets  # noqa: E402
 
 if not labdriver.CHROMIUM.exists():
     pytest.skip(f"JupyterLab test skipped: {labdriver.CHROMIUM} not found (apt-get install chromium)",
@@ -37,17 +41,32 @@ FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \
 EXPLORER_PAGES = {path: [name] for name, path in labdriver.EXPLORER_PAGES.items()}
 
 
+def work_tree():
+    """What git sees in the work tree, changed, untracked or ignored (bytecode aside); None outside a clone."""
+    try:
+        listed = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=labdriver.ROOT,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sorted(line for line in listed.splitlines() if "__pycache__" not in line)
+
+
 @pytest.fixture(scope="module")
 def lab():
+    before = work_tree()
     with labdriver.lab_browser() as running:
         yield running
+    with pytest.raises(OSError):  # the server is stopped
+        running.server.api("/api/status")
+    assert work_tree() == before, "JupyterLab left something in the work tree"
 
 
 def problems_in(cells):
     """What a reader would see go wrong in the outputs: errors, stderr, figures shown as text."""
     found = []
     for cell in cells:
-        where = f"cell {cell['index']} ({cell['source'].strip().splitlines()[0][:60] if cell['source'].strip() else ''})"
+        first_line = cell["source"].strip().splitlines()[0][:60] if cell["source"].strip() else ""
+        where = f"cell {cell['index']} ({first_line})"
         for output in cell["outputs"]:
             kind = output.get("output_type")
             if kind == "error":
@@ -65,6 +84,9 @@ def problems_in(cells):
 
 
 def test_the_test_covers_every_page_and_exercise():
+    toc = yaml.safe_load((labdriver.ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    listed = [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    assert [page for page in listed if f"{page}.md" not in PAGES] == []
     assert "index.md" in PAGES and any(p.startswith("exercises/") for p in PAGES)
     assert not any(p.startswith("solutions/") or "/." in p for p in PAGES)
     assert set(EXPLORER_PAGES) <= set(PAGES)
@@ -82,13 +104,14 @@ def check_explorer(notebook, index, shown):
     for number, control in enumerate(controls):
         to_end = not labdriver.at_end(control)
         before = notebook.explorers()[index]
-        notebook.move(index, number, labdriver.control_kind(control), to_end)
-        after = notebook.wait_for_figure_change(index, before["figure"])
         labdriver.mirror_move(mirror, number, to_end)
+        expected = {"readouts": list(map(list, mirror.readouts.items())), "figure": notebook.as_parsed(mirror.svg)}
+        notebook.move(index, number, labdriver.control_kind(control), to_end)
+        after = notebook.wait_for(index, expected)
         what = f"{name}: after moving {control.description!r} to its {'last' if to_end else 'first'} setting"
         assert after["figure"] != before["figure"], f"{what}, the figure did not change"
         assert dict(after["readouts"]) == mirror.readouts, what
-        assert after["figure"] == notebook.as_parsed(mirror.svg), f"{what}, the figure is not the package's"
+        assert after["figure"] == expected["figure"], f"{what}, the figure is not the package's"
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -100,18 +123,24 @@ def test_page_runs_clean_in_jupyterlab_and_its_explorers_answer(lab, path):
     widget_outputs = sum("application/vnd.jupyter.widget-view+json" in output.get("data", {})
                          for cell in cells for output in cell["outputs"])
     explorers = notebook.explorers()
-    assert [e["name"] for e in explorers] == EXPLORER_PAGES.get(path, []), path
+    names = [e["name"] for e in explorers]
+    assert set(EXPLORER_PAGES.get(path, [])) <= set(names), f"{path}: explorers missing"
+    # Each named after the factory that builds it, so the test can build the same one: widgets.<name>_explorer.
+    assert all(hasattr(widgets, f"{name}_explorer") for name in names), \
+        f"{path}: an explorer without a factory: {names}"
     assert widget_outputs >= len(explorers)
     for index, shown in enumerate(explorers):
         check_explorer(notebook, index, shown)
     assert lab.messages == [], f"{path}: errors in the page's scripts"
 
 
-def test_a_broken_callback_and_a_figure_shown_as_text_fail_the_checks(lab):
-    """A fixture page with both faults: each check above meets something to catch."""
+def test_a_broken_callback_a_blank_figure_and_a_figure_shown_as_text_fail_the_checks(lab):
+    """A fixture page with each fault: every check above meets something to catch."""
     notebook = lab.open("tests/jupyterlab/fixture/broken-explorer.md")
     problems = problems_in(notebook.run_all())
     assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
-    (shown,) = notebook.explorers()
+    deaf, blank = notebook.explorers()
     with pytest.raises(AssertionError, match="after moving 'reply tokens' to its last setting, the figure did not"):
-        check_explorer(notebook, 0, shown)
+        check_explorer(notebook, 0, deaf)
+    with pytest.raises(AssertionError, match="passes: the figure is not on screen"):
+        check_explorer(notebook, 1, blank)
