@@ -119,7 +119,9 @@ def print_prose_words(html_dir: Path):
 def explorer_timings():
     """For each explorer: the readouts after a value change, and the figure redrawn after it."""
     for make in (widgets.passes_explorer, widgets.intensity_explorer, widgets.request_explorer,
-                 widgets.batching_explorer, widgets.workshop_explorer):
+                 widgets.batching_explorer, widgets.workshop_explorer, widgets.cache_saving_explorer,
+                 widgets.cache_size_explorer, widgets.users_that_fit_explorer, widgets.cached_batching_explorer,
+                 widgets.kv_workshop_explorer):
         explorer = make()
         yield make.__name__, median_seconds(explorer.update_readouts, 9), median_seconds(explorer.redraw, 9)
 

@@ -144,7 +144,7 @@ import inspect  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from servingmath import memory  # noqa: E402
+from servingmath import cache, memory  # noqa: E402
 
 # What each argument must be, so that what is bad for it can be drawn.
 WHOLE_FROM_1, WHOLE, POSITIVE, NOT_NEGATIVE, REAL, FRACTION = (
@@ -240,12 +240,25 @@ EVERY_CALL = [
           expert_ffn=WHOLE, sliding_window=WHOLE, kv_lora_rank=WHOLE)),
     (roofline.Assumptions, dict(), dict(compute_efficiency=FRACTION, bandwidth_efficiency=FRACTION,
                                         overhead=NOT_NEGATIVE)),
+    (cache.decode_with_and_without_cache, dict(model=M, context_tokens=10), dict(context_tokens=WHOLE)),
+    (cache.time_with_and_without_cache, dict(model=M, gpu=G, context_tokens=10), dict(context_tokens=WHOLE)),
+    (cache.cached_decode, dict(model=M, gpu=G, users=4, context_tokens=100, price_per_hour=3, weight_bits=16,
+                               kv_bits=16),
+     dict(users=WHOLE_FROM_1, context_tokens=WHOLE, price_per_hour=NOT_NEGATIVE, weight_bits=POSITIVE,
+          kv_bits=POSITIVE)),
+    (cache.cache_matches_weights_batch, dict(model=M, context_tokens=100, weight_bits=16, kv_bits=16),
+     dict(context_tokens=WHOLE_FROM_1, weight_bits=POSITIVE, kv_bits=POSITIVE)),
+    (cache.cheapest_cost_per_million, dict(model=M, gpu=G, context_tokens=100, price_per_hour=3, weight_bits=16,
+                                           kv_bits=16),
+     dict(context_tokens=WHOLE, price_per_hour=NOT_NEGATIVE, weight_bits=POSITIVE, kv_bits=POSITIVE)),
+    (cache.longest_compute_bound_context, dict(model=M, gpu=G, weight_bits=16, kv_bits=16),
+     dict(weight_bits=POSITIVE, kv_bits=POSITIVE)),
 ] + [
     (function, dict(value=1.0, digits=2), dict(value=REAL if name in ("number", "percent") else NOT_NEGATIVE,
                                                digits=WHOLE))
     for name, function in [(n, getattr(units, n)) for n in ("number", "seconds", "ms", "gb", "tb_per_s", "mb",
                                                              "gb_per_s", "gflops", "tflops", "trillions", "billions",
-                                                             "millions", "dollars", "times")]
+                                                             "millions", "dollars", "times", "kib")]
 ] + [
     (units.percent, dict(fraction=0.5, digits=0), dict(fraction=REAL, digits=WHOLE)),
     (units.round_to, dict(value=123.0, significant=2), dict(value=REAL, significant=WHOLE_FROM_1)),
@@ -253,8 +266,9 @@ EVERY_CALL = [
 ]
 # Values not bad for that argument: batching(price_per_hour=None) takes the GPU's price;
 # positions_attended(window=None) has no window; GPU.with_changes(price_per_hour=None) is a GPU nobody rents.
-NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price_per_hour"), (passes.positions_attended, "window"),
-                 (G.with_changes, "price_per_hour")}
+NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price_per_hour"),
+                 (passes.positions_attended, "window"), (G.with_changes, "price_per_hour"),
+                 (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour")}
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]
@@ -280,7 +294,7 @@ def test_every_public_function_refuses_every_kind_of_bad_value_by_name(case, dat
 
 def test_the_table_covers_every_public_function_of_the_calculation_modules():
     covered = {getattr(function, "__name__", None) for function, _, _ in EVERY_CALL}
-    for module in (models, hardware, passes, serving, roofline, units, memory):
+    for module in (models, hardware, passes, serving, roofline, units, memory, cache):
         for name, value in vars(module).items():
             if name.startswith("_") or not inspect.isfunction(value) or value.__module__ != module.__name__:
                 continue

@@ -14,7 +14,8 @@ import make_exercises  # noqa: E402  (a script, not a package)
 from make_exercises import BEGIN, END, STUB, check_call, exercise_text, graded_text  # noqa: E402
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
-NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4", "plate-xxiii-1"]
+NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4",
+         "lesson-2-part-1", "lesson-2-part-2", "lesson-2-part-3", "lesson-2-part-4", "plate-xxiii-1", "plate-xxiii-2"]
 
 
 def solution_blocks(text):
@@ -85,7 +86,7 @@ def test_the_expected_figures_are_computed_not_typed():
                 expected = expected.operand
             assert not isinstance(expected, ast.Constant), f"{solution.name}: {ast.unparse(calls[0])}"
             checks += 1
-    assert checks == 33
+    assert checks == 33 + 28
 
 
 def test_check_cells_assign_only_underscored_names_so_they_never_overwrite_a_students():

@@ -376,3 +376,95 @@ def lab_beside_plate(plate, prediction, measured, plate_title, lab_title):
     lab_panel(plate, title=plate_title, ax=left)
     lab_panel(prediction, measured, title=lab_title, ax=right)
     return figure
+
+
+# --- Lesson 2: each user's KV cache ----------------------------------------------------
+LINE_COLOURS = (PREFILL, DECODE, COMPUTE, MEMORY, "#9467bd", "#8c564b")
+
+
+def _log_lines(ax, xs, lines, dashed=()):
+    """One line per entry of ``lines`` (label -> values over ``xs``), in the course's colours."""
+    for (label, ys), colour in zip(lines.items(), LINE_COLOURS):
+        ax.loglog(xs, ys, color=colour, lw=2, ls="--" if label in dashed else "-", label=label, gid=label)
+
+
+def cache_saving_chart(contexts, with_cache, without_cache, chosen, times=None, gpu_name="", ax=None):
+    """Part 1: FLOPs of one decode step against the tokens already in the sequence, with the cache
+    and without it. ``with_cache`` and ``without_cache`` are FLOP arrays over ``contexts``;
+    ``chosen`` a ``cache.CacheSaving`` marked on both lines; ``times`` (a ``cache.CacheSavingTimes``)
+    labels each line with its step's time on ``gpu_name``."""
+    figure, ax = new_axes(ax)
+    without_label, with_label = "without the cache: the whole sequence again", "with the cache: one new token"
+    if times is not None:
+        without_label += f", {units.ms(times.without_cache.time)} on {gpu_name}"
+        with_label += f", {units.ms(times.with_cache.time)}"
+    _log_lines(ax, contexts, {without_label: without_cache, with_label: with_cache})
+    ax.plot([chosen.context_tokens] * 2, [chosen.without_cache.flops, chosen.with_cache.flops], "o",
+            color=NEUTRAL, ms=7, gid="chosen-context")
+    ax.axvline(chosen.context_tokens, color=NEUTRAL, lw=1)
+    ax.set_xlabel("tokens already in the sequence")
+    ax.set_ylabel("FLOPs of the next decode step")
+    ax.legend(loc="upper left", fontsize="small")
+    return figure
+
+
+def cache_size_chart(contexts, caches, weight_bytes, chosen_context, ax=None):
+    """Part 2: one conversation's cache against its length, one line per model or attention
+    design (``caches``: label -> bytes over ``contexts``), the weights as a dotted line."""
+    figure, ax = new_axes(ax)
+    _log_lines(ax, contexts, caches)
+    ax.axhline(weight_bytes, color=NEUTRAL, ls=":", lw=2, gid="weights",
+               label=f"the weights: {units.gb(weight_bytes)}")
+    ax.axvline(chosen_context, color=NEUTRAL, lw=1)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1e9:g} GB"))
+    ax.set_xlabel("tokens in the conversation")
+    ax.set_ylabel("bytes of KV cache")
+    ax.legend(loc="upper left", fontsize="small")
+    return figure
+
+
+def users_that_fit_chart(contexts, users, chosen_context, crossings=None, caption="", ax=None):
+    """Part 3 and plate XXIII.2: the most users one GPU holds against the tokens each holds.
+
+    ``users`` maps a label to whole numbers of users over ``contexts``; ``crossings`` (same
+    labels, optional) to the batch at which the caches weigh as much as the weights,
+    drawn dashed: above it the caches outweigh the weights.
+    """
+    figure, ax = new_axes(ax)
+    for (label, counts), colour in zip(users.items(), LINE_COLOURS):
+        shown = np.where(np.asarray(counts) > 0, counts, np.nan)
+        ax.loglog(contexts, shown, color=colour, lw=2, label=label, gid=label)
+        if crossings is not None and label in crossings:
+            ax.loglog(contexts, crossings[label], color=colour, lw=1.2, ls="--", gid=f"{label}: crossing")
+    if crossings:
+        ax.plot([], [], color=NEUTRAL, lw=1.2, ls="--", label="dashed: caches weigh as much as the weights")
+    ax.axvline(chosen_context, color=NEUTRAL, lw=1)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.set_xlabel("tokens each user holds")
+    ax.set_ylabel("users that fit")
+    ax.set_title(caption, fontsize="medium", loc="left")
+    ax.legend(loc="lower left", fontsize="small")
+    return figure
+
+
+def cached_batching_chart(users, costs, walls, chosen_users, ax=None):
+    """Part 4: cost per million tokens against users per pass, one line per length of
+    conversation (``costs``: label -> dollars over ``users``), each stopping at its memory
+    wall (``walls``: label -> the most users that fit), lesson 1's weights-only line dashed."""
+    figure, ax = new_axes(ax)
+    shown = {}
+    for label, dollars in costs.items():
+        wall = walls.get(label)
+        shown[label] = np.where(np.asarray(users) <= wall, dollars, np.nan) if wall is not None else dollars
+    _log_lines(ax, users, shown, dashed=[label for label in costs if label not in walls])
+    for (label, wall), colour in zip(walls.items(), LINE_COLOURS):
+        if 0 < wall <= users[-1]:
+            ax.plot([wall], [np.asarray(costs[label])[np.searchsorted(users, wall)]], "|", color=colour, ms=16,
+                    mew=2, gid=f"{label}: memory wall")
+    ax.axvline(chosen_users, color=NEUTRAL, lw=1)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.set_xlabel("users per pass (the bar: memory is full)")
+    ax.set_ylabel("$ per million tokens")
+    ax.legend(loc="lower left", fontsize="small")
+    return figure

@@ -205,3 +205,98 @@ LESSON_1_QUESTIONS = (
         ),
     ),
 )
+
+
+# --- Lesson 2: the figures its feedback quotes, computed ---------------------------
+def _lesson_2_questions():
+    from dataclasses import replace
+
+    from .cache import cached_decode, decode_with_and_without_cache
+    from .memory import kv_cache_bytes, max_batch
+
+    model, gpu = LLAMA_3_8B, H100_SXM
+    saved = units.number(units.round_to(decode_with_and_without_cache(model, 3000).flops_saved, 2))
+    gqa = units.kib(kv_cache_bytes(model, 1))
+    mha = units.kib(kv_cache_bytes(replace(model, kv_heads=model.heads), 1))
+    users_8000, users_4000 = (units.number(max_batch(model, gpu, tokens)) for tokens in (8000, 4000))
+    fewer, more = (cached_decode(model, gpu, users, 3000) for users in (64, 128))
+    cost_64, cost_128 = (units.dollars(b.cost_per_million_tokens, 3) for b in (fewer, more))
+    rate_64, rate_128 = (units.number(b.tokens_per_second_per_user) for b in (fewer, more))
+    return (
+        Question(
+            prompt="Why does a decode step that uses the KV cache do so much less arithmetic than one without it?",
+            options=(
+                "Only the newest token goes through the model; the keys and values of the earlier ones are kept.",
+                "The cache keeps the earlier tokens' outputs, so the model can skip most of its layers.",
+                "The cache stores its numbers in fewer bits, so each operation is cheaper.",
+                "The cache keeps the weights closer to the arithmetic units.",
+            ),
+            correct=0,
+            feedback=(
+                "Without the cache the step would take the whole sequence through the weights again; with it, one "
+                f"token. After 3,000 tokens that is about {saved} times less arithmetic.",
+                "Every layer still runs for the new token. What is kept is each earlier token's keys and values "
+                "in every layer, so that the new token can attend to them without recomputing them.",
+                "The cache saves operations, not the cost of each. Storing it in fewer bits saves bytes, which is "
+                "another matter (Part 3).",
+                "The weights are read from the same memory either way. The cache holds keys and values, one set per "
+                "token, not weights.",
+            ),
+        ),
+        Question(
+            prompt="Llama 3 8B has 32 query heads and 8 key-value heads. With a key-value head for every query "
+                   "head instead, how would its cache per token change?",
+            options=("Four times as large.", "The same: the cache holds one entry per token either way.",
+                     "Eight times as large.", "A quarter of the size."),
+            correct=0,
+            feedback=(
+                f"Each key-value head stores a key and a value for every token; 32 instead of 8 is four times the "
+                f"bytes: {mha} a token instead of {gqa}.",
+                "One entry per token, but each entry holds a key and a value for every key-value head, in every "
+                "layer. The number of key-value heads sets its size.",
+                "The count goes from 8 key-value heads to 32: four times, not eight.",
+                "That is the other direction: grouping 4 query heads on each key-value head is what cut the cache "
+                "to a quarter.",
+            ),
+        ),
+        Question(
+            prompt=f"An H100 holds {users_8000} users of Llama 3 8B whose conversations are 8,000 tokens long. "
+                   "About how many fit if each holds 4,000 tokens?",
+            options=("About twice as many.", "The same number: the weights take the same room.",
+                     "About half as many.", "About four times as many."),
+            correct=0,
+            feedback=(
+                f"Each user's cache is half the size, and the room left after the weights is unchanged: "
+                f"{users_4000} users.",
+                "The weights do take the same room, but the rest is shared out among the caches, and each is now "
+                "half the size.",
+                "Shorter conversations take less room each, so more of them fit, not fewer.",
+                "A cache grows in proportion to its tokens, not their square: half the tokens, half the bytes.",
+            ),
+        ),
+        Question(
+            prompt="Conversations of 3,000 tokens on an H100. You double the users sharing each decode step from "
+                   "64 to 128. What happens?",
+            options=(
+                "The cost of a million tokens halves and each user's speed stays the same, as in lesson 1.",
+                "The cost falls a little, and every user's tokens come more slowly.",
+                "The step turns compute-bound.",
+                "The cost of a million tokens rises.",
+            ),
+            correct=1,
+            feedback=(
+                "That holds only while the weights are most of what a step reads. Here every user adds their own "
+                "cache to each step's reading.",
+                f"The weights are shared by more users, but each user brings their own cache to read: the cost goes "
+                f"from {cost_64} to {cost_128} a million, and each user's speed from {rate_64} to {rate_128} tokens "
+                "a second.",
+                "Each user brings far fewer operations per byte of cache than the ridge point: at this length no "
+                "batch turns the step compute-bound.",
+                "The weights are still shared among more tokens, so each token costs a little less, never more, "
+                "while the step stays memory-bound.",
+            ),
+        ),
+    )
+
+
+LESSON_2_QUESTIONS = _lesson_2_questions()

@@ -434,3 +434,93 @@ def time_per_token_chart(curve, decode, marks=(), ideal=None) -> SVG:
     chart.y_axis([(v, _ms_tick(v)) for v in decades(*y_range)], "time per token")
     chart.title(f"{curve.model.name} on {curve.gpu.name}", anchor="middle")
     return chart.svg()
+
+
+# --- Lesson 2: each user's KV cache ------------------------------------------------------
+LINE_COLOURS = (PREFILL, DECODE, COMPUTE, MEMORY, "#9467bd", "#8c564b")
+
+
+def _log_lines_chart(xs, lines, label, x_label, y_label, y_format, chosen_x, dashed=(), extra=(), dots=(),
+                     floor=None, caption=""):
+    """Lines (label -> values over ``xs``) on log-log axes, a grey line at ``chosen_x``, a legend.
+
+    ``extra`` are more (label, values, colour, dash) lines left out of the legend's colour order;
+    ``dots`` (x, y, colour) points; values at or below ``floor`` are left out (a line that ends).
+    """
+    xs = np.asarray(xs, dtype=float)
+    series = [(name, np.asarray(ys, dtype=float)) for name, ys in lines.items()]
+    every = np.concatenate([ys[np.isfinite(ys) & (ys > (floor or 0))] for _, ys in series]
+                           + [np.asarray(v, dtype=float)[np.isfinite(v)] for _, v, _, _ in extra])
+    # Nothing to draw (no user fits beside the weights, say): an empty frame with a note.
+    low, high = (every.min() / 2, every.max() * 2) if every.size else (0.5, 10.0)
+    chart = Canvas.new(360, (xs[0], xs[-1]), (low, high), x_log=True, y_log=True, left=76, top=30 if caption else 14,
+                       label=label)
+    if caption:
+        chart.title(caption)
+    shown = spread(len(xs))
+    entries = []
+    for (name, ys), colour in zip(series, LINE_COLOURS):
+        keep = shown[np.isfinite(ys[shown]) & (ys[shown] > (floor or 0))]
+        if keep.size:
+            chart.line(xs[keep], ys[keep], colour, dash="6 4" if name in dashed else "", gid=name)
+        entries.append((colour, "dashed" if name in dashed else "line", name))
+    for name, ys, colour, dash in extra:
+        ys = np.asarray(ys, dtype=float)
+        chart.line(xs[shown], ys[shown], colour, width=1.2, dash=dash, gid=name)
+    chart.vline(chosen_x, NEUTRAL)
+    for x, y, colour in dots:
+        if y > (floor or 0):
+            chart.dot(x, y, colour)
+    chart.legend(entries, chart.left + 10, chart.top + 12)
+    if not every.size:
+        chart.text((chart.left + chart.right) / 2, (chart.top + chart.bottom) / 2, "nothing fits beside the weights",
+                   anchor="middle", baseline="middle")
+    chart.frame()
+    chart.x_axis([(v, _number(v)) for v in decades(xs[0], xs[-1])], x_label)
+    chart.y_axis([(v, y_format(v)) for v in decades(low, high)], y_label)
+    return chart.svg()
+
+
+def cache_saving_chart(contexts, with_cache, without_cache, chosen, times=None, gpu_name="") -> SVG:
+    """``plots.cache_saving_chart`` as SVG; ``times`` (a ``cache.CacheSavingTimes``) labels each line
+    with its step's time on ``gpu_name``."""
+    without_label, with_label = "without the cache: the whole sequence again", "with the cache: one new token"
+    if times is not None:
+        without_label += f", {units.ms(times.without_cache.time)} on {gpu_name}"
+        with_label += f", {units.ms(times.with_cache.time)}"
+    return _log_lines_chart(
+        contexts, {without_label: without_cache, with_label: with_cache},
+        "FLOPs of the next decode step, with the cache and without it", "tokens already in the sequence",
+        "FLOPs of the next decode step", lambda f: f"1e{math.log10(f):.0f}", chosen.context_tokens,
+        dots=[(chosen.context_tokens, chosen.without_cache.flops, PREFILL),
+              (chosen.context_tokens, chosen.with_cache.flops, DECODE)])
+
+
+def cache_size_chart(contexts, caches, weight_bytes, chosen_context) -> SVG:
+    """``plots.cache_size_chart`` as SVG."""
+    return _log_lines_chart(
+        contexts, caches, "One conversation's KV cache against its length", "tokens in the conversation",
+        "bytes of KV cache", lambda b: units.gb(b, max(0, -math.floor(math.log10(b / 1e9)))), chosen_context,
+        extra=[(f"the weights: {units.gb(weight_bytes)}", np.full(len(contexts), weight_bytes), NEUTRAL, "2 3")])
+
+
+def users_that_fit_chart(contexts, users, chosen_context, crossings=None, caption="") -> SVG:
+    """``plots.users_that_fit_chart`` as SVG: solid, the users that fit; dashed, the batch whose
+    caches weigh as much as the weights; ``caption`` names the GPU and its memory above."""
+    extra = [(f"{name}: crossing", crossings[name], colour, "6 4")
+             for name, colour in zip(users, LINE_COLOURS) if crossings and name in crossings]
+    return _log_lines_chart(contexts, users, "Users whose caches fit on one GPU", "tokens each user holds",
+                            "users that fit" + ("; dashed: caches = weights" if crossings else ""),
+                            lambda u: _number(u) if u >= 1 else f"{u:g}", chosen_context, extra=extra, floor=0.5,
+                            caption=caption)
+
+
+def cached_batching_chart(users, costs, walls, chosen_users) -> SVG:
+    """``plots.cached_batching_chart`` as SVG: each length's line ends where memory is full."""
+    users = np.asarray(users)
+    shown = {label: np.where(users <= walls[label], dollars, np.nan) if label in walls else dollars
+             for label, dollars in costs.items()}
+    return _log_lines_chart(users, shown, "Cost per million tokens, every user's cache read",
+                            "users per pass (a line ends where memory is full)", "$ per million tokens",
+                            lambda v: units.dollars(v, max(0, -math.floor(math.log10(v)))), chosen_users,
+                            dashed=[label for label in costs if label not in walls])

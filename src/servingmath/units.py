@@ -126,3 +126,8 @@ def ms_significant(value, significant=3):
     # Digits after the point come from the rounded value, so 9.996 shows as 10.0, not 10.00.
     digits = significant - 1 - (math.floor(math.log10(shown)) if shown else 0)
     return Shown(_fixed(shown, max(0, digits)) + " ms")
+
+
+def kib(value, digits=0):
+    """Bytes shown in binary kibibytes (1,024), as a cache's per-token size is often quoted: ``128 KiB``."""
+    return _scaled(_unsigned(value), 1024, " KiB", digits)

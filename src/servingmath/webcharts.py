@@ -903,3 +903,302 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
                       background=panel.axes(), height=int(panel.bottom + BOTTOM),
                       note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step. "
                            "Orange: memory sets the time; green: arithmetic does.")
+
+
+# --- Lesson 2: each user's KV cache --------------------------------------------------------
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _cached_bits(default):
+    return buttons("kv_bits", "bits a cached value", {16: "16", 8: "8"}, default)
+
+
+def _log_axes(panel, x_ticks, y_format):
+    """Tick a log-log panel: ``x_ticks`` as given, y at the powers of ten inside its range."""
+    panel.x_ticks = [(t, units.number(t)) for t in x_ticks]
+    panel.y_ticks = [(t, y_format(t)) for t in log_ticks(panel.y.low, panel.y.high)]
+    return panel
+
+
+def _decades(low, high):
+    """The powers of ten just outside ``low`` and ``high``."""
+    return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
+
+
+@builder
+def cache_saving_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm", model: str = "llama-3-8b") -> Chart:
+    """Lesson 2, part 1: the next decode step's FLOPs with the KV cache and without it.
+
+    Controls: the tokens already in the sequence, and the GPU the two steps are timed on.
+    Readouts: both FLOP counts, their ratio, and both steps' times and limits.
+    """
+    from .cache import CACHE_READ, decode_with_and_without_cache, time_with_and_without_cache
+
+    served = _model(model)
+    tokens = slider_steps(1, 32_768, 2, default_tokens, extra=(1000,))
+    line_tokens = np.unique(np.round(np.geomspace(1, 32_768, 60)).astype(int))
+    lines = decode_with_and_without_cache(served, line_tokens)
+    steps = decode_with_and_without_cache(served, tokens)
+    with_flops, without_flops = np.asarray(steps.with_cache.flops), np.asarray(steps.without_cache.flops)
+    panel = Panel.make((1, 32_768), _decades(with_flops.min(), without_flops.max()), TOP + 6, 250, True, True,
+                       "tokens already in the sequence", "FLOPs of the next step")
+    _log_axes(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS))
+    panel.y_ticks = panel.y_ticks[::2]
+    background = panel.axes() + [
+        panel.line(line_tokens, lines.without_cache.flops, PREFILL), panel.line(line_tokens, lines.with_cache.flops,
+                                                                               DECODE),
+        panel.label(1.5, float(np.asarray(lines.without_cache.flops)[0]) * 6, "without the cache", PREFILL),
+        panel.label(20_000, float(np.asarray(lines.with_cache.flops)[-1]) * 3, "with the cache", DECODE, "end")]
+    index = {int(t): i for i, t in enumerate(tokens)}
+
+    def markers(tokens):
+        i = index[int(tokens)]
+        return panel.marker(tokens, without_flops[i], PREFILL) + panel.marker(tokens, with_flops[i], DECODE)
+
+    def readouts(tokens, gpu):
+        saving = decode_with_and_without_cache(served, tokens)
+        timed = time_with_and_without_cache(served, _gpu(gpu), tokens)
+
+        def bound(timing):
+            return "compute-bound" if timing.compute_bound else "memory-bound"
+
+        return {"FLOPs without the cache": units.trillions(saving.without_cache.flops, 2),
+                "FLOPs with the cache": units.billions(saving.with_cache.flops, 1),
+                "times fewer with the cache": units.number(saving.flops_saved),
+                "the step without the cache": f"{_ms(timed.without_cache.time)}, {bound(timed.without_cache)}",
+                "the step with the cache": f"{_ms(timed.with_cache.time)}, {bound(timed.with_cache)}"}
+
+    controls = [slider("tokens", "tokens already in the sequence", tokens, default_tokens,
+                       lambda n: _counted(n, "token", "tokens")), _gpu_menu(default_gpu)]
+    return live_chart("cache-saving", f"The next decode step of {served.name}, with the KV cache and without it",
+                      controls, readouts, [Layer(("tokens",), markers)], background=background,
+                      height=int(panel.bottom + BOTTOM), note=CACHE_READ.label)
+
+
+@builder
+def cache_size_chart(default_tokens: int = 8000, default_bits: int = 16, model: str = "llama-3-8b") -> Chart:
+    """Lesson 2, part 2: one conversation's KV cache against its length, for ``model``'s shape with
+    full multi-head, its own grouped-query and multi-query attention; the weights as a line.
+
+    Controls: the tokens in the conversation, the bits of a cached value.
+    """
+    from dataclasses import replace
+
+    from .memory import kv_cache_bytes, weight_bytes
+
+    served = _model(model)
+    shapes = {"multi-head": replace(served, kv_heads=served.heads), "grouped-query, as published": served,
+              "multi-query": replace(served, kv_heads=1)}
+    colours = dict(zip(shapes, (DECODE, PREFILL, COMPUTE)))
+    tokens = slider_steps(256, 131_072, 2, default_tokens, extra=(8000,))
+    weights = weight_bytes(served.parameters)
+    low = float(kv_cache_bytes(shapes["multi-query"], 256, kv_bits=8))
+    high = float(kv_cache_bytes(shapes["multi-head"], 131_072))
+    panel = Panel.make((256, 131_072), _decades(low, high), TOP + 6, 250, True, True, "tokens in the conversation",
+                       "KV cache")
+    _log_axes(panel, (256, 4096, 65_536), lambda b: units.gb(b, _figures(b / 1e9, 1)))
+    panel.y_ticks = panel.y_ticks[1::2]
+    background = panel.axes() + [
+        panel.line(np.array([256, 131_072]), np.array([weights] * 2), NEUTRAL, dashed=True, width=1.5),
+        panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", NEUTRAL)]
+
+    def lines(kv_bits):
+        parts = [panel.line(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colours[name])
+                 for name, shape in shapes.items()]
+        # Named in the empty corner above the lines' left ends and under the weights, one under another.
+        parts += [panel.label(300, weights / (4 * 2.5 ** k), name.split(",")[0], colours[name])
+                  for k, name in enumerate(shapes)]
+        return "".join(parts)
+
+    def markers(tokens, kv_bits):
+        return "".join(panel.marker(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colours[name])
+                       for name, shape in shapes.items())
+
+    def readouts(tokens, kv_bits):
+        shown = {f"{name}, {_counted(shape.kv_heads, 'KV head', 'KV heads')}":
+                 units.gb(kv_cache_bytes(shape, tokens, kv_bits=kv_bits)) for name, shape in shapes.items()}
+        shown["grouped-query, as a share of the weights"] = units.percent(
+            kv_cache_bytes(served, tokens, kv_bits=kv_bits) / weights, 1)
+        return shown
+
+    controls = [slider("tokens", "tokens in the conversation", tokens, default_tokens,
+                       lambda n: _counted(n, "token", "tokens")), _cached_bits(default_bits)]
+    return live_chart("cache-size", f"The KV cache of one conversation with {served.name}'s shape", controls,
+                      readouts, [Layer(("kv_bits",), lines), Layer(("tokens", "kv_bits"), markers)],
+                      background=background, height=int(panel.bottom + BOTTOM),
+                      note="The same layers and head dim; only the key-value heads differ. 16-bit weights.")
+
+
+@builder
+def users_that_fit_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm", default_bits: int = 16,
+                         model: str = "llama-3-8b") -> Chart:
+    """Lesson 2, part 3: the most users whose caches fit beside the weights on one GPU.
+
+    Controls: the tokens each user holds, the GPU, the bits of a cached value.
+    """
+    from .memory import RESERVE, fit, kv_cache_bytes, max_batch
+
+    served = _model(model)
+    tokens = slider_steps(256, 131_072, 2, default_tokens, extra=(1000, 8000, 32_000))
+    usable = [key for key, g in CATALOG.items() if max_batch(served, g, 256) > 0]
+    counts = {(g, bits): np.asarray(max_batch(served, CATALOG[g], tokens, kv_bits=bits)) for g in usable
+              for bits in (16, 8)}
+    high = max(c.max() for c in counts.values())
+    panel = Panel.make((256, 131_072), _decades(0.5, high), TOP + 6, 250, True, True, "tokens each user holds",
+                       "users that fit")
+    _log_axes(panel, (256, 4096, 65_536), lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    index = {int(t): i for i, t in enumerate(tokens)}
+    colours = {16: PREFILL, 8: COMPUTE}
+
+    def lines(gpu):
+        parts = []
+        for bits, colour in colours.items():
+            shown = np.maximum(counts[(gpu, bits)], 0.5)
+            parts.append(panel.line(tokens, shown, colour, width=2.5 if bits == 16 else 1.8))
+        # The 8-bit line named above its left end, the 16-bit one under its right end: clear of both lines.
+        parts += [panel.label(300, float(max(counts[(gpu, 8)][0], 1)) * 2.5, "8-bit cache", COMPUTE),
+                  panel.label(120_000, float(max(counts[(gpu, 16)][-1], 1)) * 0.3, "16-bit cache", PREFILL, "end")]
+        return "".join(parts)
+
+    def marker(tokens, gpu, kv_bits):
+        return panel.marker(tokens, max(float(counts[(gpu, kv_bits)][index[int(tokens)]]), 0.5), colours[kv_bits])
+
+    def readouts(tokens, gpu, kv_bits):
+        chosen = _gpu(gpu)
+        budget = fit(served, chosen)
+        return {"room for caches": units.gb(budget.usable_bytes - budget.weight_bytes),
+                "cache a user": units.gb(kv_cache_bytes(served, tokens, kv_bits=kv_bits)),
+                "users that fit": units.number(max_batch(served, chosen, tokens, kv_bits=kv_bits))}
+
+    controls = [slider("tokens", "tokens each user holds", tokens, default_tokens,
+                       lambda n: _counted(n, "token", "tokens")),
+                menu("gpu", "GPU", {key: CATALOG[key].name for key in usable}, default_gpu),
+                _cached_bits(default_bits)]
+    return live_chart("users-fit", f"Users of {served.name} whose caches fit on one GPU", controls, readouts,
+                      [Layer(("gpu",), lines), Layer(("tokens", "gpu", "kv_bits"), marker)],
+                      background=panel.axes(), height=int(panel.bottom + BOTTOM),
+                      note=f"{units.percent(RESERVE)} of the memory held back; 16-bit weights.")
+
+
+@builder
+def cached_batching_chart(default_users: int = 32, default_tokens: int = 3000, default_bits: int = 16,
+                          default_gpu: str = "h100-sxm", model: str = "llama-3-8b") -> Chart:
+    """Lesson 2, part 4: the cost of a million tokens against users per pass, with every user's
+    cache read each step, ending where memory is full; lesson 1's weights-only line dashed.
+
+    Controls: users per pass, the tokens each holds, the bits of a cached value, the GPU.
+    """
+    from .cache import CACHE_READ, cache_matches_weights_batch, cached_decode
+    from .memory import max_batch
+
+    served = _model(model)
+    users = slider_steps(1, 1024, 2, default_users, extra=(8, 32, 41))
+    lengths = (1000, 3000, 8000, 32_000)
+    priced = [key for key, g in CATALOG.items() if g.price_per_hour is not None and max_batch(served, g, 1000) > 0]
+    costs = {(g, t, b): np.asarray(cached_decode(served, CATALOG[g], users, t, kv_bits=b).cost_per_million_tokens)
+             for g in priced for t in lengths for b in (16, 8)}
+    weights_only = {g: np.asarray(batching(served, CATALOG[g], users).cost_per_million_tokens) for g in priced}
+    walls = {(g, t, b): max_batch(served, CATALOG[g], t, kv_bits=b) for g in priced for t in lengths for b in (16, 8)}
+    everything = np.concatenate([*costs.values(), *weights_only.values()])
+    panel = Panel.make((1, 1024), _decades(everything.min(), everything.max()), TOP + 6, 250, True, True,
+                       "users per pass", "$ a million tokens")
+    _log_axes(panel, (1, 8, 64, 512), lambda c: units.dollars(c, _figures(c, 1)))
+    index = {int(u): i for i, u in enumerate(users)}
+
+    def lines(tokens, kv_bits, gpu):
+        dollars, wall = costs[(gpu, tokens, kv_bits)], walls[(gpu, tokens, kv_bits)]
+        inside = users <= wall
+        parts = [panel.line(users, weights_only[gpu], NEUTRAL, dashed=True, width=1.5),
+                 panel.label(1.3, float(weights_only[gpu][0]) * 0.03, "weights only (lesson 1)", NEUTRAL)]
+        if wall >= 1:
+            # The line runs on to the last batch that fits, between the slider's stops.
+            last = min(wall, int(users[-1]))
+            at_wall = float(cached_decode(served, CATALOG[gpu], last, tokens, kv_bits=kv_bits).cost_per_million_tokens)
+            parts.append(panel.line(np.append(users[inside], last), np.append(dollars[inside], at_wall), DECODE))
+        if not inside.all():
+            parts += panel.vertical(max(wall, 1), f"memory full: {_counted(wall, 'user', 'users')}", MEMORY, low=True)
+        return "".join(parts)
+
+    def marker(users, tokens, kv_bits, gpu):
+        return panel.marker(users, costs[(gpu, tokens, kv_bits)][index[int(users)]], DECODE)
+
+    def readouts(users, tokens, kv_bits, gpu):
+        chosen = _gpu(gpu)
+        served_now = cached_decode(served, chosen, users, tokens, kv_bits=kv_bits)
+        wall = max_batch(served, chosen, tokens, kv_bits=kv_bits)
+        return {"one decode step": f"{_ms(served_now.step_time)}, {served_now.decode.bound}-bound",
+                "each user's tokens a second": units.number(served_now.tokens_per_second_per_user),
+                "cost per million tokens": units.dollars(served_now.cost_per_million_tokens, 3),
+                "without the caches (lesson 1)": units.dollars(
+                    batching(served, chosen, users).cost_per_million_tokens, 3),
+                "caches weigh as much as the weights at":
+                    _counted(round(cache_matches_weights_batch(served, tokens, kv_bits=kv_bits)), "user", "users"),
+                "users that fit": units.number(wall) + ("" if users <= wall else ": this batch does not fit")}
+
+    controls = [slider("users", "users per pass", users, default_users, lambda n: _counted(n, "user", "users")),
+                slider("tokens", "tokens each user holds", lengths, default_tokens,
+                       lambda n: _counted(n, "token", "tokens")),
+                _cached_bits(default_bits), _gpu_menu(default_gpu, priced=True)]
+    return live_chart("cached-batching", f"Decode with every user's cache read: {served.name}", controls, readouts,
+                      [Layer(("tokens", "kv_bits", "gpu"), lines), Layer(("users", "tokens", "kv_bits", "gpu"), marker)],
+                      background=panel.axes(), height=int(panel.bottom + BOTTOM), note=CACHE_READ.label)
+
+
+# --- Plate XXIII.2: users that fit against the length of their conversations -------------
+@builder
+def kv_workshop_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm", default_bits: int = 16) -> Chart:
+    """The most users whose caches fit beside each of the plate's models' weights (solid), and the
+    batch whose caches weigh as much as the weights (dashed), against the tokens each user holds.
+
+    Controls: the tokens each user holds, the GPU, the bits of a cached value.
+    """
+    from .cache import WORKSHOP_MODELS, cache_matches_weights_batch
+    from .memory import RESERVE, max_batch
+
+    chosen = [MODELS[key] for key in WORKSHOP_MODELS]
+    colours = dict(zip((m.name for m in chosen), (PREFILL, DECODE, COMPUTE)))
+    tokens = slider_steps(256, 32_768, 2, default_tokens, extra=(1000, 8000, 32_000))
+    gpus = [key for key, g in CATALOG.items() if all(max_batch(m, g, 256) > 0 for m in chosen)]
+    users = {(g, m.name, b): np.asarray(max_batch(m, CATALOG[g], tokens, kv_bits=b))
+             for g in gpus for m in chosen for b in (16, 8)}
+    crossings = {(m.name, b): np.asarray(cache_matches_weights_batch(m, tokens, kv_bits=b))
+                 for m in chosen for b in (16, 8)}
+    low = min(min(c.min() for c in crossings.values()), 1)
+    high = max(max(u.max() for u in users.values()), max(c.max() for c in crossings.values()))
+    panel = Panel.make((256, 32_768), _decades(low, high), TOP + 6, 260, True, True, "tokens each user holds",
+                       "users")
+    _log_axes(panel, (256, 1024, 4096, 16_384), lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    index = {int(t): i for i, t in enumerate(tokens)}
+
+    def lines(gpu, kv_bits):
+        parts = []
+        for m in chosen:
+            counts = np.maximum(users[(gpu, m.name, kv_bits)], 0.5)
+            parts += [panel.line(tokens, counts, colours[m.name]),
+                      panel.line(tokens, crossings[(m.name, kv_bits)], colours[m.name], dashed=True, width=1.5),
+                      # Named in the empty corner under the lines, one under another.
+                      panel.label(290, panel.y.low * 5.5 / 2.2 ** chosen.index(m), m.name, colours[m.name])]
+        return "".join(parts)
+
+    def markers(tokens, gpu, kv_bits):
+        i = index[int(tokens)]
+        return "".join(panel.marker(tokens, max(float(users[(gpu, m.name, kv_bits)][i]), 0.5), colours[m.name])
+                       for m in chosen)
+
+    def readouts(tokens, gpu, kv_bits):
+        shown = {}
+        for m in chosen:
+            fits = max_batch(m, _gpu(gpu), tokens, kv_bits=kv_bits)
+            crossing = cache_matches_weights_batch(m, tokens, kv_bits=kv_bits)
+            shown[f"{m.name}: users that fit"] = (f"{units.number(fits)}; caches outweigh the weights from "
+                                                  f"{_counted(math.floor(crossing) + 1, 'user', 'users')}")
+        return shown
+
+    controls = [slider("tokens", "tokens each user holds", tokens, default_tokens,
+                       lambda n: _counted(n, "token", "tokens")),
+                menu("gpu", "GPU", {key: CATALOG[key].name for key in gpus}, default_gpu), _cached_bits(default_bits)]
+    return live_chart("kv-workshop", "Users whose caches fit on one GPU, three designs of attention", controls,
+                      readouts, [Layer(("gpu", "kv_bits"), lines), Layer(("tokens", "gpu", "kv_bits"), markers)],
+                      background=panel.axes(), height=int(panel.bottom + BOTTOM),
+                      note=f"Solid: users that fit; dashed: their caches weigh as much as the weights. "
+                           f"{units.percent(RESERVE)} of the memory held back; 16-bit weights.")

@@ -24,11 +24,12 @@ from types import SimpleNamespace
 from typing import Callable, Mapping
 
 import ipywidgets as widgets
+import numpy as np
 from IPython.display import display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import plots, serving, svgcharts, units
+from . import cache, memory, plots, serving, svgcharts, units
 from .hardware import CATALOG
 from .hardware import gpu as find_gpu
 from .models import LLAMA_3_8B, MODELS
@@ -473,3 +474,263 @@ def workshop_explorer(tokens=1024, cached_tokens=1000, model="llama-3-8b", gpu="
     return Explorer(controls, _workshop, _describe_workshop, _draw_workshop, name="workshop",
                     sketch=_sketch_workshop,
                     title="Time per token of one forward pass")
+
+
+# --- Lesson 2: each user's KV cache -------------------------------------------------------
+def _models_dropdown(value, style=_WIDE):
+    return widgets.Dropdown(options=[(entry.name, key) for key, entry in MODELS.items()], value=value,
+                            description="model", style=style)
+
+
+def _gpus_dropdown(value, style=_WIDE):
+    return widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=value,
+                            description="GPU", style=style)
+
+
+def _tokens_slider(value, description, low=0, high=32_768, step=256):
+    return widgets.IntSlider(value=value, min=low, max=high, step=step, description=description, style=_WIDE,
+                             continuous_update=False, layout=widgets.Layout(width="36em"))
+
+
+def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm") -> Explorer:
+    """Lesson 2, part 1: one decode step's FLOPs and time, with the KV cache and without it."""
+    controls = {"context_tokens": _tokens_slider(context_tokens, "tokens already in"),
+                "model": _models_dropdown(model), "gpu": _gpus_dropdown(gpu)}
+
+    def compute(context_tokens, model, gpu):
+        chosen_model, chosen_gpu = MODELS[model], CATALOG[gpu]
+        return SimpleNamespace(
+            gpu=chosen_gpu,
+            saving=cache.decode_with_and_without_cache(chosen_model, context_tokens),
+            times=cache.time_with_and_without_cache(chosen_model, chosen_gpu, context_tokens),
+            sweep=cache.decode_with_and_without_cache(chosen_model, CACHE_SWEEP_TOKENS))
+
+    def describe(result):
+        saving, times = result.saving, result.times
+        return {
+            "FLOPs without the cache": units.trillions(saving.without_cache.flops, 2),
+            "FLOPs with the cache": units.billions(saving.with_cache.flops, 1),
+            "times fewer with the cache": units.number(saving.flops_saved),
+            "the step without the cache": f"{units.ms(times.without_cache.time)}, "
+                                          f"{'compute' if times.without_cache.compute_bound else 'memory'}-bound",
+            "the step with the cache": f"{units.ms(times.with_cache.time)}, "
+                                       f"{'compute' if times.with_cache.compute_bound else 'memory'}-bound",
+        }
+
+    def draw(result, ax):
+        sweep = result.sweep
+        return plots.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
+                                        result.saving, result.times, result.gpu.name, ax)
+
+    def sketch(result):
+        sweep = result.sweep
+        return svgcharts.cache_saving_chart(sweep.context_tokens, sweep.with_cache.flops, sweep.without_cache.flops,
+                                            result.saving, result.times, result.gpu.name)
+
+    return Explorer(controls, compute, describe, draw, name="cache_saving", sketch=sketch,
+                    title="One decode step, with the KV cache and without it")
+
+
+# Every length of conversation the lesson-2 explorers draw their curves over: 1 to 32,768 tokens.
+CACHE_SWEEP_TOKENS = np.unique(np.round(np.logspace(0, 15, 301, base=2)).astype(int))
+
+
+def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> Explorer:
+    """Lesson 2, part 2: one conversation's KV cache against the model's weights."""
+    controls = {"context_tokens": _tokens_slider(context_tokens, "tokens in the conversation", low=256),
+                "model": _models_dropdown(model),
+                "kv_bits": widgets.ToggleButtons(options=[16, 8, 4], value=kv_bits, description="bits a value",
+                                                 style=_WIDE)}
+
+    def compute(context_tokens, model, kv_bits):
+        chosen = MODELS[model]
+        return SimpleNamespace(model=chosen, context_tokens=context_tokens, kv_bits=kv_bits,
+                               per_token=memory.kv_cache_bytes(chosen, 1, kv_bits=kv_bits),
+                               conversation=memory.kv_cache_bytes(chosen, context_tokens, kv_bits=kv_bits),
+                               sweep=memory.kv_cache_bytes(chosen, CACHE_SWEEP_TOKENS, kv_bits=kv_bits),
+                               weights=memory.weight_bytes(chosen.parameters))
+
+    def describe(result):
+        return {
+            "cache a token": f"{units.number(result.per_token)} bytes ({units.kib(result.per_token, 1)})",
+            "cache of the conversation": units.gb(result.conversation),
+            "weights (16 bits)": units.gb(result.weights),
+            "the cache, as a share of the weights": units.percent(result.conversation / result.weights, 1),
+        }
+
+    def lines(result):
+        return {f"{result.model.name}, {result.kv_bits}-bit cache": result.sweep}
+
+    def draw(result, ax):
+        return plots.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens, ax)
+
+    def sketch(result):
+        return svgcharts.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens)
+
+    return Explorer(controls, compute, describe, draw, name="cache_size", sketch=sketch,
+                    title="The KV cache of one conversation")
+
+
+def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-sxm", weight_bits=16,
+                            kv_bits=16) -> Explorer:
+    """Lesson 2, part 3: how many users' caches fit beside the weights on one GPU."""
+    controls = {"context_tokens": _tokens_slider(context_tokens, "tokens each user holds", low=256),
+                "model": _models_dropdown(model), "gpu": _gpus_dropdown(gpu),
+                "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits,
+                                                     description="bits a weight", style=_WIDE),
+                "kv_bits": widgets.ToggleButtons(options=[16, 8, 4], value=kv_bits, description="bits a cached value",
+                                                 style=_WIDE)}
+
+    def compute(context_tokens, model, gpu, weight_bits, kv_bits):
+        chosen_model, chosen_gpu = MODELS[model], CATALOG[gpu]
+        users = memory.max_batch(chosen_model, chosen_gpu, context_tokens, weight_bits, kv_bits)
+        sweep = {f"{bits}-bit cache": memory.max_batch(chosen_model, chosen_gpu, CACHE_SWEEP_TOKENS, weight_bits, bits)
+                 for bits in sorted({16, 8, kv_bits}, reverse=True)}
+        return SimpleNamespace(context_tokens=context_tokens, users=users, sweep=sweep,
+                               budget=memory.fit(chosen_model, chosen_gpu, context_tokens, max(users, 1),
+                                                 weight_bits, kv_bits))
+
+    def describe(result):
+        budget = result.budget
+        return {
+            "usable memory": f"{units.gb(budget.usable_bytes)} ({units.percent(budget.reserve)} held back)",
+            "weights": units.gb(budget.weight_bytes),
+            "cache a user": units.gb(budget.cache_bytes / max(result.users, 1)),
+            "users that fit": units.number(result.users),
+        }
+
+    def caption(result):
+        budget = result.budget
+        room = budget.usable_bytes - budget.weight_bytes
+        left = f"{units.gb(room)} left for caches" if room > 0 else "the weights alone do not fit"
+        return f"{budget.model.name}, {units.gb(budget.weight_bytes)} of weights, on {budget.gpu.name}: {left}"
+
+    def draw(result, ax):
+        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                          caption=caption(result), ax=ax)
+
+    def sketch(result):
+        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                              caption=caption(result))
+
+    return Explorer(controls, compute, describe, draw, name="users_that_fit", sketch=sketch,
+                    title="Users whose caches fit on one GPU")
+
+
+# Users per pass the lesson-2 batching explorer sweeps: 1 to 4,096.
+CACHED_USERS = np.arange(1, 4097)
+# The lengths of conversation its figure compares.
+CACHED_CONTEXTS = (1000, 3000, 8000, 32000)
+
+
+def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", price_per_hour=3.0,
+                             kv_bits=16, model="llama-3-8b") -> Explorer:
+    """Lesson 2, part 4: time and price of decode when every step reads every user's cache."""
+    controls = {"batch": widgets.SelectionSlider(options=USERS_PER_PASS, value=batch, description="users per pass",
+                                                 style=_WIDE),
+                "context_tokens": _tokens_slider(context_tokens, "tokens each user holds", low=256),
+                "gpu": _gpus_dropdown(gpu),
+                "price_per_hour": widgets.FloatSlider(value=price_per_hour, min=0.25, max=10.0, step=0.05,
+                                                      readout_format=".2f", description="$ an hour", style=_WIDE),
+                "kv_bits": widgets.ToggleButtons(options=[16, 8], value=kv_bits, description="bits a cached value",
+                                                 style=_WIDE)}
+    served = MODELS[model]
+
+    def compute(batch, context_tokens, gpu, price_per_hour, kv_bits):
+        chosen_gpu = CATALOG[gpu]
+        lengths = sorted(set(CACHED_CONTEXTS) | {context_tokens})
+        costs = {f"{units.number(tokens)} tokens each": cache.cached_decode(
+            served, chosen_gpu, CACHED_USERS, tokens, price_per_hour, kv_bits=kv_bits).cost_per_million_tokens
+            for tokens in lengths}
+        walls = {f"{units.number(tokens)} tokens each": memory.max_batch(served, chosen_gpu, tokens, kv_bits=kv_bits)
+                 for tokens in lengths}
+        costs["weights only (lesson 1)"] = serving.batching(served, chosen_gpu, CACHED_USERS,
+                                                            price_per_hour=price_per_hour).cost_per_million_tokens
+        return SimpleNamespace(
+            chosen=cache.cached_decode(served, chosen_gpu, batch, context_tokens, price_per_hour, kv_bits=kv_bits),
+            weights_only=serving.batching(served, chosen_gpu, batch, price_per_hour=price_per_hour),
+            fits=memory.max_batch(served, chosen_gpu, context_tokens, kv_bits=kv_bits),
+            crossing=cache.cache_matches_weights_batch(served, context_tokens, kv_bits=kv_bits),
+            costs=costs, walls=walls)
+
+    def describe(result):
+        chosen = result.chosen
+        return {
+            "one decode step": f"{units.ms(chosen.step_time)}, {chosen.decode.bound}-bound",
+            "each user's tokens a second": units.number(chosen.tokens_per_second_per_user),
+            "cost per million tokens": units.dollars(chosen.cost_per_million_tokens, 3),
+            "without the caches (lesson 1)": units.dollars(result.weights_only.cost_per_million_tokens, 3),
+            "caches weigh as much as the weights at": f"{units.number(result.crossing)} users",
+            "users that fit at this length": units.number(result.fits)
+            + ("" if chosen.batch <= result.fits else ": this batch does not fit"),
+        }
+
+    def draw(result, ax):
+        return plots.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch, ax)
+
+    def sketch(result):
+        return svgcharts.cached_batching_chart(CACHED_USERS, result.costs, result.walls, result.chosen.batch)
+
+    return Explorer(controls, compute, describe, draw, name="cached_batching", sketch=sketch,
+                    title=f"Batching {served.name} with every user's cache read")
+
+
+# --- Plate XXIII.2: users that fit against the length of their conversations --------------
+# Reserves from none to a fifth of the memory, in steps of 1 %.
+WORKSHOP_RESERVES = tuple(step / 100 for step in range(21))
+
+
+def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv_bits=16,
+                         reserve=memory.RESERVE, models=cache.WORKSHOP_MODELS) -> Explorer:
+    """Plate XXIII.2: the most users whose caches fit beside each model's weights on one GPU."""
+    style = {"description_width": "13em"}
+    layout = widgets.Layout(width="36em")
+    controls = {
+        "context_tokens": widgets.IntSlider(value=context_tokens, min=256, max=32_768, step=256,
+                                            description="tokens each user holds", style=style, layout=layout,
+                                            continuous_update=False),
+        "gpu": widgets.Dropdown(options=[(entry.name, key) for key, entry in CATALOG.items()], value=gpu,
+                                description="GPU", style=style, layout=layout),
+        "weight_bits": widgets.ToggleButtons(options=[16, 8, 4], value=weight_bits, description="bits a weight",
+                                             style=style),
+        "kv_bits": widgets.ToggleButtons(options=[16, 8, 4], value=kv_bits, description="bits a cached value",
+                                         style=style),
+        "reserve": widgets.SelectionSlider(options=[(units.percent(r), r) for r in WORKSHOP_RESERVES], value=reserve,
+                                           description="memory held back", style=style, layout=layout),
+    }
+    chosen_models = [MODELS[key] for key in models]
+
+    def compute(context_tokens, gpu, weight_bits, kv_bits, reserve):
+        chosen_gpu = CATALOG[gpu]
+        return SimpleNamespace(
+            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models, reserve=reserve,
+            users={m.name: memory.max_batch(m, chosen_gpu, context_tokens, weight_bits, kv_bits, reserve)
+                   for m in chosen_models},
+            crossing={m.name: cache.cache_matches_weights_batch(m, context_tokens, weight_bits, kv_bits)
+                      for m in chosen_models},
+            sweep={m.name: memory.max_batch(m, chosen_gpu, CACHE_SWEEP_TOKENS, weight_bits, kv_bits, reserve)
+                   for m in chosen_models},
+            crossings={m.name: cache.cache_matches_weights_batch(m, CACHE_SWEEP_TOKENS, weight_bits, kv_bits)
+                       for m in chosen_models})
+
+    def describe(result):
+        shown = {}
+        for m in result.models:
+            users, crossing = result.users[m.name], result.crossing[m.name]
+            verdict = "caches outweigh the weights" if users > crossing else "weights outweigh the caches"
+            shown[f"{m.name}: users that fit"] = f"{units.number(users)} ({verdict} when full)"
+        return shown
+
+    def caption(result):
+        return f"{result.gpu.name}, {units.percent(result.reserve)} of its memory held back"
+
+    def draw(result, ax):
+        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                          result.crossings, caption(result), ax)
+
+    def sketch(result):
+        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+                                              result.crossings, caption(result))
+
+    return Explorer(controls, compute, describe, draw, name="kv_workshop", sketch=sketch,
+                    title="Users whose caches fit on one GPU, three models")

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixture" / "exercise-and-chart.md"
@@ -177,7 +178,9 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert set_chart(browser, "batching", users=8)[2:4] == ["6,000,000", "$0.499"]
     assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "compute-bound"]
     links = browser.evaluate("Array.from(document.querySelectorAll('a'), a => a.href)")
-    url, branch = launch_files.repository()
+    # The launch buttons open the branch the book is built from (the Colab copies install the release).
+    url = launch_files.repository()[0]
+    branch = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["branch"]
     repository_path = url.split("github.com/")[1]
     assert f"https://colab.research.google.com/github/{repository_path}/blob/{branch}/notebooks/index.ipynb" in links
     assert f"https://mybinder.org/v2/gh/{repository_path}/{branch}?urlpath=lab/tree/index.md" in links
@@ -192,6 +195,16 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
      ["NVIDIA H100 SXM", "3,000 tokens", "250 tokens"]),
     ("chapters/plates/xxiii-1-prefill-and-decode", "workshop", {"tokens": 1024, "assumptions": "plate"},
      ["1,024 tokens", "NVIDIA H100 SXM", "28.4 ms", "0.0277 ms", "1,033", "compute-bound"]),
+    ("chapters/lesson-2/part-1-what-the-cache-holds", "cache-saving", {"tokens": 3000, "gpu": "h100-sxm"},
+     ["3,000 tokens", "NVIDIA H100 SXM", "50.56 T", "17.6 billion", "2,867"]),
+    ("chapters/lesson-2/part-2-its-size", "cache-size", {"tokens": 8000, "kv_bits": 16},
+     ["8,000 tokens", "4.19 GB", "1.05 GB", "0.13 GB", "6.5 %"]),
+    ("chapters/lesson-2/part-3-how-many-users-fit", "users-fit", {"tokens": 8000, "kv_bits": 8},
+     ["8,000 tokens", "NVIDIA H100 SXM", "65.54 GB", "0.52 GB", "125"]),
+    ("chapters/lesson-2/part-4-decode-and-price", "cached-batching", {"users": 32, "tokens": 3000},
+     ["32 users", "3,000 tokens", "8.55 ms, memory-bound", "117", "$0.223", "$0.125"]),
+    ("chapters/plates/xxiii-2-the-kv-cache", "kv-workshop", {"tokens": 8000, "gpu": "h100-sxm"},
+     ["8,000 tokens", "NVIDIA H100 SXM", "62; caches outweigh the weights from 16 users"]),
 ])
 def test_each_lessons_chart_shows_its_examples(browser, site, page, kind, setting, expected):
     browser.open(f"{site}{page}.html")

@@ -358,7 +358,12 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
                   "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
                   "batching": "chapters/lesson-1/part-4-batching.md",
-                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md"}
+                  "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md",
+                  "cache_saving": "chapters/lesson-2/part-1-what-the-cache-holds.md",
+                  "cache_size": "chapters/lesson-2/part-2-its-size.md",
+                  "users_that_fit": "chapters/lesson-2/part-3-how-many-users-fit.md",
+                  "cached_batching": "chapters/lesson-2/part-4-decode-and-price.md",
+                  "kv_workshop": "chapters/plates/xxiii-2-the-kv-cache.md"}
 EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 

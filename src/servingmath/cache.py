@@ -1,0 +1,174 @@
+"""Lesson 2: what each user's KV cache does to decode, to its speed and to its price.
+
+The cache's size lives in ``memory`` (``kv_cache_bytes``, ``fit``, ``max_batch``); a
+pass's FLOPs and bytes in ``passes``. This module asks the lesson's questions of them:
+
+- how much arithmetic the cache saves a decode step (``decode_with_and_without_cache``);
+- the time and price of decode when every step also reads every user's cache
+  (``cached_decode``, under the ``CACHE_READ`` assumptions);
+- the batch at which the cache a step reads weighs as much as the weights
+  (``cache_matches_weights_batch``): past it, each extra user buys little;
+- the longest context at which any batch still turns decode compute-bound
+  (``longest_compute_bound_context``): beyond it, decode is memory-bound for good.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _check
+from .hardware import GPU
+from .memory import kv_cache_bytes, weight_bytes
+from .models import Model
+from .passes import PassCost, forward_pass
+from .roofline import Assumptions, pass_time
+from .serving import Batching, batching, compute_bound_batch
+
+# Lesson 2: lesson 1's ideal GPU (the spec sheet's peaks, no overhead), now with each
+# user's cache read on every step and attention over it counted.
+CACHE_READ = Assumptions(attention="causal", kv_cache=True,
+                         label="lesson 2: 100 % of peak, no overhead, every user's cache read each step")
+
+
+@dataclass(frozen=True)
+class CacheSaving:
+    """One decode step after ``context_tokens`` tokens, with the cache and without it."""
+
+    context_tokens: object
+    with_cache: PassCost
+    without_cache: PassCost
+
+    @property
+    def flops_saved(self):
+        """How many times the arithmetic a step without the cache does, against one with it."""
+        return self.without_cache.flops / self.with_cache.flops
+
+
+def decode_with_and_without_cache(model: Model, context_tokens) -> CacheSaving:
+    """The next token after ``context_tokens`` tokens, worked out two ways.
+
+    With the cache the pass carries one new token and attends to the cached keys and
+    values of the others. Without it the pass must carry the whole sequence again,
+    ``context_tokens + 1`` tokens, recomputing every earlier token's keys and values.
+    Attention is counted with the causal mask in both.
+    """
+    _check.instance("model", model, Model)
+    context_tokens = _check.count("context_tokens", context_tokens)
+    return CacheSaving(
+        context_tokens=context_tokens,
+        with_cache=forward_pass(model, 1, context_tokens, attention="causal", kv_cache=True),
+        without_cache=forward_pass(model, context_tokens + 1, 0, attention="causal", kv_cache=False),
+    )
+
+
+def cached_decode(model: Model, gpu: GPU, users, context_tokens, price_per_hour=None, weight_bits=16,
+                  kv_bits=16, assumptions: Assumptions = CACHE_READ) -> Batching:
+    """Decode for ``users`` sharing each step, each over a cache of ``context_tokens`` tokens.
+
+    The step reads the weights once and every user's cache; its time, each user's
+    tokens a second, the tokens an hour and the cost of a million follow as in
+    lesson 1. ``users`` and ``context_tokens`` may be arrays (they broadcast).
+    """
+    _check.instance("assumptions", assumptions, Assumptions)
+    if not assumptions.kv_cache:
+        raise ValueError(f"assumptions must read the cache (kv_cache=True), got {assumptions!r}")
+    users = _check.count("users", users, minimum=1)
+    context_tokens = _check.count("context_tokens", context_tokens)
+    return batching(model, gpu, users, cached_tokens=context_tokens, price_per_hour=price_per_hour,
+                    weight_bits=weight_bits, kv_bits=kv_bits, assumptions=assumptions)
+
+
+def cache_matches_weights_batch(model: Model, context_tokens, weight_bits=16, kv_bits=16):
+    """Users whose caches, of ``context_tokens`` tokens each, weigh as much as the weights.
+
+    weight bytes ÷ one user's cache bytes. Each decode step reads both, so below this
+    batch the weights are most of what a step reads and each added user nearly shares
+    them for free; at it, a step takes about twice as long as for one user and a token
+    costs about twice its floor; above it, the caches set the pace and the price. A
+    fraction: the crossing falls between whole batches.
+    """
+    _check.instance("model", model, Model)
+    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    return weight_bytes(model.parameters, weight_bits) / kv_cache_bytes(model, context_tokens, 1, kv_bits)
+
+
+def cheapest_cost_per_million(model: Model, gpu: GPU, context_tokens, price_per_hour=None, weight_bits=16,
+                              kv_bits=16, assumptions: Assumptions = CACHE_READ):
+    """The floor no batch goes below: the cost of a million tokens as users grow without end.
+
+    Once the weights are shared by enough users, each token still costs its own
+    user's cache read (or its own arithmetic, whichever is slower).
+    """
+    _check.instance("gpu", gpu, GPU)
+    price = gpu.price_per_hour if price_per_hour is None else price_per_hour
+    # The cost with B users is (weights + B × per user) time ÷ B tokens; its limit is the per-user share.
+    one = cached_decode(model, gpu, 1, context_tokens, price, weight_bits, kv_bits, assumptions)
+    two = cached_decode(model, gpu, 2, context_tokens, price, weight_bits, kv_bits, assumptions)
+    flops_each = two.decode.cost.flops - one.decode.cost.flops
+    bytes_each = two.decode.cost.bytes - one.decode.cost.bytes
+    seconds_each = np.maximum(flops_each / (assumptions.compute_efficiency * gpu.peak_flops),
+                              bytes_each / (assumptions.bandwidth_efficiency * gpu.memory_bandwidth))
+    return one.price_per_hour / (3600 / seconds_each / 1e6)
+
+
+def longest_compute_bound_context(model: Model, gpu: GPU, weight_bits=16, kv_bits=16,
+                                  assumptions: Assumptions = CACHE_READ):
+    """The longest cache, in tokens, at which enough users still turn a decode step compute-bound.
+
+    Each user brings its arithmetic and its cache's bytes; once the cache is long, the
+    bytes win however many users share the weights, so decode stays memory-bound.
+    Returns None if even an empty cache never turns compute-bound.
+    """
+    _check.instance("gpu", gpu, GPU)
+
+    def turns(context):
+        return compute_bound_batch(model, gpu, context, weight_bits, kv_bits, assumptions) is not None
+
+    if not turns(0):
+        return None
+    turning, staying = 0, 1
+    while turns(staying):
+        turning, staying = staying, staying * 2
+    while staying - turning > 1:
+        middle = (turning + staying) // 2
+        if turns(middle):
+            turning = middle
+        else:
+            staying = middle
+    return turning
+
+
+@dataclass(frozen=True)
+class CacheSavingTimes:
+    """The same step timed on one GPU, with the cache and without it."""
+
+    with_cache: object
+    without_cache: object
+
+    @property
+    def slower_without(self):
+        return self.without_cache.time / self.with_cache.time
+
+
+def time_with_and_without_cache(model: Model, gpu: GPU, context_tokens,
+                                assumptions: Assumptions = CACHE_READ) -> CacheSavingTimes:
+    """``decode_with_and_without_cache`` timed on ``gpu``: each pass as long as its slower limit."""
+    _check.instance("gpu", gpu, GPU)
+    saving = decode_with_and_without_cache(model, context_tokens)
+    return CacheSavingTimes(*(pass_time(cost.flops, cost.bytes, gpu.peak_flops, gpu.memory_bandwidth, assumptions)
+                              for cost in (saving.with_cache, saving.without_cache)))
+
+
+# Plate XXIII.2's three models, one for each design of attention: grouped-query, full multi-head, latent.
+WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
+
+
+# Figures the lesson quotes from its sources, as they state them.
+# Kwon et al. 2023 (PagedAttention), section 1 and figure 2: the share of the memory earlier serving
+# systems set aside for the KV cache that held tokens' keys and values, at the lowest and the highest.
+MEASURED_SHARE_HOLDING_TOKENS = (0.204, 0.382)
+# vLLM's documentation: the share of a GPU's memory its engine fills unless told otherwise.
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+# DeepSeek-AI 2024 (DeepSeek-V2), abstract: how much smaller its KV cache is than DeepSeek 67B's.
+DEEPSEEK_V2_CACHE_REDUCTION = 0.933
