@@ -7,7 +7,7 @@ notebook) into a temporary configuration folder, starts ``jupyter lab`` on a fre
 port with a token, and stops it afterwards. ``Lab.open(path)`` opens one notebook and
 ``Notebook`` runs it, reads its outputs and drives its explorers.
 
-Used by ``tests/jupyterlab/test_lab.py``, ``scripts/lab_screenshots.py`` and
+Used by ``tests/jupyterlab/test_in_jupyterlab.py``, ``scripts/lab_screenshots.py`` and
 ``scripts/bench.py``.
 """
 from __future__ import annotations
