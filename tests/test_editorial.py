@@ -197,7 +197,7 @@ def test_part_1s_question_about_the_summary_is_answered_in_part_3():
 
 
 def test_part_1_says_why_a_decode_pass_carries_one_new_token():
-    assert "{term}`KV cache` (lesson 2)" in prose(PARTS[0])
+    assert "{term}`KV cache` ({ref}`lesson 2 <lesson-2-part-1>`)" in prose(PARTS[0])
 
 
 def test_the_decode_floor_is_stated_with_what_it_assumes():
