@@ -66,16 +66,6 @@ BEAT_REASONS = {
 
 # Shapes the package's model list lacks, from each model's published config.json.
 _EXTRA_CONFIGS: Mapping[str, Mapping] = {
-    "llama-2-7b": {
-        "_name_or_path": "Llama 2 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
-        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
-        "tie_word_embeddings": False,
-    },
-    "llama-2-70b": {
-        "_name_or_path": "Llama 2 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
-        "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
-        "tie_word_embeddings": False,
-    },
     "llama-7b": {
         "_name_or_path": "LLaMA 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,

@@ -61,7 +61,7 @@ class Scale:
 
 def decades(low, high):
     """Powers of ten from ``low`` to ``high``."""
-    return [10.0 ** k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1)]
+    return [10.0 ** k for k in range(math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9) + 1)]
 
 
 def round_steps(low, high, count=5):

@@ -66,6 +66,7 @@ from .plots import COMPUTE, DECODE, MEMORY, NEUTRAL, PREFILL
 from .roofline import LESSON, PLATE, attainable_flops, ridge_point
 from .serving import (batching, compute_bound_batch, decode_step, request, request_passes, step,
                       time_per_token_curve)
+from .svgcharts import Scale, decades, round_steps  # one way to place values on an axis, for both kinds of chart
 
 __all__ = ["Chart", "Control", "Layer", "Panel", "Scale", "builder", "buttons", "live_chart", "menu", "slider",
            "slider_steps", "passes_chart", "roofline_chart", "request_chart", "batching_chart", "workshop_chart",
@@ -397,35 +398,14 @@ def _counted(count, one, many):
 
 
 # --- drawing -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Scale:
-    """Data values -> SVG units along one axis, linear or logarithmic."""
-
-    low: float
-    high: float
-    start: float
-    end: float
-    log: bool
-
-    def __call__(self, values):
-        values = np.asarray(values, dtype=float)
-        ends = np.array([self.low, self.high])
-        if self.log:
-            values, ends = np.log10(values), np.log10(ends)
-        return self.start + (values - ends[0]) / (ends[1] - ends[0]) * (self.end - self.start)
-
-
 def log_ticks(low, high):
     """The powers of ten from ``low`` to ``high``."""
-    return [10.0 ** k for k in range(math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9) + 1)]
+    return decades(low, high)
 
 
 def linear_ticks(high, count=4):
     """0 and round steps (1, 2 or 5 × a power of ten) up to ``high``."""
-    raw = high / count
-    power = 10 ** math.floor(math.log10(raw))
-    step_size = next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
-    return [step_size * k for k in range(int(high // step_size + 1e-9) + 1)]
+    return round_steps(0, high, count)
 
 
 def _points(xs, ys):
