@@ -80,9 +80,9 @@ def test_request_chart_shows_example_3_1_and_8_bit_weights():
 def test_batching_chart_shows_example_4_1_and_your_turn_4():
     chart = webcharts.batching_chart()
     cost = "cost per million tokens"
-    assert chart.readouts_at(users=1)["tokens an hour"] == "750,000" and chart.readouts_at(users=1)[cost] == "$3.995"
+    assert chart.readouts_at(users=1)["tokens an hour"] == "0.75 million" and chart.readouts_at(users=1)[cost] == "$3.995"
     assert chart.readouts_at(users=8)[cost] == "$0.499"
-    assert chart.readouts_at() == {"tokens an hour": "24,000,000", cost: "$0.125",
+    assert chart.readouts_at() == {"tokens an hour": "24.03 million", cost: "$0.125",
                                    "each user's tokens a second": "209", "what limits the pass": "memory-bound",
                                    "the GPU's price": "$3.00 an hour"}
     # The laptop has no rental price, so it is not offered.

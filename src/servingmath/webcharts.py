@@ -788,7 +788,7 @@ def batching_chart(default_users: int = 32, default_gpu: str = "h100-sxm", model
     def readouts(users, gpu):
         chosen = batching(served, _gpu(gpu), users)
         # Tokens an hour to two figures, as the lesson says them (750,000); dollars to at least a tenth of a cent.
-        return {"tokens an hour": units.number(units.round_to(chosen.tokens_per_hour, 2)),
+        return {"tokens an hour": units.millions(chosen.tokens_per_hour, 2),
                 "cost per million tokens": units.dollars(chosen.cost_per_million_tokens,
                                                          max(3, _figures(chosen.cost_per_million_tokens, 3))),
                 "each user's tokens a second": units.number(chosen.tokens_per_second_per_user),
