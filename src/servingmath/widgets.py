@@ -494,7 +494,8 @@ def _tokens_slider(value, description, low=0, high=32_768, step=256):
 
 def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm") -> Explorer:
     """Lesson 2, part 1: one decode step's FLOPs and time, with the KV cache and without it."""
-    controls = {"context_tokens": _tokens_slider(context_tokens, "tokens already in"),
+    # From one slider step up: the chart's token axis is logarithmic, and with nothing cached there is nothing to save.
+    controls = {"context_tokens": _tokens_slider(context_tokens, "tokens already in", low=256),
                 "model": _models_dropdown(model), "gpu": _gpus_dropdown(gpu)}
 
     def compute(context_tokens, model, gpu):
