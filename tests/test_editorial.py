@@ -174,7 +174,8 @@ def test_objectives_are_listed_once_on_the_lesson_page_not_on_the_front_page_or_
         assert prose(part).count("By the end of this part you can") == 1, part.name
 
 
-@pytest.mark.parametrize("page", [*PARTS, PLATE, LAB], ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", sorted(p for p in (ROOT / "chapters").rglob("*.md") if "{exercise-start}" in p.read_text()),
+                         ids=lambda p: p.stem)
 def test_every_exercise_has_a_title(page):
     starts = re.findall(r"```\{exercise-start\}(.*)", page.read_text())
     assert starts and all(title.strip() for title in starts), page.name
