@@ -174,7 +174,7 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert "4.79 ms" in check.visible_text and "295" in check.visible_text
     assert check.charts == 1
     assert set_chart(browser, "batching", users=1, gpu="h100-sxm") == [
-        "1 user", "NVIDIA H100 SXM, $3.00 an hour", "750,000", "$3.995", "209", "memory-bound", "$3.00 an hour"]
+        "1 user", "NVIDIA H100 SXM, $3.00 an hour", "0.75 million", "$3.995", "209", "memory-bound", "$3.00 an hour"]
     assert set_chart(browser, "batching", users=8)[2:4] == ["6,000,000", "$0.499"]
     assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "compute-bound"]
     links = browser.evaluate("Array.from(document.querySelectorAll('a'), a => a.href)")
@@ -256,7 +256,7 @@ def test_a_slider_answers_a_finger(chromium, site):
         assert figure.locator("output").text_content() == "1,024 users"
         phone.page.touchscreen.tap(box["x"] + 2, box["y"] + box["height"] / 2)
         assert figure.locator("output").text_content() == "1 user"
-        assert figure.locator("[data-readout]").first.text_content() == "750,000"
+        assert figure.locator("[data-readout]").first.text_content() == "0.75 million"
     finally:
         phone.close()
 
