@@ -175,7 +175,7 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert check.charts == 1
     assert set_chart(browser, "batching", users=1, gpu="h100-sxm") == [
         "1 user", "NVIDIA H100 SXM, $3.00 an hour", "0.75 million", "$3.995", "209", "memory-bound", "$3.00 an hour"]
-    assert set_chart(browser, "batching", users=8)[2:4] == ["6,000,000", "$0.499"]
+    assert set_chart(browser, "batching", users=8)[2:4] == ["6.01 million", "$0.499"]
     assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "compute-bound"]
     links = browser.evaluate("Array.from(document.querySelectorAll('a'), a => a.href)")
     # The launch buttons open the branch the book is built from (the Colab copies install the release).
