@@ -13,7 +13,7 @@ pass's FLOPs and bytes in ``passes``. This module asks the lesson's questions of
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,12 +23,12 @@ from .memory import kv_cache_bytes, weight_bytes
 from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
-from .serving import Batching, batching, compute_bound_batch
+from .serving import LESSON_WITH_CACHE, Batching, batching, compute_bound_batch, memory_bound_from_cache
 
 # Lesson 2: lesson 1's ideal GPU (the spec sheet's peaks, no overhead), now with each
-# user's cache read on every step and attention over it counted.
-CACHE_READ = Assumptions(attention="causal", kv_cache=True,
-                         label="lesson 2: 100 % of peak, no overhead, every user's cache read each step")
+# user's cache read on every step and attention over it counted: lesson 1's caveat, named for lesson 2.
+CACHE_READ = replace(LESSON_WITH_CACHE,
+                     label="lesson 2: 100 % of peak, no overhead, every user's cache read each step")
 
 
 @dataclass(frozen=True)
@@ -117,26 +117,15 @@ def longest_compute_bound_context(model: Model, gpu: GPU, weight_bits=16, kv_bit
     """The longest cache, in tokens, at which enough users still turn a decode step compute-bound.
 
     Each user brings its arithmetic and its cache's bytes; once the cache is long, the
-    bytes win however many users share the weights, so decode stays memory-bound.
-    Returns None if even an empty cache never turns compute-bound.
+    bytes win however many users share the weights, so decode stays memory-bound. One token
+    short of ``serving.memory_bound_from_cache``. Returns None if even an empty cache never
+    turns compute-bound.
     """
     _check.instance("gpu", gpu, GPU)
-
-    def turns(context):
-        return compute_bound_batch(model, gpu, context, weight_bits, kv_bits, assumptions) is not None
-
-    if not turns(0):
-        return None
-    turning, staying = 0, 1
-    while turns(staying):
-        turning, staying = staying, staying * 2
-    while staying - turning > 1:
-        middle = (turning + staying) // 2
-        if turns(middle):
-            turning = middle
-        else:
-            staying = middle
-    return turning
+    if not assumptions.kv_cache:
+        raise ValueError(f"assumptions must count the cache (kv_cache=True), got {assumptions!r}")
+    never_from = memory_bound_from_cache(model, gpu, weight_bits, kv_bits, assumptions)
+    return never_from - 1 if never_from else None
 
 
 @dataclass(frozen=True)
