@@ -381,13 +381,19 @@ def compute_bound_batch(model: Model, gpu: GPU, cached_tokens=0, weight_bits=16,
     memory_bound_at, compute_bound_at = 0, 1
     while not compute_bound(compute_bound_at):
         memory_bound_at, compute_bound_at = compute_bound_at, compute_bound_at * 2
-    while compute_bound_at - memory_bound_at > 1:
-        middle = (memory_bound_at + compute_bound_at) // 2
-        if compute_bound(middle):
-            compute_bound_at = middle
+    return _first_where(compute_bound, memory_bound_at, compute_bound_at)
+
+
+def _first_where(holds, below, at):
+    """The least whole number in (below, at] where ``holds`` is true, given it is false at
+    ``below``, true at ``at``, and stays true once it is (halving the gap each time)."""
+    while at - below > 1:
+        middle = (below + at) // 2
+        if holds(middle):
+            at = middle
         else:
-            memory_bound_at = middle
-    return compute_bound_at
+            below = middle
+    return at
 
 
 # -- Lesson 1's fine print: what a prompt costs a server, and what the decode floor assumes --------
@@ -497,11 +503,4 @@ def memory_bound_from_cache(model: Model, gpu: GPU, weight_bits=16, kv_bits=16,
         return None
     if not turns(0):
         return 0
-    turning, never = 0, longest
-    while never - turning > 1:
-        middle = (turning + never) // 2
-        if turns(middle):
-            turning = middle
-        else:
-            never = middle
-    return never
+    return _first_where(lambda cached: not turns(cached), 0, longest)
