@@ -156,7 +156,8 @@ def test_a_word_outside_the_choices_is_told_the_choices():
 
 
 @pytest.mark.parametrize("answer, status", [
-    ("a100-80gb", "right"), ("A100", "right"), ("NVIDIA A100 80 GB SXM", "right"), ("a100 80gb", "right"),
+    ("a100-80gb", "right"), ("A100 SXM", "right"), ("NVIDIA A100 80 GB SXM", "right"), ("a100 80gb", "right"),
+    ("A100", "wrong"), ("a100 pcie", "wrong"),
     (sm.CATALOG["a100-80gb"], "right"), ("H100", "wrong"), ("l4", "wrong"), (sm.CATALOG["l4"], "wrong"),
     ("nvidia", "wrong"), ("a", "wrong"),
 ])
@@ -167,6 +168,8 @@ def test_a_gpu_by_key_name_or_an_unambiguous_part(answer, status):
 def test_an_ambiguous_word_says_which_answers_it_fits():
     message = check("H100", "a100-80gb", choices=GPU_CHOICES).message
     assert "fits more than one answer (h100-sxm, h100-pcie)" in message
+    message = check("A100", "a100-80gb", choices=GPU_CHOICES).message
+    assert "fits more than one answer (a100-80gb, a100-80gb-pcie)" in message
 
 
 def test_a_zero_dimensional_array_counts_as_what_it_holds():

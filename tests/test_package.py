@@ -49,7 +49,7 @@ def test_b200_bandwidth_is_nvidias_dgx_b200_figure_per_gpu():
 
 def test_memory_counts_the_spec_sheets_gigabytes_as_2_to_the_30_bytes():
     assert {key: entry.listed_memory for key, entry in sm.CATALOG.items()} == {
-        "h100-sxm": "80 GB", "h100-pcie": "80 GB", "h200": "141 GB", "a100-80gb": "80 GB", "l4": "24 GB",
+        "h100-sxm": "80 GB", "h100-pcie": "80 GB", "h200": "141 GB", "a100-80gb": "80 GB", "a100-80gb-pcie": "80 GB", "l4": "24 GB",
         "l40s": "48 GB", "mi300x": "192 GB", "b200": "180 GB", "t4": "16 GB", "laptop": "16 GB",
         "m1-max": "64 GB", "m1-ultra": "128 GB", "m2-ultra": "192 GB"}
     assert sm.CATALOG["h200"].memory_bytes == 141 * 2**30

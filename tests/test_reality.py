@@ -75,21 +75,64 @@ def test_hand_counts_match_the_shapes():
 
 
 def test_gpt_fast_llama31_8b_bf16_share_by_hand():
-    # 93.89 tokens/s on one A100 (2.039 TB/s); weights in 16 bits, a cache of 5 + 200/2 tokens
-    # read and the new token's keys and values written.
+    # 93.89 tokens/s on one A100 (2.039 TB/s); weights in 16 bits but the input table
+    # (128,256 x 4,096), of which one row is read; a cache of 5 + 200/2 tokens read and the
+    # new token's keys and values written.
     cache = (5 + 100 + 1) * 2 * 32 * 8 * 128 * 2
-    floor = (LLAMA3_8B * 2 + cache) / 2.039e12
+    weights = (LLAMA3_8B - 128256 * 4096 + 4096) * 2
+    floor = (weights + cache) / 2.039e12
     assert BY_ID["gptfast-llama31-8b-bf16"].share == pytest.approx(floor * 93.89, rel=1e-9)
-    assert round(floor * 93.89, 3) == 0.740
+    assert round(floor * 93.89, 3) == 0.692
+
+
+def test_the_floor_charges_one_row_of_the_input_table_not_the_table():
+    # The table is 6.5 % of Llama 3 8B's bytes: counting it whole lowered every Llama 3 share.
+    m = BY_ID["gptfast-llama31-8b-bf16"].measurement
+    whole = reality.floor(m).time * m.bandwidth
+    table = 128256 * 4096 * 2
+    assert round(table / (LLAMA3_8B * 2), 3) == 0.065
+    full = sm.forward_pass(m.shape, 1, 105, 1, 16, 16, attention="causal")
+    assert full.bytes - whole == pytest.approx(table - 4096 * 2, rel=1e-12)
+    # A tied table is the output layer too: read whole, so nothing is taken off.
+    tied = sm.MODELS["llama-3.2-1b"]
+    assert tied.tied_embeddings
+    flops, moved = reality.step_cost(tied, 1, 0, 1, 16, 16)
+    assert moved == pytest.approx(sm.forward_pass(tied, 1, 0, 1, 16, 16).bytes, rel=1e-12)
+
+
+def test_prefill_flops_leave_the_lookup_out():
+    m = BY_ID["nim-llama33-70b-5000-500-ttft"].measurement
+    flops, _ = reality.step_cost(m.shape, 5000, 0, 1, 8, 8)
+    counted = sm.forward_pass(m.shape, 5000, 0, 1, 8, 8, attention="causal").flops
+    assert counted - flops == pytest.approx(2 * 128256 * 8192 * 5000, rel=1e-12)
+    assert round((counted - flops) / flops, 3) == 0.014  # what counting it added to this row's MFU
+    eight_b = BY_ID["trtllm-h100-llama31-8b-128-128"].measurement
+    flops_8b, _ = reality.saturated_request(eight_b.shape, 8, 8, 128, 128)
+    counted_8b = sm.forward_pass(eight_b.shape, 256, 0, 1, 8, 8, attention="causal").flops
+    assert round((counted_8b - flops_8b) / flops_8b, 3) == 0.070  # and to a Llama 3 8B row's
+
+
+def test_llama_cpp_trims_its_cache_to_the_context_window():
+    # 494-token prompt, 1,023 timed steps, a 512-token context: when full, the older half
+    # (255 of 511 tokens) goes. 18 steps from 494 to 511, then three runs of 257..511, then 257..496.
+    lengths = reality.cache_lengths(494, 1023, 512)
+    by_hand = list(range(494, 512)) + 3 * list(range(257, 512)) + list(range(257, 497))
+    assert lengths.tolist() == by_hand and len(by_hand) == 1023
+    assert lengths.max() < 512
+    with pytest.raises(ValueError, match="prompt_tokens must be below context_window"):
+        reality.cache_lengths(600, 10, 512)
 
 
 def test_llama_cpp_q4_0_on_an_m2_ultra_share_by_hand():
-    # 91.89 tokens/s; 4.54 bits a weight (llama-bench's 3.56 GiB for 6.74 B parameters); 800 GB/s;
-    # no lengths, so the weights and the new token's keys and values (32 layers x 32 heads x 128 x 2,
-    # in 16 bits), no cache to read.
-    floor = (LLAMA2_7B * 4.54 / 8 + 2 * 32 * 32 * 128 * 2) / 800e9
+    # 91.89 tokens/s; 4.54 bits a weight (3.56 GiB for 6.74 B parameters); 800 GB/s; the weights
+    # but the input table (one row read), the mean cache the 512-token window leaves, read, and
+    # the new token's keys and values written (32 layers x 32 heads x 128 x 2, in 16 bits).
+    per_token = 2 * 32 * 32 * 128 * 2
+    lengths = list(range(494, 512)) + 3 * list(range(257, 512)) + list(range(257, 497))
+    cache = (sum(lengths) / len(lengths) + 1) * per_token
+    floor = ((LLAMA2_7B - 32000 * 4096 + 4096) * 4.54 / 8 + cache) / 800e9
     assert BY_ID["llamacpp-m2ultra-llama2-7b-q4_0"].share == pytest.approx(floor * 91.89, rel=1e-9)
-    assert round(floor * 91.89, 3) == 0.439
+    assert round(floor * 91.89, 3) == 0.454
 
 
 def test_llama_cpp_own_q4_0_on_an_m2_ultra_share_by_hand():
@@ -98,30 +141,33 @@ def test_llama_cpp_own_q4_0_on_an_m2_ultra_share_by_hand():
     # the new token's keys and values: 32 layers x 32 heads x 128 x 2, in 16 bits.
     assert round(3.56 * 2**30 * 8 / LLAMA2_7B, 2) == 4.54
     cache = (0 + 64 + 1) * 2 * 32 * 32 * 128 * 2
-    floor = (LLAMA2_7B * 4.54 / 8 + cache) / 800e9
+    floor = ((LLAMA2_7B - 32000 * 4096 + 4096) * 4.54 / 8 + cache) / 800e9
     assert BY_ID["ggml-m2ultra-llama-7b-q4_0"].share == pytest.approx(floor * 88.54, rel=1e-9)
-    assert round(floor * 88.54, 3) == 0.427
+    assert round(floor * 88.54, 3) == 0.419
 
 
 def test_mlc_llama2_13b_on_an_m2_ultra_share_by_hand():
     # 55 tokens/s; q4f16_1: 4 bits and a 16-bit scale for every 32 weights, 4.5 bits; no lengths,
     # so the weights and the new token's keys and values (40 layers x 40 heads x 128 x 2).
     assert 4 + 16 / 32 == BY_ID["mlc-m2ultra-llama2-13b-q4f16_1"].measurement.weight_bits
-    floor = (LLAMA2_13B * 4.5 / 8 + 2 * 40 * 40 * 128 * 2) / 800e9
+    floor = ((LLAMA2_13B - 32000 * 5120 + 5120) * 4.5 / 8 + 2 * 40 * 40 * 128 * 2) / 800e9
     assert BY_ID["mlc-m2ultra-llama2-13b-q4f16_1"].share == pytest.approx(floor * 55, rel=1e-9)
-    assert round(floor * 55, 3) == 0.503
+    assert round(floor * 55, 3) == 0.497
 
 
-def test_two_engines_agree_on_the_same_machine_and_model():
-    # llama.cpp's own F16 figure and a third party's, months apart, land within a point.
-    own, theirs = BY_ID["ggml-m2ultra-llama2-7b-f16"], BY_ID["llamacpp-m2ultra-llama2-7b-f16"]
-    assert own.measurement.source.publisher != theirs.measurement.source.publisher
-    assert abs(own.share - theirs.share) < 0.01
+def test_the_pull_request_row_is_labelled_with_the_main_branch_figure():
+    pr = BY_ID["ggml-m2ultra-llama2-7b-f16"]
+    assert pr.measurement.pull_request and pr.measurement.main_branch_value == 29.59
+    assert [f.measurement.id for f in FLOORS if f.measurement.pull_request] == [pr.measurement.id]
+    table = reality.table_markdown(FLOORS)
+    assert "40.53 tok/s (pull request; main branch 29.59)" in table
+    # On the main branch the same step ran at under half of the bandwidth.
+    assert round(pr.time * 29.59, 2) == 0.49
 
 
 def test_saturated_tensorrt_llm_share_by_hand():
     # 128 in, 128 out, FP8 on one H100 (1,978.9 TFLOP/s): arithmetic over 256 tokens, attention causal.
-    flops = 2 * LLAMA3_8B * 256 + 4 * 32 * 4096 * (256 * 257 / 2)
+    flops = 2 * (LLAMA3_8B - 128256 * 4096) * 256 + 4 * 32 * 4096 * (256 * 257 / 2)
     cache_bytes = (128 * 128 + 128 * 127 / 2 + 256) * (2 * 32 * 8 * 128 * 1)
     per_request = max(flops / 1978.9e12, cache_bytes / 3.35e12)
     assert per_request == flops / 1978.9e12  # compute-bound
@@ -129,25 +175,37 @@ def test_saturated_tensorrt_llm_share_by_hand():
     f = BY_ID["trtllm-h100-llama31-8b-128-128"]
     assert f.bound == "compute" and f.share_name == "MFU"
     assert f.share == pytest.approx(floor_per_token * 28312, rel=1e-9)
-    assert round(f.share, 3) == 0.461
+    assert round(f.share, 3) == 0.431
 
 
 def test_nim_ttft_share_by_hand():
     # A 5,000-token prefill of Llama 3.3 70B on two H100s in FP8; TTFT 406.77 ms.
-    flops = 2 * LLAMA3_70B * 5000 + 4 * 80 * 8192 * (5000 * 5001 / 2)
+    flops = 2 * (LLAMA3_70B - 128256 * 8192) * 5000 + 4 * 80 * 8192 * (5000 * 5001 / 2)
     floor = flops / (2 * 1978.9e12)
     f = BY_ID["nim-llama33-70b-5000-500-ttft"]
     assert f.share == pytest.approx(floor / 0.40677, rel=1e-9)
-    assert round(f.share, 3) == 0.459
+    assert round(f.share, 3) == 0.452
 
 
-def test_gpt_fast_prints_bandwidth_without_the_input_embedding_table():
-    for row_id, model in (("gptfast-llama31-8b-bf16", "llama-3.1-8b"), ("gptfast-llama2-7b-bf16", "llama-2-7b")):
+def test_gpt_fast_counted_the_input_table_in_2023_and_left_it_out_from_2024():
+    # The 2023 int8 row: int8 linear weights, a bf16 scale per output channel, the bf16 input
+    # table and norms; 155.58 tokens/s times those bytes is the published 1,069.20 GB/s.
+    linear = LLAMA2_7B - 32000 * 4096 - 32 * 2 * 4096 - 4096
+    scales = (32 * (4 * 4096 + 2 * 11008 + 4096) + 32000) * 2
+    int8_bytes = linear + scales + 32000 * 4096 * 2 + (32 * 2 * 4096 + 4096) * 2
+    assert round(155.58 * int8_bytes / 1e9, 1) == 1069.2 == BY_ID["gptfast-llama2-7b-int8"].measurement.published_bandwidth
+    for row_id, counts in (("gptfast-llama31-8b-bf16", "every weight but the input embedding table"),
+                           ("gptfast-llama2-70b-int8", "every weight")):
         m = BY_ID[row_id].measurement
-        counted = m.value * reality.gptfast_bytes(reality.model_for(model), 16) / 1e9
+        assert m.published_bandwidth_counts == counts
+        counted = m.value * reality.gptfast_bytes(m.shape, m.weight_bits, counts) / 1e9
         assert counted == pytest.approx(m.published_bandwidth, rel=0.01)
-    f = BY_ID["gptfast-llama31-8b-bf16"]
-    assert f.published_share < f.share  # it divides fewer bytes by the same time
+    old = [f.measurement for f in FLOORS if f.measurement.published_bandwidth_counts == "every weight"]
+    assert [m.id for m in old] == ["gptfast-llama2-7b-bf16", "gptfast-llama2-7b-int8", "gptfast-llama2-7b-int4",
+                                   "gptfast-llama2-70b-int8", "gptfast-llama2-70b-int4"]
+    assert all(m.date == "2023-11" for m in old)
+    with pytest.raises(ValueError, match="counts must be one of"):
+        reality.gptfast_bytes(LLAMA := reality.model_for("llama-2-7b"), 16, "some weights")
 
 
 # -- a row that beats its floor needs a reason ------------------------------------------------------
@@ -179,7 +237,7 @@ def test_a_file_with_an_unexplained_row_fails_to_check(tmp_path):
 def test_a_reason_given_where_the_floor_is_not_beaten_fails():
     honest = BY_ID["gptfast-llama2-7b-bf16"].measurement
     claimed = reality.as_misread(honest, beats_floor={"reason": "speculative decoding", "note": "none used"})
-    with pytest.raises(ValueError, match="gives a reason .* but reaches only 70 %"):
+    with pytest.raises(ValueError, match="gives a reason .* but reaches only 68 %"):
         reality.check_explained(reality.floors([claimed]))
 
 
@@ -197,17 +255,36 @@ def test_unstated_cache_counts_8_bits_for_fp8_and_16_otherwise():
     assert BY_ID["gptfast-llama2-7b-bf16"].measurement.cache_bits == 16
 
 
-def test_several_gpus_add_their_bandwidth_and_arithmetic():
+def test_tensor_parallel_floor_is_one_gpu_reading_its_share_and_what_it_holds_whole():
     m = BY_ID["nim-llama33-70b-5000-500-itl"].measurement
     assert m.bandwidth == 2 * sm.H100_SXM.memory_bandwidth and m.peak_flops == 2 * sm.H100_SXM.flops("fp8")
     assert m.hardware_label == "2 × NVIDIA H100 SXM" and m.hardware_short == "2 × H100 SXM"
     assert BY_ID["llamacpp-m2ultra-llama3-8b-f16"].measurement.hardware_short == "M2 Ultra"
+    # gpt-fast over 8 A100s: each GPU holds an eighth of the layers' matrices, the whole output
+    # layer (32,000 x 4,096) and the norms, and one eighth of the cache (32 KV heads).
+    tp = BY_ID["gptfast-llama2-7b-bf16-tp8"]
+    assert tp.measurement.replicated == ("output layer",)
+    norms = 32 * 2 * 4096 + 4096
+    table, output = 32000 * 4096, 32000 * 4096
+    shared = LLAMA2_7B - table - output - norms + 4096  # the layers' matrices and one row of the table
+    cache = (5 + 100 + 1) * 2 * 32 * 32 * 128 * 2
+    per_gpu = (shared / 8 + output + norms) * 2 + cache / 8
+    assert tp.bytes == pytest.approx(per_gpu, rel=1e-12)
+    assert tp.time == pytest.approx(per_gpu / 2.039e12, rel=1e-12)
+    # Llama 2 70B has 8 KV heads: over 8 GPUs, one each.
+    assert BY_ID["gptfast-llama2-70b-bf16-tp8"].measurement.shape.kv_heads == 8
+    with pytest.raises(ValueError, match="replicated must name parts"):
+        reality.step_cost(tp.measurement.shape, 1, 0, 1, 16, 16, gpus=8, replicated=("embedding",))
 
 
 def test_decode_floor_is_the_package_step_at_the_mean_cache():
     m = BY_ID["nim-llama33-70b-5000-500-itl-c50"].measurement
     cost = sm.forward_pass(m.shape, 1, 5000 + 250, 50, 8, 8, attention="causal")
-    expected = max(cost.flops / m.peak_flops, cost.bytes / m.bandwidth)
+    table, norms = 128256 * 8192, 80 * 2 * 8192 + 8192
+    weights = (cost.weight_bytes - (table - 50 * 8192) - norms) / 2 + norms  # 8-bit: a byte a weight
+    flops = (cost.flops - 2 * table * 50) / 2
+    moved = weights + (cost.kv_read_bytes + cost.kv_write_bytes) / 2
+    expected = max(flops / sm.H100_SXM.flops("fp8"), moved / sm.H100_SXM.memory_bandwidth)
     assert BY_ID[m.id].time == pytest.approx(expected, rel=1e-12)
 
 
@@ -219,11 +296,45 @@ def test_apple_rows_are_memory_bound_so_the_estimated_gpu_rate_cannot_move_them(
         assert f.bytes / m.bandwidth >= 5 * f.flops / m.peak_flops, m.id
 
 
-def test_medians_by_kind_leave_out_rows_that_beat_the_floor():
-    medians = reality.median_shares(FLOORS)
-    assert set(medians) == {m.kind for m in ROWS}
-    assert list(medians.values()) == sorted(medians.values(), reverse=True)
-    assert all(0 < share < 1 for share in medians.values())
+def test_groups_compare_like_with_like_and_leave_out_rows_that_beat_the_floor():
+    found = reality.groups(FLOORS)
+    assert {g.kind for g in found} == {m.kind for m in ROWS}
+    assert sum(g.rows for g in found) == sum(1 for f in FLOORS if not f.beats)
+    for g in found:
+        members = [f for f in FLOORS if not f.beats and (f.measurement.kind, f.measurement.precision, f.share_name)
+                   == (g.kind, g.precision, g.share_name)]
+        assert sorted(g.shares) == sorted(f.share for f in members) and 0 < g.median <= g.highest < 1
+    assert all(g.rows >= 3 for g in reality.groups(FLOORS, minimum=3))
+    assert reality.groups([BY_ID["gptfast-llama2-70b-int4-speculative"]]) == []
+    with pytest.raises(ValueError, match="minimum"):
+        reality.groups(FLOORS, minimum=0)
+
+
+def test_precision_classes():
+    assert {m.precision for m in ROWS} == {"16-bit", "8-bit", "4- to 5-bit"}
+    assert BY_ID["ggml-m2ultra-llama-7b-q8_0"].measurement.precision == "8-bit"
+    assert BY_ID["llamacpp-m1ultra-tinyllama-q4_k_m"].measurement.precision == "4- to 5-bit"
+
+
+def test_chart_rows_carry_what_a_dot_shows_and_what_the_filters_need():
+    rows = reality.chart_rows(FLOORS)
+    assert len(rows) == len(FLOORS)
+    for row, f in zip(rows, FLOORS):
+        assert row["id"] == f.measurement.id and row["kind"] in reality.kinds(FLOORS)
+        assert row["hardware"] in reality.hardware(FLOORS)
+        assert row["floor_ms"] == pytest.approx(f.time * 1e3) and row["share"] == f.share
+        assert row["measured_ms"] == pytest.approx(f.measurement.measured_time * 1e3)
+        assert row["url"].startswith("https://") and row["published"] and row["lengths"]
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["ggml-m2ultra-llama2-7b-f16"]["pull_request"] and by_id["ggml-m2ultra-llama2-7b-f16"]["main_branch_value"] == 29.59
+    assert by_id["gptfast-llama2-70b-int4-speculative"]["reason"] == "speculative decoding"
+    assert by_id["llamacpp-a100-llama2-7b-f16"]["hardware_name"] == "NVIDIA A100 80 GB PCIe"
+    assert by_id["gptfast-llama2-7b-bf16-tp8"]["hardware_label"] == "8 × NVIDIA A100 80 GB SXM"
+    assert reality.hardware(FLOORS)["a100-80gb-pcie"] == "NVIDIA A100 80 GB PCIe"
+    point = reality.point_row(reality.Point("lab", 2e-3, 4e-3))
+    assert point == {"label": "lab", "floor_ms": 2.0, "measured_ms": 4.0, "share": 0.5, "marker": "*"}
+    with pytest.raises(TypeError, match="point must be a Point"):
+        reality.point_row((2e-3, 4e-3))
 
 
 # -- the checks on the file name the row and the field ----------------------------------------------
@@ -289,7 +400,8 @@ def test_table_has_a_line_per_row_and_numbered_sources():
     table = reality.table_markdown(FLOORS)
     body = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(body) == len(FLOORS) + 1
-    assert "| Llama 3.1 8B | bf16 | 16 | A100 80 GB SXM | 1 | 5 → 200 | 93.89 tok/s | 7.88 ms | 74 % MBU | 1 |" in table
+    assert "| Llama 3.1 8B | bf16 | 16 | A100 80 GB SXM | 1 | 5 → 200 | 93.89 tok/s | 7.37 ms | 69 % MBU | 1 |" in table
+    assert "| Llama 2 7B | F16 | 16 | A100 80 GB PCIe | 1 | 494 → 1,023 (512 kept) |" in table
     assert "102 % MBU ‡" in table
     for number, key in enumerate(dict.fromkeys(m.source.key for m in ROWS), start=1):
         assert f"{number}. [" in table
@@ -318,3 +430,62 @@ def test_the_chapter_stops_its_build_on_an_unexplained_row():
     hidden = [cell.source for cell in chapter.cells
               if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", [])]
     assert "reality.check_explained(reality.floors(measurements))" in hidden[0]
+
+
+# -- the rows as they were run -------------------------------------------------------------------
+def test_the_llama2_rows_of_the_gpu_benchmarks_ran_on_a_pcie_a100_with_a_512_token_context():
+    rows = [f for f in FLOORS if f.measurement.source.key == "gpu-benchmarks-llm" and f.measurement.model == "llama-2-7b"]
+    assert len(rows) == 6
+    for f in rows:
+        m = f.measurement
+        assert (m.prompt_tokens, m.reply_tokens, m.context_window) == (494, 1023, 512)
+        assert m.hardware in ("a100-80gb-pcie", "h100-pcie", "m2-ultra")
+    assert sm.CATALOG["a100-80gb-pcie"].memory_bandwidth == 1.935e12
+    assert sm.CATALOG["a100-80gb-pcie"].source_url.startswith("https://www.nvidia.com/")
+
+
+@pytest.mark.parametrize("row_id, with_table, one_row", [
+    ("llamacpp-a100-llama2-7b-f16", 0.522, 0.512),
+    ("llamacpp-a100-llama2-7b-q4_0", 0.283, 0.278),
+    ("llamacpp-h100pcie-llama2-7b-f16", 0.570, 0.559),
+    ("llamacpp-m2ultra-llama2-7b-q4_0", 0.462, 0.454),
+])
+def test_corrected_shares_with_the_whole_table_and_with_one_row(row_id, with_table, one_row):
+    # The run's own card, lengths and context; counting the input table whole, then one row of it.
+    f = BY_ID[row_id]
+    m = f.measurement
+    table_bytes = (32000 * 4096 - 4096) * m.weight_bits / 8
+    whole_table = (f.bytes + table_bytes) / m.bandwidth / m.measured_time
+    assert round(whole_table, 3) == with_table and round(f.share, 3) == one_row
+
+
+def test_the_speculative_row_states_its_own_conditions():
+    m = BY_ID["gptfast-llama2-70b-int4-speculative"].measurement
+    assert (m.prompt_text, m.sampling, m.reply_tokens, m.drafted_tokens) == ("def quicksort(arr):", "greedy", 100, 4)
+    assert m.prompt_tokens is None
+
+
+def test_no_kind_of_system_rests_on_fewer_than_three_rows():
+    kinds = reality.kinds(FLOORS)
+    assert len(kinds) >= 5 and all(count >= 3 for count in kinds.values())
+
+
+def test_rows_from_the_later_publishers_stay_under_their_floors():
+    later = [f for f in FLOORS if f.measurement.source.key in ("lmdeploy-a100", "mlx-pr1069")]
+    assert len(later) >= 10
+    assert all(0.3 < f.share < 1 for f in later)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("context_window", 4, "context_window must be larger than the stated prompt"),
+    ("replicated", ["output layer"], "replicated must be a list of parts"),
+    ("replicated", "output layer", "replicated must be a list of parts"),
+    ("published_bandwidth_counts", "most weights", "published_bandwidth_counts must be one of"),
+    ("main_branch_value", -1, "main_branch_value must be a number from"),
+    ("drafted_tokens", 0, "drafted_tokens must be a whole number"),
+])
+def test_a_bad_condition_is_named_with_its_row(field, value, message):
+    document = raw_document()
+    document["measurements"][0][field] = value
+    with pytest.raises(ValueError, match=f"measurement 'gptfast-llama2-7b-bf16': {message}"):
+        reality.parse(document)

@@ -140,6 +140,14 @@ _ENTRIES = [
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB SXM column", as_of="2021-06",
     ),
     GPU(
+        key="a100-80gb-pcie", source_url="https://www.nvidia.com/en-us/data-center/a100/",
+        name="NVIDIA A100 80 GB PCIe",
+        dense_flops={"bf16": 312 * T, "fp16": 312 * T, "fp32": 19.5 * T},
+        memory_bandwidth=1.935e12, memory_bytes=80 * GiB, price_per_hour=1.50,
+        listed_with_sparsity=624 * T,
+        source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB PCIe column: 1,935 GB/s, 300 W", as_of="2021-06",
+    ),
+    GPU(
         key="l4", source_url="https://www.nvidia.com/en-us/data-center/l4/",
         name="NVIDIA L4",
         dense_flops={"bf16": 121 * T, "fp16": 121 * T, "fp8": 242 * T, "fp32": 30.3 * T},

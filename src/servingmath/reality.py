@@ -9,19 +9,24 @@ no overhead). The floor is a best case, so a real program should take longer; th
 floor ÷ measured is the share of peak it reached: bandwidth utilisation (MBU) where memory
 sets the floor, FLOP utilisation (MFU) where arithmetic does.
 
-Conventions, the same for every row:
+Conventions, the same for every row (the floor counts only what a step cannot avoid):
 
-- every pass reads every weight once at the row's bits a weight, the input embedding table
-  included (the course's count); gpt-fast's published bandwidth leaves that table out, and
-  ``published_share`` keeps its figure apart;
+- a pass reads every weight once at the row's bits a weight, except the input embedding
+  table, of which it reads one row for each token it carries (a table tied to the output
+  layer is read whole as that layer); its arithmetic is 2 FLOPs a weight a token, the table's
+  lookup left out. gpt-fast's published bandwidth follows its own convention, kept apart in
+  ``published_share``;
 - attention is counted with the causal mask, and the cache's keys and values are read and
   written; a cache whose format the source does not state is counted at 8 bits where the
   arithmetic is FP8 (the least such engines store) and at 16 bits otherwise;
-- several GPUs serving one model add their bandwidth and their FLOP/s, with no cost for
-  talking to each other;
+- several GPUs serving one model with tensor parallelism split the weights, the cache (by
+  KV heads, at least one head each) and the arithmetic; each GPU reads whole what it holds a
+  copy of: the norms always, and the output layer where the row says so (``replicated``).
+  The floor is one GPU's time for its share, with no cost for talking to the others;
 - a decode step of a request is timed at the request's mean cache length, prompt plus half
-  the reply, as ``serving.request`` does; lengths a source leaves out count as zero, which
-  can only lower the floor.
+  the reply, as ``serving.request`` does; where the engine trims its cache to a context
+  window (``context_window``), at the mean of the lengths it really kept. Lengths a source
+  leaves out count as zero, which can only lower the floor.
 """
 from __future__ import annotations
 
@@ -142,6 +147,25 @@ class Measurement:
     note: str
     published_bandwidth: float | None = None
     beats_floor: Mapping | None = field(default=None, compare=False)
+    published_bandwidth_counts: str | None = None   # what gpt-fast's bandwidth column divides: BANDWIDTH_COUNTS
+    context_window: int | None = None   # the engine's context, past which it drops the older half of its cache
+    replicated: tuple = ()              # parts every GPU holds whole, besides the norms: REPLICABLE
+    main_branch_value: float | None = None   # a pull request's row: the main branch's figure at the time
+    prompt_text: str | None = None      # the prompt, where the source gives it and not its length
+    sampling: str | None = None         # "greedy" or how the tokens were sampled, where it matters
+    drafted_tokens: int | None = None   # speculative decoding: tokens drafted for each pass of the large model
+
+    @property
+    def pull_request(self) -> bool:
+        """A figure measured on a pull request's branch, not on the engine's main branch."""
+        return self.main_branch_value is not None
+
+    @property
+    def precision(self) -> str:
+        """The weights' width, for comparing like with like: 16-bit, 8-bit, or 4- to 5-bit."""
+        if self.weight_bits >= 16:
+            return "16-bit"
+        return "8-bit" if self.weight_bits >= 8 else "4- to 5-bit"
 
     @property
     def shape(self) -> Model:
@@ -198,7 +222,8 @@ class Measurement:
         """Prompt → reply as the table shows them; a dash where the source does not say."""
         def shown(tokens):
             return "—" if tokens is None else units.number(tokens)
-        return f"{shown(self.prompt_tokens)} → {shown(self.reply_tokens)}"
+        kept = "" if self.context_window is None else f" ({units.number(self.context_window)} kept)"
+        return f"{shown(self.prompt_tokens)} → {shown(self.reply_tokens)}{kept}"
 
     @property
     def published(self) -> str:
@@ -207,7 +232,10 @@ class Measurement:
         digits = 0 if self.value.is_integer() else len(written.split(".")[1])
         shown = {"decode_rate": "tok/s", "prefill_rate": "tok/s prefill", "output_rate_total": "tok/s in all",
                  "itl": "ms ITL", "ttft": "ms TTFT"}[self.metric]
-        return f"{units.number(self.value, digits)} {shown}"
+        figure = f"{units.number(self.value, digits)} {shown}"
+        if self.pull_request:
+            figure += f" (pull request; main branch {units.number(self.main_branch_value, digits)})"
+        return figure
 
     @property
     def users(self) -> str:
@@ -218,7 +246,12 @@ _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 _FIELDS = ("id", "source", "date", "kind", "model", "weights", "weight_bits", "kv_bits", "compute", "hardware",
            "gpus", "software", "version", "batch", "prompt_tokens", "reply_tokens", "metric", "value", "unit",
            "note")
-_OPTIONAL = ("published_bandwidth", "beats_floor")
+_OPTIONAL = ("published_bandwidth", "beats_floor", "published_bandwidth_counts", "context_window", "replicated",
+             "main_branch_value", "prompt_text", "sampling", "drafted_tokens")
+# What a published bandwidth column divides by the time of a token.
+BANDWIDTH_COUNTS = ("every weight", "every weight but the input embedding table")
+# What a tensor-parallel engine may keep whole on every GPU, besides the norms (which all of them do).
+REPLICABLE = ("output layer",)
 # What a published figure may be, per metric: (lowest, highest) in the unit it is published in.
 VALUE_RANGES = {
     "decode_rate": (0.1, 5_000),       # tokens/s for one user
@@ -314,6 +347,23 @@ def parse(document) -> tuple[Measurement, ...]:
         if beats is not None and (not isinstance(beats, Mapping) or beats.get("reason") not in BEAT_REASONS
                                   or not str(beats.get("note", "")).strip()):
             raise _row_error(row_id, "beats_floor", beats, f"a reason from {sorted(BEAT_REASONS)} and a note")
+        counts = raw.get("published_bandwidth_counts")
+        if (published is None) != (counts is None) or (counts is not None and counts not in BANDWIDTH_COUNTS):
+            raise _row_error(row_id, "published_bandwidth_counts", counts,
+                             f"one of {BANDWIDTH_COUNTS} where published_bandwidth is given, else absent")
+        window = _whole(row_id, "context_window", raw.get("context_window"), 2, optional=True)
+        if window is not None and (prompt is None or reply is None or prompt >= window):
+            raise _row_error(row_id, "context_window", window, "larger than the stated prompt, with a stated reply")
+        replicated = raw.get("replicated", [])
+        if not isinstance(replicated, list) or any(part not in REPLICABLE for part in replicated) or (
+                replicated and raw["gpus"] == 1):
+            raise _row_error(row_id, "replicated", replicated, f"a list of parts from {REPLICABLE}, for several GPUs")
+        main_value = raw.get("main_branch_value")
+        if main_value is not None and (isinstance(main_value, bool) or not isinstance(main_value, (int, float))
+                                       or not low <= main_value <= high):
+            raise _row_error(row_id, "main_branch_value", main_value, f"a number from {low:g} to {high:g}, or absent")
+        drafted = _whole(row_id, "drafted_tokens", raw.get("drafted_tokens"), 1, optional=True)
+        prompt_text, sampling = raw.get("prompt_text"), raw.get("sampling")
         rows.append(Measurement(
             id=row_id, source=sources[raw["source"]], date=raw["date"], kind=_text(row_id, "kind", raw["kind"]),
             model=raw["model"], weights=_text(row_id, "weights", raw["weights"]), weight_bits=float(weight_bits),
@@ -322,7 +372,11 @@ def parse(document) -> tuple[Measurement, ...]:
             version=_text(row_id, "version", raw["version"]), batch=batch, prompt_tokens=prompt, reply_tokens=reply,
             metric=raw["metric"], value=float(value), unit=unit, note=_text(row_id, "note", raw["note"]),
             published_bandwidth=None if published is None else float(published),
-            beats_floor=None if beats is None else dict(beats),
+            beats_floor=None if beats is None else dict(beats), published_bandwidth_counts=counts,
+            context_window=window, replicated=tuple(replicated),
+            main_branch_value=None if main_value is None else float(main_value),
+            prompt_text=None if prompt_text is None else _text(row_id, "prompt_text", prompt_text),
+            sampling=None if sampling is None else _text(row_id, "sampling", sampling), drafted_tokens=drafted,
         ))
     return tuple(rows)
 
@@ -377,41 +431,110 @@ def mean_cache(prompt_tokens, reply_tokens) -> int:
     return (prompt_tokens or 0) + (reply_tokens or 0) // 2
 
 
+def cache_lengths(prompt_tokens, reply_tokens, context_window) -> np.ndarray:
+    """The cache each decode step reads when the engine keeps at most ``context_window`` tokens.
+
+    llama.cpp's context shift: a step that would pass the window first drops the older half of
+    what it holds (keeping none of the prompt, its default), then carries on. Step i reads the
+    cache the tokens before it left.
+    """
+    prompt_tokens = _check.count("prompt_tokens", prompt_tokens)
+    reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
+    context_window = _check.count("context_window", context_window, minimum=2)
+    if prompt_tokens >= context_window:
+        raise ValueError(f"prompt_tokens must be below context_window ({context_window}), got {prompt_tokens}")
+    held, lengths = int(prompt_tokens), []
+    for _ in range(int(reply_tokens)):
+        if held + 1 > context_window:
+            held -= (held - 1) // 2
+        lengths.append(held)
+        held += 1
+    return np.array(lengths)
+
+
+def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bits, gpus=1, replicated=()):
+    """FLOPs and bytes one GPU cannot avoid in a pass: ``forward_pass`` less the input table but its rows read.
+
+    The input embedding table (a model whose output layer is not tied to it) is looked up,
+    not multiplied: a pass reads one row for each token it carries and does no arithmetic
+    with it. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
+    the arithmetic and the cache (split by KV heads, one head each at the least), and reads
+    whole what every GPU holds a copy of: the norms, and the parts named in ``replicated``.
+    ``cached_tokens`` may be an array of lengths (one per step); the costs are their mean.
+    """
+    _check.instance("model", model, Model)
+    gpus = _check.count("gpus", gpus, minimum=1)
+    unknown = [part for part in replicated if part not in REPLICABLE]
+    if unknown:
+        raise ValueError(f"replicated must name parts from {REPLICABLE}, got {list(replicated)!r}")
+    cost = forward_pass(model, new_tokens, cached_tokens, batch, weight_bits, kv_bits, attention="causal")
+    tokens = batch * new_tokens
+    table = 0 if model.tied_embeddings else model.vocab * model.hidden
+    rows_read = min(tokens, model.vocab) * model.hidden if table else 0
+    weight_bytes = cost.weight_bytes - (table - rows_read) * weight_bits / 8
+    flops = cost.flops - 2 * table * tokens
+    cache = cost.kv_read_bytes + cost.kv_write_bytes
+    if gpus > 1:
+        whole = model.layers * model.norms_per_layer * model.hidden + model.hidden
+        whole_flops = 0
+        if "output layer" in replicated:
+            whole += model.vocab * model.hidden
+            whole_flops = 2 * model.vocab * model.hidden * tokens
+        whole_bytes = whole * weight_bits / 8
+        weight_bytes = (weight_bytes - whole_bytes) / gpus + whole_bytes
+        flops = (flops - whole_flops) / gpus + whole_flops
+        cache = cache * max(1 / gpus, 1 / model.kv_heads)
+    return float(np.mean(flops)), float(np.mean(weight_bytes + cache))
+
+
 def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_tokens):
     """FLOPs and bytes one request costs a server that batches without limit.
 
     With enough users in every pass, the weights' read is shared until it costs nothing per
     request; what is left is each token's arithmetic (the prompt's and the reply's, attention
-    with the causal mask) and each decode step's read of that request's own cache, plus the
-    cache written once for every token.
+    with the causal mask, the input table's lookup left out) and each decode step's read of
+    that request's own cache, plus the cache written once for every token.
     """
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
-    whole = forward_pass(model, prompt_tokens + reply_tokens, 0, 1, weight_bits, kv_bits, attention="causal")
+    tokens = prompt_tokens + reply_tokens
+    whole = forward_pass(model, tokens, 0, 1, weight_bits, kv_bits, attention="causal")
+    lookup = 0 if model.tied_embeddings else 2 * model.vocab * model.hidden * tokens
     cache_reads = reply_tokens * prompt_tokens + reply_tokens * (reply_tokens - 1) / 2
-    return whole.flops, (cache_reads + prompt_tokens + reply_tokens) * model.kv_bytes_per_token(kv_bits)
+    return whole.flops - lookup, (cache_reads + tokens) * model.kv_bytes_per_token(kv_bits)
+
+
+def _decode_cache(m: Measurement):
+    if m.context_window is not None:
+        return cache_lengths(m.prompt_tokens, m.reply_tokens, m.context_window)
+    return mean_cache(m.prompt_tokens, m.reply_tokens)
 
 
 def floor(measurement: Measurement) -> Floor:
-    """The roofline's best case for the row's unit of work, under the row's own conditions."""
+    """The roofline's best case for the row's unit of work, under the row's own conditions.
+
+    FLOPs and bytes are one GPU's (all of them, for a single GPU), set against one GPU's peaks.
+    """
     _check.instance("measurement", measurement, Measurement)
     m = measurement
     model = m.shape
+    peak = m.peak_flops / m.gpus
+    bandwidth = m.bandwidth / m.gpus
     if m.metric == "output_rate_total" and m.batch is None:
         flops, moved = saturated_request(model, m.weight_bits, m.cache_bits, m.prompt_tokens, m.reply_tokens)
-        timing = pass_time(flops, moved, m.peak_flops, m.bandwidth, FLOOR)
+        flops, moved = flops / m.gpus, moved / m.gpus
+        timing = pass_time(flops, moved, peak, bandwidth, FLOOR)
         per_token = 1 / m.reply_tokens
         return Floor(m, float(timing.time) * per_token, flops * per_token, moved * per_token, timing.bound)
     if m.metric in ("ttft", "prefill_rate"):
-        cost = forward_pass(model, m.prompt_tokens, 0, 1, m.weight_bits, m.cache_bits, attention="causal")
+        flops, moved = step_cost(model, m.prompt_tokens, 0, 1, m.weight_bits, m.cache_bits, m.gpus, m.replicated)
         share_per = 1.0
     else:  # a decode step: decode_rate, itl, or a total over a stated number of users
-        cost = forward_pass(model, 1, mean_cache(m.prompt_tokens, m.reply_tokens), m.batch, m.weight_bits,
-                            m.cache_bits, attention="causal")
+        flops, moved = step_cost(model, 1, _decode_cache(m), m.batch, m.weight_bits, m.cache_bits, m.gpus,
+                                 m.replicated)
         share_per = 1 / m.batch if m.metric == "output_rate_total" else 1.0
-    timing = pass_time(cost.flops, cost.bytes, m.peak_flops, m.bandwidth, FLOOR)
-    return Floor(m, float(timing.time) * share_per, float(cost.flops) * share_per, float(cost.bytes) * share_per,
-                 timing.bound)
+    timing = pass_time(flops, moved, peak, bandwidth, FLOOR)
+    return Floor(m, float(timing.time) * share_per, flops * share_per, moved * share_per, timing.bound)
 
 
 def floors(measurements=None) -> list[Floor]:
@@ -436,13 +559,89 @@ def check_explained(floors_):
     return floors_
 
 
-def median_shares(floors_) -> dict[str, float]:
-    """The median share of peak for each kind of system, rows that beat their floor left out."""
-    kinds: dict[str, list[float]] = {}
+@dataclass(frozen=True)
+class Group:
+    """Rows alike in what they measure: one kind of system, one width of weights, one share (MBU or MFU)."""
+
+    kind: str
+    precision: str
+    share_name: str
+    shares: tuple
+
+    @property
+    def rows(self) -> int:
+        return len(self.shares)
+
+    @property
+    def median(self) -> float:
+        return median(self.shares)
+
+    @property
+    def highest(self) -> float:
+        return max(self.shares)
+
+
+def groups(floors_, minimum=1) -> list[Group]:
+    """Medians compared like with like: rows grouped by kind, precision and MBU or MFU.
+
+    Rows that beat their floor are left out; groups with fewer than ``minimum`` rows too. Sorted
+    by kind, then precision (16-bit first), then MBU before MFU.
+    """
+    minimum = _check.count("minimum", minimum, minimum=1)
+    found: dict[tuple, list[float]] = {}
     for f in floors_:
         if not f.beats:
-            kinds.setdefault(f.measurement.kind, []).append(f.share)
-    return {kind: median(shares) for kind, shares in sorted(kinds.items(), key=lambda item: -median(item[1]))}
+            m = f.measurement
+            found.setdefault((m.kind, m.precision, f.share_name), []).append(f.share)
+    order = {"16-bit": 0, "8-bit": 1, "4- to 5-bit": 2}
+    keys = sorted(found, key=lambda key: (key[0], order[key[1]], key[2]))
+    return [Group(*key, tuple(found[key])) for key in keys if len(found[key]) >= minimum]
+
+
+def kinds(floors_) -> dict[str, int]:
+    """Each kind of system and how many rows it has, in the order the rows first name them."""
+    counted: dict[str, int] = {}
+    for f in floors_:
+        counted[f.measurement.kind] = counted.get(f.measurement.kind, 0) + 1
+    return counted
+
+
+def hardware(floors_) -> dict[str, str]:
+    """Each machine the rows ran on, catalog key to name, in the order the rows first name them.
+
+    Rows on several of one GPU share its entry: the chart filters by the kind of chip.
+    """
+    return {f.measurement.hardware: f.measurement.gpu.name for f in floors_}
+
+
+def chart_rows(floors_) -> list[dict]:
+    """One plain dict a row, for a chart that shows each dot's row and filters by kind and machine.
+
+    Times in milliseconds, shares as fractions; text fields as the table prints them.
+    """
+    rows = []
+    for f in floors_:
+        m = f.measurement
+        rows.append({
+            "id": m.id, "model": model_name(m.model), "weights": m.weights, "weight_bits": m.weight_bits,
+            "precision": m.precision, "kind": m.kind, "software": m.software, "version": m.version,
+            "hardware": m.hardware, "hardware_name": m.gpu.name, "gpus": m.gpus, "hardware_label": m.hardware_label,
+            "users": m.users, "lengths": m.lengths, "metric": METRICS[m.metric], "published": m.published,
+            "floor_ms": f.time * 1e3, "measured_ms": m.measured_time * 1e3, "unit_of_work": m.unit_of_work,
+            "share": f.share, "share_name": f.share_name, "bound": f.bound,
+            "beats_floor": f.beats, "reason": None if m.beats_floor is None else m.beats_floor["reason"],
+            "pull_request": m.pull_request, "main_branch_value": m.main_branch_value,
+            "context_window": m.context_window, "source": m.source.title, "url": m.source.url,
+            "publisher": m.source.publisher, "date": m.date, "note": m.note,
+        })
+    return rows
+
+
+def point_row(point: "Point") -> dict:
+    """A point from elsewhere (the lab, the reader's Ollama run) as ``chart_rows`` gives a row."""
+    _check.instance("point", point, Point)
+    return {"label": point.label, "floor_ms": point.floor_time * 1e3, "measured_ms": point.measured_time * 1e3,
+            "share": point.share, "marker": point.marker}
 
 
 def as_misread(measurement: Measurement, **changes) -> Measurement:
@@ -452,11 +651,19 @@ def as_misread(measurement: Measurement, **changes) -> Measurement:
     return replace(measurement, **changes)
 
 
-def gptfast_bytes(model: Model, weight_bits) -> float:
-    """Bytes gpt-fast counts per token for its bandwidth column: every weight but the input embedding table."""
+def gptfast_bytes(model: Model, weight_bits, counts="every weight but the input embedding table") -> float:
+    """Bytes gpt-fast counts per token for its bandwidth column.
+
+    From 2024-05-09 its generate.py counts every weight but the input embedding table; before,
+    every weight (``counts="every weight"``). Either way it is a convention for its column, not
+    the course's floor, which counts one row of the table for each token.
+    """
     _check.instance("model", model, Model)
     weight_bits = _check.positive("weight_bits", weight_bits)
-    return (model.parameters - model.vocab * model.hidden) * weight_bits / 8
+    if counts not in BANDWIDTH_COUNTS:
+        raise ValueError(f"counts must be one of {BANDWIDTH_COUNTS}, got {counts!r}")
+    table = 0 if counts == "every weight" else model.vocab * model.hidden
+    return (model.parameters - table) * weight_bits / 8
 
 
 # -- points from elsewhere: the lab, the reader's Ollama run -------------------------------------
