@@ -291,7 +291,8 @@ def test_settings_choose_the_mode_asked_unless_the_environment_says_otherwise(mo
     assert full.prompt_tokens[-1] == 4096 and full.cached_tokens == 1000
     quick = lab.settings()
     assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-    assert quick.shape.layers == 1 and not quick.progress and quick.threads == 1
+    assert not quick.progress and quick.threads == 1
+    assert quick.beyond_cache and quick.weight_bytes >= lab.CACHE_MARGIN * quick.last_level_cache
     assert full.threads == lab.usable_cpus()
     monkeypatch.setenv("CI", "true")
     assert lab.settings("full").mode == "quick" and lab.settings("full").reason == "CI is set in the environment"
@@ -332,3 +333,57 @@ def test_units_for_a_processor():
     assert units.gflops(989.4e12) == "989,400 GFLOP/s"
     with pytest.raises(ValueError, match="value"):
         units.gb_per_s(-1)
+
+
+# -- the last-level cache: the lab reads beyond it ------------------------------------------------
+def _fake_cpu(tmp_path, caches):
+    """A sysfs tree: ``caches`` maps a cpu number to [(level, type, size, shared_cpu_list)]."""
+    for cpu, entries in caches.items():
+        for number, (level, kind, size, shared) in enumerate(entries):
+            index = tmp_path / f"cpu{cpu}" / "cache" / f"index{number}"
+            index.mkdir(parents=True)
+            (index / "level").write_text(f"{level}\n")
+            (index / "type").write_text(f"{kind}\n")
+            (index / "size").write_text(f"{size}\n")
+            (index / "shared_cpu_list").write_text(f"{shared}\n")
+    return tmp_path
+
+
+def test_last_level_cache_adds_up_the_highest_levels_instances(tmp_path):
+    l1 = [(1, "Data", "48K", "0"), (1, "Instruction", "32K", "0")]
+    tree = _fake_cpu(tmp_path, {
+        0: l1 + [(2, "Unified", "2048K", "0"), (3, "Unified", "32768K", "0-7")],
+        1: l1 + [(2, "Unified", "2048K", "1"), (3, "Unified", "32768K", "0-7")],
+        8: l1 + [(2, "Unified", "2048K", "8"), (3, "Unified", "32768K", "8-15")],
+    })
+    assert lab.last_level_cache(tree) == (2 * 32 * 2**20, "sysfs")  # two L3 instances of 32 MiB
+
+
+def test_last_level_cache_is_assumed_large_where_the_system_does_not_say(tmp_path, monkeypatch):
+    import subprocess as sp
+
+    def no_lscpu(*args, **kwargs):
+        raise FileNotFoundError("lscpu")
+
+    monkeypatch.setattr(sp, "run", no_lscpu)
+    assert lab.last_level_cache(tmp_path) == (lab.ASSUMED_LAST_LEVEL_CACHE, "assumed")
+    assert lab.ASSUMED_LAST_LEVEL_CACHE == 512 * 2**20
+
+
+def test_quick_mode_reads_beyond_the_last_level_cache(monkeypatch):
+    monkeypatch.setattr(lab, "last_level_cache", lambda: (300 * 2**20, "sysfs"))
+    monkeypatch.setattr(lab, "memory_limit", lambda: 64 * 2**30)
+    quick = lab.mode_settings("quick")
+    assert quick.weight_bytes == quick.read_bytes == 2 * 300 * 2**20
+    assert quick.beyond_cache and quick.shape.layers > 1
+    monkeypatch.setattr(lab, "last_level_cache", lambda: (8 * 2**20, "sysfs"))
+    small = lab.mode_settings("quick")
+    assert (small.weight_bytes, small.read_bytes) == (100e6, 256e6) and small.shape.layers == 1
+    assert small.beyond_cache
+
+
+@pytest.mark.parametrize("text, size", [("307200K", 307200 * 1024), ("32 MiB", 32 * 2**20), ("512", 512)])
+def test_cache_sizes_as_the_system_writes_them(text, size):
+    assert lab._cache_size(text) == size
+    with pytest.raises(ValueError, match="cache size must read like"):
+        lab._cache_size("big")

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from . import _check
 from .hardware import CATALOG, GPU
+from .memory import weight_bytes as sm_weight_bytes
 from .models import Model
 from .roofline import Assumptions
 from .serving import decode_step, step
@@ -159,6 +160,57 @@ def memory_limit() -> int:
         if text.isdigit():
             limit = min(limit, int(text))
     return limit
+
+
+# Where the operating system does not say how large the last-level cache is, the lab assumes
+# one as large as the largest on common servers (AMD EPYC 9005: up to 512 MB of L3), so that
+# what it reads is sure to come from memory and not from the cache.
+ASSUMED_LAST_LEVEL_CACHE = 512 * 2**20
+# The lab reads at least this many times the last-level cache, so that almost nothing it reads
+# is still there from the step before.
+CACHE_MARGIN = 2
+_CPU_DIR = Path("/sys/devices/system/cpu")
+
+
+def _cache_size(text) -> int:
+    """``"307200K"`` (sysfs) or ``"32 MiB"`` → bytes."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", text)
+    if not match:
+        raise ValueError(f"cache size must read like 307200K or 32 MiB, got {text!r}")
+    return int(match.group(1)) * 1024 ** " KMG".index(match.group(2) or " ")
+
+
+def last_level_cache(cpu_dir=_CPU_DIR) -> tuple[int, str]:
+    """Bytes of this machine's last-level cache, every instance of it together, and where that came from.
+
+    Linux's sysfs lists each processor's caches (level, size, the processors sharing it);
+    the highest level's distinct instances are added up. Without sysfs, ``lscpu``'s total;
+    without either, ``ASSUMED_LAST_LEVEL_CACHE``.
+    """
+    instances: dict[str, tuple[int, int]] = {}
+    for index in sorted(Path(cpu_dir).glob("cpu[0-9]*/cache/index[0-9]*")):
+        try:
+            level = int((index / "level").read_text())
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = _cache_size((index / "size").read_text())
+            shared = (index / "shared_cpu_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        instances[f"{level}:{shared}"] = (level, size)
+    if instances:
+        top = max(level for level, _ in instances.values())
+        return sum(size for level, size in instances.values() if level == top), "sysfs"
+    try:
+        import subprocess
+
+        listing = subprocess.run(["lscpu", "-B"], capture_output=True, text=True, timeout=5).stdout
+        sizes = {int(level): int(size) for level, size in re.findall(r"^L(\d)\w? cache:\s+(\d+)", listing, re.M)}
+        if sizes:
+            return sizes[max(sizes)], "lscpu"
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return ASSUMED_LAST_LEVEL_CACHE, "assumed"
 
 
 def usable_cpus() -> int:
@@ -614,10 +666,17 @@ class Settings:
     matmul_size: int
     progress: bool
     threads: int
+    last_level_cache: float = 0.0   # bytes, as ``last_level_cache()`` found them
+    cache_source: str = "not looked up"
 
     @property
     def shape(self) -> Model:
         return lab_shape(self.weight_bytes)
+
+    @property
+    def beyond_cache(self) -> bool:
+        """The model's weights and the bandwidth test's matrix both larger than the last-level cache."""
+        return min(sm_weight_bytes(self.shape.parameters, 32), self.read_bytes) > self.last_level_cache
 
 
 MODE_VARIABLE = "SERVINGMATH_LAB"
@@ -636,15 +695,20 @@ def mode_settings(mode) -> Settings:
     Quick runs on one core, so that a shared machine (a build server, Binder) gives steady
     figures; full uses every core this process may use.
     """
+    cache, source = last_level_cache()
+    beyond = CACHE_MARGIN * cache
+    room = FULL_MEMORY_SHARE * memory_limit()
     if mode == "quick":
-        return Settings("quick", "asked for", weight_bytes=100e6, prompt_tokens=tuple(2**k for k in range(11)),
-                        cached_tokens=128, decode_steps=7, repeats=3, measure_repeats=9, enough=0.5,
-                        read_bytes=256e6, matmul_size=1024, progress=False, threads=1)
+        return Settings("quick", "asked for", weight_bytes=min(max(100e6, beyond), room),
+                        prompt_tokens=tuple(2**k for k in range(11)), cached_tokens=128, decode_steps=7, repeats=3,
+                        measure_repeats=9, enough=0.5, read_bytes=min(max(256e6, beyond), room), matmul_size=1024,
+                        progress=False, threads=1, last_level_cache=cache, cache_source=source)
     if mode == "full":
-        return Settings("full", "asked for", weight_bytes=min(FULL_WEIGHT_CAP, FULL_MEMORY_SHARE * memory_limit()),
+        return Settings("full", "asked for", weight_bytes=min(FULL_WEIGHT_CAP, room),
                         prompt_tokens=tuple(2**k for k in range(13)), cached_tokens=1000, decode_steps=21,
-                        repeats=5, measure_repeats=15, enough=3.0, read_bytes=512e6, matmul_size=2048,
-                        progress=True, threads=usable_cpus())
+                        repeats=5, measure_repeats=15, enough=3.0, read_bytes=min(max(512e6, beyond), room),
+                        matmul_size=2048, progress=True, threads=usable_cpus(), last_level_cache=cache,
+                        cache_source=source)
     raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
