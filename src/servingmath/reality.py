@@ -396,8 +396,8 @@ class Floor:
 
     measurement: Measurement
     time: float          # seconds for the row's unit of work, at the floor
-    flops: float
-    bytes: float
+    flops: float         # one GPU's FLOPs for that work (all of them where the row has one GPU)
+    bytes: float         # one GPU's bytes moved for it
     bound: str           # "memory" or "compute": which limit sets the floor
 
     @property
