@@ -143,9 +143,10 @@ _ENTRIES = [
         key="a100-80gb-pcie", source_url="https://www.nvidia.com/en-us/data-center/a100/",
         name="NVIDIA A100 80 GB PCIe",
         dense_flops={"bf16": 312 * T, "fp16": 312 * T, "fp32": 19.5 * T},
-        memory_bandwidth=1.935e12, memory_bytes=80 * GiB, price_per_hour=1.50,
+        memory_bandwidth=1.935e12, memory_bytes=80 * GiB, price_per_hour=None,
         listed_with_sparsity=624 * T,
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB PCIe column: 1,935 GB/s, 300 W", as_of="2021-06",
+        price_source="not priced: in the catalog for the measurements it ran (the chapter 'Reality check')",
     ),
     GPU(
         key="l4", source_url="https://www.nvidia.com/en-us/data-center/l4/",
