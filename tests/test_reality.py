@@ -489,3 +489,22 @@ def test_a_bad_condition_is_named_with_its_row(field, value, message):
     document["measurements"][0][field] = value
     with pytest.raises(ValueError, match=f"measurement 'gptfast-llama2-7b-bf16': {message}"):
         reality.parse(document)
+
+
+def test_the_chapters_sentences_about_groups_hold_for_the_data():
+    by_group = {(g.kind, g.precision, g.share_name): g for g in reality.groups(FLOORS)}
+    # "In each of the 3 kinds with rows of both widths, 16-bit weights reach a higher median share."
+    both = [kind for kind in reality.kinds(FLOORS)
+            if (kind, "16-bit", "MBU") in by_group and (kind, "4- to 5-bit", "MBU") in by_group]
+    assert len(both) == 3
+    for kind in both:
+        assert by_group[(kind, "16-bit", "MBU")].median > by_group[(kind, "4- to 5-bit", "MBU")].median
+    # "The highest honest share here" is one row's, and it is under the floor.
+    honest = [f for f in FLOORS if not f.beats]
+    top = max(honest, key=lambda f: f.share)
+    assert top.measurement.id == "mlx-m2ultra-llama3-70b-bf16" and round(top.share, 2) == 0.82
+    # "A saturated TensorRT-LLM has a median MFU of 43 % over its 4 compute-bound rows, the highest 46 %."
+    saturated = by_group[("serving engine, saturated", "8-bit", "MFU")]
+    assert (saturated.rows, round(saturated.median, 2), round(saturated.highest, 2)) == (4, 0.43, 0.46)
+    assert all(f.measurement.software.startswith("TensorRT-LLM") for f in FLOORS
+               if f.measurement.kind == "serving engine, saturated")
