@@ -271,6 +271,15 @@ def test_tensor_parallel_floor_is_one_gpu_reading_its_share_and_what_it_holds_wh
     per_gpu = (shared / 8 + output + norms) * 2 + cache / 8
     assert tp.bytes == pytest.approx(per_gpu, rel=1e-12)
     assert tp.time == pytest.approx(per_gpu / 2.039e12, rel=1e-12)
+    # TurboMind keeps the output layer whole on each of its 4 GPUs but multiplies only a quarter of
+    # the vocabulary on each, so only the norms are read whole there.
+    lmdeploy = BY_ID["lmdeploy-a100x4-llama2-70b-1-128"]
+    assert lmdeploy.measurement.replicated == () and lmdeploy.measurement.gpus == 4
+    cost = sm.forward_pass(lmdeploy.measurement.shape, 1, 1 + 64, 1, 16, 16, attention="causal")
+    norms70 = 80 * 2 * 8192 + 8192
+    table70 = 32000 * 8192
+    weights70 = ((cost.weight_bytes / 2 - table70 + 8192 - norms70) / 4 + norms70) * 2
+    assert lmdeploy.bytes == pytest.approx(weights70 + (cost.kv_read_bytes + cost.kv_write_bytes) / 4, rel=1e-12)
     # Llama 2 70B has 8 KV heads: over 8 GPUs, one each.
     assert BY_ID["gptfast-llama2-70b-bf16-tp8"].measurement.shape.kv_heads == 8
     with pytest.raises(ValueError, match="replicated must name parts"):
@@ -440,6 +449,9 @@ def test_the_llama2_rows_of_the_gpu_benchmarks_ran_on_a_pcie_a100_with_a_512_tok
         m = f.measurement
         assert (m.prompt_tokens, m.reply_tokens, m.context_window) == (494, 1023, 512)
         assert m.hardware in ("a100-80gb-pcie", "h100-pcie", "m2-ultra")
+    # The README dropped its LLaMA 2 tables on 2024-05-12: the source is the version that holds them.
+    assert all(f.measurement.source.url.endswith("/blob/eafac9d26ac593f8e7dd353415dddf0c19de84b2/README.md")
+               for f in rows)
     assert sm.CATALOG["a100-80gb-pcie"].memory_bandwidth == 1.935e12
     assert sm.CATALOG["a100-80gb-pcie"].source_url.startswith("https://www.nvidia.com/")
 
@@ -508,3 +520,27 @@ def test_the_chapters_sentences_about_groups_hold_for_the_data():
     assert (saturated.rows, round(saturated.median, 2), round(saturated.highest, 2)) == (4, 0.43, 0.46)
     assert all(f.measurement.software.startswith("TensorRT-LLM") for f in FLOORS
                if f.measurement.kind == "serving engine, saturated")
+
+
+def test_fewer_bits_mean_fewer_milliseconds_but_not_in_proportion():
+    # "Fewer bytes still means fewer milliseconds, but not in proportion": every pair of rows that
+    # differ only in the weights' format (a weight-only format; the dynamic int8 mode is the
+    # chapter's named exception) runs faster with fewer bits, by less than its floor shrinks.
+    from itertools import combinations
+
+    def conditions(m):
+        return (m.source.key, m.model, m.hardware, m.gpus, m.batch, m.prompt_tokens, m.reply_tokens, m.metric,
+                m.context_window, m.drafted_tokens)
+
+    weight_only = [f for f in FLOORS if "dynamic" not in f.measurement.weights]
+    pairs = 0
+    for a, b in combinations(weight_only, 2):
+        if conditions(a.measurement) != conditions(b.measurement) or a.measurement.weight_bits == b.measurement.weight_bits:
+            continue
+        wide, narrow = sorted((a, b), key=lambda f: -f.measurement.weight_bits)
+        pairs += 1
+        gain = wide.measurement.measured_time / narrow.measurement.measured_time
+        assert 1 < gain < wide.time / narrow.time, (wide.measurement.id, narrow.measurement.id)
+    assert pairs >= 10
+    dynamic = BY_ID["torchao-llama3-8b-int8dq"].measurement
+    assert dynamic.measured_time > BY_ID["torchao-llama3-8b-bf16"].measurement.measured_time

@@ -20,8 +20,10 @@ Conventions, the same for every row (the floor counts only what a step cannot av
   written; a cache whose format the source does not state is counted at 8 bits where the
   arithmetic is FP8 (the least such engines store) and at 16 bits otherwise;
 - several GPUs serving one model with tensor parallelism split the weights, the cache (by
-  KV heads, at least one head each) and the arithmetic; each GPU reads whole what it holds a
-  copy of: the norms always, and the output layer where the row says so (``replicated``).
+  KV heads, at least one head each) and the arithmetic; each GPU reads whole what it multiplies
+  whole: the norms always, and the output layer where the row says so (``replicated``). A
+  copy held but only sliced (TurboMind's output layer) or looked up (the input table) counts
+  as what is read of it.
   The floor is one GPU's time for its share, with no cost for talking to the others;
 - a decode step of a request is timed at the request's mean cache length, prompt plus half
   the reply, as ``serving.request`` does; where the engine trims its cache to a context
@@ -149,7 +151,7 @@ class Measurement:
     beats_floor: Mapping | None = field(default=None, compare=False)
     published_bandwidth_counts: str | None = None   # what gpt-fast's bandwidth column divides: BANDWIDTH_COUNTS
     context_window: int | None = None   # the engine's context, past which it drops the older half of its cache
-    replicated: tuple = ()              # parts every GPU holds whole, besides the norms: REPLICABLE
+    replicated: tuple = ()              # parts every GPU reads whole, besides the norms: REPLICABLE
     main_branch_value: float | None = None   # a pull request's row: the main branch's figure at the time
     prompt_text: str | None = None      # the prompt, where the source gives it and not its length
     sampling: str | None = None         # "greedy" or how the tokens were sampled, where it matters
@@ -250,7 +252,7 @@ _OPTIONAL = ("published_bandwidth", "beats_floor", "published_bandwidth_counts",
              "main_branch_value", "prompt_text", "sampling", "drafted_tokens")
 # What a published bandwidth column divides by the time of a token.
 BANDWIDTH_COUNTS = ("every weight", "every weight but the input embedding table")
-# What a tensor-parallel engine may keep whole on every GPU, besides the norms (which all of them do).
+# What a tensor-parallel engine may read whole on every GPU, besides the norms (which all of them do).
 REPLICABLE = ("output layer",)
 # What a published figure may be, per metric: (lowest, highest) in the unit it is published in.
 VALUE_RANGES = {
@@ -435,8 +437,8 @@ def cache_lengths(prompt_tokens, reply_tokens, context_window) -> np.ndarray:
     """The cache each decode step reads when the engine keeps at most ``context_window`` tokens.
 
     llama.cpp's context shift: a step that would pass the window first drops the older half of
-    what it holds (keeping none of the prompt, its default), then carries on. Step i reads the
-    cache the tokens before it left.
+    what it holds after the first token (n_keep is 0 by default), then carries on. Step i reads
+    the cache the tokens before it left.
     """
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
@@ -459,7 +461,7 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     not multiplied: a pass reads one row for each token it carries and does no arithmetic
     with it. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
     the arithmetic and the cache (split by KV heads, one head each at the least), and reads
-    whole what every GPU holds a copy of: the norms, and the parts named in ``replicated``.
+    whole what every GPU multiplies whole: the norms, and the parts named in ``replicated``.
     ``cached_tokens`` may be an array of lengths (one per step); the costs are their mean.
     """
     _check.instance("model", model, Model)
