@@ -544,3 +544,15 @@ def test_fewer_bits_mean_fewer_milliseconds_but_not_in_proportion():
     assert pairs >= 10
     dynamic = BY_ID["torchao-llama3-8b-int8dq"].measurement
     assert dynamic.measured_time > BY_ID["torchao-llama3-8b-bf16"].measurement.measured_time
+
+
+def test_the_smallest_floor_shows_fixed_costs_most():
+    # "Fixed costs per step hide behind a large model's reads and show through a small one's":
+    # among one user's decode rows with weight-only formats, TinyLlama's floor is the smallest and
+    # its share the lowest.
+    one_user = [f for f in FLOORS if f.measurement.metric in ("decode_rate", "itl") and f.measurement.batch == 1
+                and "dynamic" not in f.measurement.weights and not f.beats]
+    assert len(one_user) >= 30
+    smallest = min(one_user, key=lambda f: f.time)
+    assert smallest.measurement.id == "llamacpp-m1ultra-tinyllama-q4_k_m"
+    assert smallest.share == min(f.share for f in one_user)
