@@ -290,7 +290,7 @@ def test_settings_choose_the_mode_asked_unless_the_environment_says_otherwise(mo
     assert full.weight_bytes == min(1e9, lab.memory_limit() / 4)
     assert full.prompt_tokens[-1] == 4096 and full.cached_tokens == 1000
     quick = lab.settings()
-    assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128, 256)
     assert not quick.progress and quick.threads == 1
     assert quick.beyond_cache and quick.weight_bytes >= lab.CACHE_MARGIN * quick.last_level_cache
     assert full.threads == lab.usable_cpus()
