@@ -290,7 +290,7 @@ def test_settings_choose_the_mode_asked_unless_the_environment_says_otherwise(mo
     assert full.weight_bytes == min(1e9, lab.memory_limit() / 4)
     assert full.prompt_tokens[-1] == 4096 and full.cached_tokens == 1000
     quick = lab.settings()
-    assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    assert quick.mode == "quick" and quick.prompt_tokens == (1, 2, 4, 8, 16, 32, 64, 128, 256)
     assert not quick.progress and quick.threads == 1
     assert quick.beyond_cache and quick.weight_bytes >= lab.CACHE_MARGIN * quick.last_level_cache
     assert full.threads == lab.usable_cpus()
@@ -380,6 +380,20 @@ def test_quick_mode_reads_beyond_the_last_level_cache(monkeypatch):
     small = lab.mode_settings("quick")
     assert (small.weight_bytes, small.read_bytes) == (100e6, 256e6) and small.shape.layers == 1
     assert small.beyond_cache
+
+
+def test_quick_sweep_reaches_past_the_turn_within_a_few_seconds_of_arithmetic(monkeypatch):
+    monkeypatch.setattr(lab, "memory_limit", lambda: 64 * 2**30)
+    for cache in (300 * 2**20, lab.ASSUMED_LAST_LEVEL_CACHE):  # this build server's, and the largest assumed
+        monkeypatch.setattr(lab, "last_level_cache", lambda: (cache, "sysfs"))
+        quick = lab.mode_settings("quick")
+        assert quick.beyond_cache and quick.prompt_tokens[:2] == (1, 2)
+        # Three times past 2 × the ridge of the catalog's laptop (36 FLOP a byte).
+        assert quick.prompt_tokens[-1] >= 3 * 2 * 36
+        sweep = sum(sm.forward_pass(quick.shape, n, weight_bits=32, kv_bits=32, attention="full").flops
+                    for n in quick.prompt_tokens)
+        # One pass over each length: under 3 s on a core doing 100 GFLOP/s; to 1,024 tokens, four times that.
+        assert sweep < 300e9, sweep
 
 
 @pytest.mark.parametrize("text, size", [("307200K", 307200 * 1024), ("32 MiB", 32 * 2**20), ("512", 512)])

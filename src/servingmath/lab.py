@@ -397,7 +397,9 @@ class Decoder:
     def random(cls, shape: Model, seed=0) -> "Decoder":
         """Random float32 weights of ``shape``: timing depends on the sizes, not on the values.
 
-        Each matrix is scaled by 1/√(inputs) so activations stay near 1 through the layers.
+        Each matrix has variance 1/(inputs), so activations stay near 1 through the layers.
+        The numbers are uniform, not normal: numpy draws uniform float32 numbers in under
+        half the time, and the lab's model has hundreds of millions of them.
         """
         _check.instance("shape", shape, Model)
         if not shape.tied_embeddings or shape.qkv_bias or shape.output_bias or shape.mlp_bias or shape.experts > 1:
@@ -405,8 +407,10 @@ class Decoder:
         rng = np.random.default_rng(seed)
 
         def matrix(rows, columns, fan_in=None):
-            values = rng.standard_normal((rows, columns), dtype=np.float32)
-            values *= np.float32(1 / math.sqrt(fan_in or rows))
+            # Uniform on [-0.5, 0.5) has variance 1/12: scaled by √12/√(inputs), 1/(inputs).
+            values = rng.random((rows, columns), dtype=np.float32)
+            values -= np.float32(0.5)
+            values *= np.float32(math.sqrt(12 / (fan_in or rows)))
             return values
 
         kv_width = shape.kv_heads * shape.head_dim
@@ -688,6 +692,21 @@ MODES = ("quick", "full")
 FULL_WEIGHT_CAP = 1e9
 FULL_MEMORY_SHARE = 0.25
 
+# Quick mode's longest prompt. In float32 a core turns compute-bound at twice its ridge, a
+# few to a few tens of tokens, and numpy's thin products keep gaining a little longer (on
+# the machine that builds the course, until 128 tokens); 256 reaches past both. Longer
+# prompts cost more than they show: a pass does two FLOPs a parameter a token, the model
+# is at least twice the last-level cache, and each doubling of the longest prompt doubles
+# the sweep's arithmetic (up to 1,024 tokens it took over a minute on one core). For the
+# same reason quick mode repeats a pass only while it has spent under a quarter second
+# on that length: the long passes run once.
+QUICK_LONGEST_PROMPT = 256
+
+
+def _doublings(longest):
+    """1, 2, 4, … up to ``longest`` tokens."""
+    return tuple(2**k for k in range(int(longest).bit_length()))
+
 
 def mode_settings(mode) -> Settings:
     """The sizes of ``mode``, ``"quick"`` or ``"full"``, whatever the environment says.
@@ -700,12 +719,12 @@ def mode_settings(mode) -> Settings:
     room = FULL_MEMORY_SHARE * memory_limit()
     if mode == "quick":
         return Settings("quick", "asked for", weight_bytes=min(max(100e6, beyond), room),
-                        prompt_tokens=tuple(2**k for k in range(11)), cached_tokens=128, decode_steps=7, repeats=3,
-                        measure_repeats=9, enough=0.5, read_bytes=min(max(256e6, beyond), room), matmul_size=1024,
+                        prompt_tokens=_doublings(QUICK_LONGEST_PROMPT), cached_tokens=128, decode_steps=7, repeats=3,
+                        measure_repeats=9, enough=0.25, read_bytes=min(max(256e6, beyond), room), matmul_size=1024,
                         progress=False, threads=1, last_level_cache=cache, cache_source=source)
     if mode == "full":
         return Settings("full", "asked for", weight_bytes=min(FULL_WEIGHT_CAP, room),
-                        prompt_tokens=tuple(2**k for k in range(13)), cached_tokens=1000, decode_steps=21,
+                        prompt_tokens=_doublings(4096), cached_tokens=1000, decode_steps=21,
                         repeats=5, measure_repeats=15, enough=3.0, read_bytes=min(max(512e6, beyond), room),
                         matmul_size=2048, progress=True, threads=usable_cpus(), last_level_cache=cache,
                         cache_source=source)
