@@ -73,7 +73,7 @@ def test_the_setup_cell_installs_the_package_at_the_release_tagged_in_config():
     assert source.count("git+") == 1 and "sphinx" not in source.lower()
     # The URL and the tag are written in _config.yml only (the README names the URL for readers).
     for written in (url.split("://")[1], release):
-        places = subprocess.run(["git", "grep", "-l", "-F", written, "--", ".", ":!notebooks", ":!README.md"],
+        places = subprocess.run(["git", "grep", "-l", "-w", "-F", written, "--", ".", ":!notebooks", ":!README.md"],
                                 cwd=ROOT, capture_output=True, text=True).stdout
         assert places.split() == ["_config.yml"], written
 
