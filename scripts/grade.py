@@ -19,13 +19,16 @@ lists everyone, so a student who handed in nothing gets a row of zeros. A submis
 comes from the LMS where it says: the times CSV (Moodle's grading worksheet, or ``student,
 submitted``), or Canvas's ``LATE`` in a file name; otherwise from the file's date.
 
-Each notebook runs from a clean start, its saved outputs dropped, in a scratch folder outside
-the repository holding only that notebook and a copy of ``servingmath``, under a cleaned
-environment; where Linux allows it (``unshare``), in a mount namespace in which the
-repository's other folders (solutions, tests, scripts, git), the submissions and the grader's
-inputs and outputs are empty. Every check cell is replaced by one that only records the answer
-(as the graded release's ``submit`` does), so no expected figure enters a student's kernel; the
-answers are marked against the solutions, run first and held only in the grader's process. A
+Each notebook runs from a clean start, its saved outputs dropped, in a sandbox built with
+bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network and IPC namespaces, no
+capabilities, the system, Python and the course's package read-only, a small home folder of
+its own the only place it can write, no network, and nothing else of the machine (no
+repository, solutions, roster, rubric, grade files or other submissions; no grader's process in
+/proc). It dies with the grader, and every process it started ends with its kernel. Where no
+sandbox can start, the grader says why and refuses to grade unless given ``--unsafe``.
+Every check cell is replaced by one that only records the answer (as the graded release's
+``submit`` does), so no expected figure enters a student's kernel; the answers are marked
+against the solutions, run first and held only in the grader's process. A
 check cell edited or patched therefore changes no mark (the notes say it was changed).
 
 ``--out`` is a folder (made if missing) that receives:
@@ -36,7 +39,8 @@ check cell edited or patched therefore changes no mark (the notes say it was cha
 - ``feedback/STUDENT.txt``: what each student is told, problem by problem;
 - ``report.txt``: every file that was not graded as handed in, and why.
 
-The notebooks run students' code: grade in a container or an account that holds nothing else.
+The notebooks run students' code: the sandbox keeps it from the machine, but grade in an account
+or a container that holds nothing else all the same.
 """
 from __future__ import annotations
 
@@ -141,73 +145,89 @@ def _when(value, what: str) -> dt.datetime:
 
 
 # -- the sandbox ---------------------------------------------------------------------
-def _repository_of(package_dir: Path) -> Path | None:
-    for folder in package_dir.parents:
-        if (folder / "solutions").is_dir() or (folder / ".git").exists():
-            return folder
-    return None
+# Each student's kernel runs under bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network,
+# IPC, UTS and user namespaces, every capability dropped, the system's programs, Python, its packages
+# and the course's package read-only, and nothing else of the machine: no repository, no solutions,
+# no roster or rubric, no other submission, no grader's /proc. Its only writable places are its own
+# home (a small tmpfs) and the folder of its kernel's sockets. With no network the kernel talks to the
+# grader through Unix sockets (ZeroMQ's ipc transport) in that folder. It dies with the grader, and
+# every process it started dies with it, since the kernel's PID namespace ends when the kernel does.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+HOME = "/home/student"
+SCRATCH_BYTES = 256 * 2 ** 20
 
 
-def hidden_paths(extra: list[Path]) -> list[Path]:
-    """What a student's kernel must not see: every folder of the repositories the grader, its package
-    and its virtual environment come from, except the environment and the package's source; and ``extra``."""
-    keep = {Path(sys.prefix).resolve(), Path(servingmath.__file__).resolve().parent.parent}
-    needed = keep | {Path(tempfile.gettempdir()).resolve(), Path.home().resolve()}
-
-    def hideable(real: Path) -> bool:  # never a folder the kernel needs, nor one above it
-        return real.is_dir() and real != Path("/") and not any(real == path or real in path.parents
-                                                               for path in needed)
-
-    repositories = {ROOT.resolve(), _repository_of(Path(servingmath.__file__).resolve()),
-                    _repository_of(Path(sys.prefix).resolve())} - {None}
-    hidden = {entry.resolve() for repository in repositories for entry in repository.iterdir()
-              if not entry.is_symlink() and hideable(entry.resolve())}
-    hidden |= {path.resolve() for path in extra if hideable(path.resolve())}
-    # A folder inside another hidden one vanishes with it.
-    return sorted(path for path in hidden if not any(other in path.parents for other in hidden))
+class NoSandbox(RuntimeError):
+    """No sandbox can start here; the message says why, in one line."""
 
 
-SANDBOX_SCRIPT = ('c="$1"; shift; for d do mount -t tmpfs -o size=64k,mode=0555 grader-empty "$d" || exit 97; '
-                  'done; exec "$GRADER_PYTHON" -m ipykernel_launcher -f "$c"')
+def package_dir() -> Path:
+    return Path(servingmath.__file__).resolve().parent
+
+
+def sandbox_argv(sockets: Path, env: dict[str, str]) -> list[str]:
+    """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise NoSandbox("bubblewrap is not installed (apt-get install bubblewrap)")
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--hostname", "sandbox"]
+    for folder in SYSTEM_DIRS:
+        argv += ["--ro-bind-try", folder, folder]
+    python = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+                     Path(os.path.realpath(sys.executable)).parent.parent})
+    for folder in python:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    package = package_dir()
+    argv += ["--ro-bind", str(package), str(package),
+             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+             "--size", str(SCRATCH_BYTES), "--tmpfs", HOME,
+             "--bind", str(sockets), str(sockets), "--chdir", HOME, "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    return argv + ["--", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+
+
+def kernel_environment() -> dict[str, str]:
+    """Only what a kernel needs: the course's package on its path, no user's IPython or Jupyter settings."""
+    return {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython", "JUPYTER_CONFIG_DIR": f"{HOME}/.jupyter",
+        "PYTHONPATH": str(package_dir().parent), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+    }
+
+
+def kernel_spec(folder: Path) -> Path:
+    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``."""
+    spec = folder / "kernels" / "grading"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": sandbox_argv(folder, kernel_environment()),
+                                                  "display_name": "grading", "language": "python"}))
+    return folder / "kernels"
 
 
 @lru_cache(maxsize=1)
-def mount_namespace_prefix() -> tuple[str, ...] | None:
-    """The ``unshare`` words that start a kernel in its own mount namespace, or None where that fails."""
-    unshare = shutil.which("unshare")
-    if not unshare or sys.platform != "linux":
-        return None
-    prefix = (unshare, "--mount", "--propagation", "private") + (() if os.geteuid() == 0 else ("--map-root-user",))
+def sandbox_problem() -> str:
+    """'' where the sandbox starts here, else why not, in one line."""
+    if sys.platform != "linux":
+        return f"bubblewrap needs Linux, this is {sys.platform}"
     with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
-        trial = subprocess.run([*prefix, "sh", "-c", f"mount -t tmpfs grader-empty {probe} && test ! -e {probe}/x"],
-                               capture_output=True, timeout=20, cwd=probe)
-        Path(probe, "x").touch()
-    return prefix if trial.returncode == 0 else None
-
-
-def kernel_spec_dir(hidden: list[Path]) -> tuple[Path, bool]:
-    """A kernelspec folder for students' kernels, and whether they run in a mount namespace."""
-    folder = Path(tempfile.mkdtemp(prefix="grade-kernels-"))
-    prefix = mount_namespace_prefix()
-    if prefix:
-        argv = [*prefix, "sh", "-c", SANDBOX_SCRIPT, "grader-sandbox", "{connection_file}", *map(str, hidden)]
-    else:
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec = folder / "grading"
-    spec.mkdir()
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "grading", "language": "python"}))
-    return folder, bool(prefix)
-
-
-def scratch_environment(scratch: Path) -> dict[str, str]:
-    """Only what a kernel needs: no PYTHONPATH to the repository, no user's IPython or Jupyter settings."""
-    return {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
-        "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"), "JUPYTER_CONFIG_DIR": str(scratch / ".jupyter"),
-        "PYTHONPATH": str(scratch / "lib"), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(scratch / ".matplotlib"), "LANG": "C.UTF-8", "TMPDIR": str(scratch),
-        "GRADER_PYTHON": sys.executable,
-    }
+        try:
+            argv = sandbox_argv(Path(probe), kernel_environment())
+        except NoSandbox as error:
+            return str(error)
+        argv = argv[: argv.index("--")] + ["--", sys.executable, "-c", "import servingmath, os; print(os.getpid())"]
+        try:
+            trial = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bubblewrap cannot start ({error})"
+        if trial.returncode != 0:
+            last = (trial.stderr.strip().splitlines() or ["no message"])[-1]
+            return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
+        if trial.stdout.strip() not in ("1", "2"):
+            return "bubblewrap started without its own PID namespace"
+    return ""
 
 
 # -- running a notebook --------------------------------------------------------------
@@ -283,15 +303,14 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | None = None,
+def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
                  releases: dict[str, set[str]] | None = None) -> Run:
     """Execute a notebook from a clean start within ``time_limit`` wall-clock seconds in all.
 
-    With ``sandbox`` (a kernelspec folder from ``kernel_spec_dir``) the kernel runs in a scratch
-    folder holding the notebook and a copy of servingmath, under ``scratch_environment``. With
-    ``releases`` (a student's notebook: its check cells as handed out, by label) every check cell
-    is replaced by ``recording_cell``, so no expected figure ever enters the student's kernel and
-    a check patched or edited records the student's own answer all the same.
+    ``sandboxed``: the kernel runs under bubblewrap (``sandbox_argv``), seeing only the system, Python
+    and the course's package, read-only. With ``releases`` (a student's notebook: its check cells as
+    handed out, by label) every check cell is replaced by ``recording_cell``, so no expected figure
+    ever enters the student's kernel and a check patched or edited records the student's own answer.
     """
     outcome = Run()
     try:
@@ -311,15 +330,14 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
         scratch = Path(scratch_name)
         options = {}
-        if sandbox is not None:
+        if sandboxed:
             from jupyter_client import AsyncKernelManager
             from jupyter_client.kernelspec import KernelSpecManager
 
-            shutil.copytree(Path(servingmath.__file__).parent, scratch / "lib" / "servingmath",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            nbformat.write(notebook, scratch / "submission.ipynb")
-            options["km"] = AsyncKernelManager(kernel_name="grading",
-                                          kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(sandbox[0])]))
+            kernels = kernel_spec(scratch)
+            options["km"] = AsyncKernelManager(
+                kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
+                transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
         started = time.monotonic()
         # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
         deadline = [started + time_limit]
@@ -329,14 +347,15 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
 
         client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
                                 on_notebook_start=start_clock,
-                                kernel_name="grading" if sandbox else "python3", allow_errors=True,
+                                kernel_name="grading" if sandboxed else "python3", allow_errors=True,
                                 interrupt_on_timeout=False, startup_timeout=60, **options,
                                 resources={"metadata": {"path": str(scratch)}})
         client.owns_km = True  # so nbclient ends the kernel it was handed, a loop and all
         timed_out = False
         try:
-            extra = {"env": scratch_environment(scratch)} if sandbox is not None else {}
-            client.execute(stderr=subprocess.DEVNULL, **extra)  # the kernel's own warnings are noise here
+            extra = {"env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}} if sandboxed else {}
+            # The kernel's own start-up notes and warnings are noise here.
+            client.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **extra)
         except CellTimeoutError:
             timed_out = True
             outcome.problems.append(f"stopped: the notebook ran past its {time_limit:g} s")
@@ -363,7 +382,7 @@ def _first_line(error) -> str:
     return lines[0][:120] if lines else ""
 
 
-def run_many(paths: list[Path], time_limit: float, jobs: int, sandbox=None, releases=None) -> list[Run]:
+def run_many(paths: list[Path], time_limit: float, jobs: int, sandboxed: bool = False, releases=None) -> list[Run]:
     """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given.
 
     ``releases``, one per path, as ``run_notebook`` takes it (None for the solutions)."""
@@ -371,7 +390,7 @@ def run_many(paths: list[Path], time_limit: float, jobs: int, sandbox=None, rele
         return []
     releases = releases or [None] * len(paths)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandbox, pair[1]), zip(paths, releases)))
+        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandboxed, pair[1]), zip(paths, releases)))
 
 
 # -- the reference -------------------------------------------------------------------
@@ -577,8 +596,13 @@ def possible(problems, rubric: Rubric) -> float:
 
 
 def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubric, roster: list[Student] | None = None,
-          times: dict[str, dt.datetime] | None = None, jobs: int = 1, hide: list[Path] = ()):
-    """Every student's marks, and every file not graded as handed in, with its reason."""
+          times: dict[str, dt.datetime] | None = None, jobs: int = 1, unsafe: bool = False):
+    """Every student's marks, every file not graded as handed in with its reason, and whether sandboxed.
+
+    Raises NoSandbox where bubblewrap cannot start, unless ``unsafe``."""
+    problem = sandbox_problem()
+    if problem and not unsafe:
+        raise NoSandbox(f"no sandbox: {problem}; refusing to run students' code without one (--unsafe to run it anyway)")
     names = [name for name in problems if name in rubric.notebooks]
     found, bad = find_submissions(submissions, names)
     times = times or {}
@@ -616,16 +640,12 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
 
     slots = sorted(chosen)
     handed_out = release_cells(names)
-    sandbox = kernel_spec_dir(hidden_paths([submissions, *hide]))
-    try:
-        runs = dict(zip(slots, run_many([chosen[slot].path for slot in slots], rubric.time_limit, jobs, sandbox,
-                                        [handed_out.get(slot[1], {}) for slot in slots])))
-    finally:
-        shutil.rmtree(sandbox[0], ignore_errors=True)
+    runs = dict(zip(slots, run_many([chosen[slot].path for slot in slots], rubric.time_limit, jobs, not problem,
+                                    [handed_out.get(slot[1], {}) for slot in slots])))
     marks = {}
     for key in sorted(students):
         marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad)
-    return marks, bad, sandbox[1]
+    return marks, bad, not problem
 
 
 def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad) -> Graded:
@@ -729,10 +749,10 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
                                                                  encoding="utf-8")
     lines = [f"{rubric.assignment}: {len(marks)} students, {sum(len(g.handed_in) for g in marks.values())} "
              f"notebooks graded",
-             "sandbox: " + ("each kernel in its own mount namespace; the repository's other folders, the "
-                            "submissions and the grader's files were empty to it" if sandboxed else
-                            "scratch folder and cleaned environment only (unshare unavailable here): student code "
-                            "could still read files by absolute path, so grade in a container"), ""]
+             "sandbox: " + ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces, seeing "
+                            "only the system, Python and the course's package, read-only" if sandboxed else
+                            f"NONE (--unsafe; {sandbox_problem()}): students' code ran with the grader's rights"),
+             ""]
     lines += ["Files not graded as handed in:" if bad else "Every file was graded as handed in."]
     lines += [f"- {path}: {reason}" for path, reason in sorted(bad, key=lambda item: str(item[0]))]
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -787,9 +807,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--time-limit", type=float, help="seconds each notebook may run in all (the rubric's, or 60)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="notebooks run at once, each in its own kernel (default: one per CPU)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="grade even where no sandbox can start, running students' code with your rights")
     options = parser.parse_args(argv)
     if not options.submissions.is_dir():
         print(f"grade: {options.submissions} is not a folder", file=sys.stderr)
+        return 2
+    if sandbox_problem() and not options.unsafe:
+        print(f"grade: no sandbox: {sandbox_problem()}; refusing to run students' code without one "
+              "(--unsafe to run it anyway)", file=sys.stderr)
         return 2
     names = notebook_names(options.solutions)
     unknown = sorted(set(options.notebooks or []) - set(names))
@@ -815,9 +841,7 @@ def main(argv: list[str]) -> int:
         if stray:
             print(f"grade: the rubric gives points to {name} problems {stray}, which it does not have", file=sys.stderr)
             return 2
-    hide = [path.parent for path in (options.rubric, options.roster, options.times) if path] + [options.out,
-                                                                                                options.solutions]
-    marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, hide)
+    marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, options.unsafe)
     write_outputs(options.out, marks, problems, rubric, bad, sandboxed)
     for path, reason in bad:
         print(f"grade: {path}: {reason}", file=sys.stderr)

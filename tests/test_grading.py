@@ -9,7 +9,9 @@ and a student on the roster who handed in nothing.
 import csv
 import datetime as dt
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jupytext
@@ -24,7 +26,9 @@ import grade  # noqa: E402  (a script, not a package)
 PART_1 = "lesson-1-part-1"
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
 DEADLINE = dt.datetime(2026, 12, 11, 17, 0, tzinfo=dt.timezone.utc)
-SANDBOXED = grade.mount_namespace_prefix() is not None
+SANDBOX_PROBLEM = grade.sandbox_problem()
+SANDBOXED = not SANDBOX_PROBLEM
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {SANDBOX_PROBLEM}")
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +105,8 @@ def endless():
 STEAL = '''import pathlib, re, sys
 import servingmath
 places = [pathlib.Path({root!r})] + [pathlib.Path(entry).parent for entry in sys.path if entry]
+# The grader's own folder, through /proc: what a kernel run as root reaches without a PID namespace.
+places += sorted(pathlib.Path("/proc").glob("[0-9]*/cwd"))
 places.append(pathlib.Path(servingmath.__file__).parents[2])
 stolen = {{}}
 for place in places:
@@ -195,7 +201,8 @@ def graded(problems, tmp_path_factory):
         "time_limit: 8\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
     code = grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
-                       "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2"])
+                       "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2",
+                       *([] if SANDBOXED else ["--unsafe"])])
     assert code == 0
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
     return {"out": out, "table": table, "folder": folder}
@@ -225,7 +232,7 @@ def test_every_student_on_the_roster_has_a_row_in_roster_order_of_keys(graded):
 ])
 def test_the_marks_are_fair(graded, student, expected, score):
     if student == "hal" and not SANDBOXED:
-        pytest.skip("only the mount namespace keeps solutions/ from a kernel that knows where it is")
+        pytest.skip("only the sandbox keeps solutions/ from a kernel that knows where it is")
     row = graded["table"][student]
     assert (marks(row), row["score"], row["out of"]) == (expected, score, "5.5")
 
@@ -255,8 +262,8 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
     assert f"- {folder / 'ada' / '.ipynb_checkpoints' / f'{PART_1}-checkpoint.ipynb'}: is a hidden or system" in report
     assert report.count("\n- ") == 5
-    assert ("each kernel in its own mount namespace" if SANDBOXED else "scratch folder and cleaned environment only"
-            ) in report
+    assert ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces" if SANDBOXED else
+            "sandbox: NONE (--unsafe") in report
 
 
 def test_canvas_and_moodle_files_import(graded):
@@ -285,7 +292,7 @@ def test_each_student_gets_a_feedback_file(graded):
         feedback / "gus.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not SANDBOXED, reason="needs unshare (Linux mount namespaces)")
+@needs_sandbox
 def test_the_sandbox_is_what_stops_the_student_reading_the_solutions(problems, tmp_path, graded):
     # Run bare (no sandbox, no recording cells), the same notebook does find the solutions and all six are right.
     write(reading_the_solutions(), tmp_path / "hal.ipynb")
@@ -342,3 +349,128 @@ def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
     (tmp_path / "rubric.yml").write_text("notebooks: {lesson-9: {}}\n")
     assert grade.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
     assert "notebook 'lesson-9' is not among the solutions" in capsys.readouterr().err
+
+
+# -- the three attacks, as root --------------------------------------------------------
+PROC_ROUTE = '''import pathlib, re
+stolen = {}
+for cwd in sorted(pathlib.Path("/proc").glob("[0-9]*/cwd")):
+    for name in ("solutions/lesson-1-part-1.md", "../solutions/lesson-1-part-1.md"):
+        try:
+            text = (cwd / name).read_text()
+        except OSError:
+            continue
+        for number, block in enumerate(re.findall(r"### BEGIN SOLUTION\\n(.*?)### END SOLUTION", text, re.S), 1):
+            scope = {}
+            exec(block, scope)
+            stolen[number] = scope["answer"]
+'''
+
+WRITE_PACKAGE = '''import pathlib, servingmath
+written = []
+for place in [pathlib.Path(servingmath.__file__).parent / "checks.py"]:
+    try:
+        with place.open("a") as handle:
+            handle.write("\\ncheck = submit = lambda *args, **kwargs: None\\n")
+        written.append(str(place))
+    except OSError as error:
+        written.append(repr(error))
+'''
+
+OUTLIVE = '''import subprocess, sys, textwrap
+# A process of its own session that waits for the grader to finish, then rewrites every canvas.csv it finds.
+subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    import pathlib, time  # grader-attack-marker
+    for _ in range(600):
+        time.sleep(0.05)
+        for path in pathlib.Path("/").glob("**/canvas.csv"):
+            try:
+                path.write_text("Student,ID\\\\nhacked,1\\\\n")
+            except OSError:
+                pass
+""")], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+'''
+
+
+def attacker(code: str, answers: dict[str, str]):
+    notebook = graded_release()
+    notebook.cells.insert(answer_cell(notebook, "1.1"), nbformat.v4.new_code_cell(code))
+    return answered(notebook, answers)
+
+
+def survivors(marker: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker in cmdline.read_bytes().decode(errors="replace"):
+                found.append(cmdline.parent.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked(problems, tmp_path_factory):
+    """Three attackers and an honest student graded after them, one at a time, as root."""
+    root = tmp_path_factory.mktemp("attacks")
+    folder = root / "submissions"
+    right = {label: f"answer = {problems[PART_1][label]['expected']!r}" for label in LABELS}
+    write(attacker(PROC_ROUTE, {label: f"answer = stolen.get({n})" for n, label in enumerate(LABELS, 1)}),
+          folder / "a-proc" / f"{PART_1}.ipynb")
+    write(attacker(WRITE_PACKAGE, {label: "answer = 31337" for label in LABELS}),
+          folder / "b-package" / f"{PART_1}.ipynb")
+    write(attacker(OUTLIVE, {label: "answer = 31337" for label in LABELS}), folder / "c-outlive" / f"{PART_1}.ipynb")
+    write(answered(graded_release(), right), folder / "d-honest" / f"{PART_1}.ipynb")
+    (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
+    checks = (ROOT / "src" / "servingmath" / "checks.py").read_bytes()
+    out = root / "out"
+    assert grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"]) == 0
+    canvas = (out / "canvas.csv").read_bytes()
+    time.sleep(3)  # time for a process left behind to act
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    return {"table": table, "canvas_before": canvas, "canvas_after": (out / "canvas.csv").read_bytes(),
+            "checks_before": checks, "checks_after": (ROOT / "src" / "servingmath" / "checks.py").read_bytes()}
+
+
+@needs_sandbox
+def test_reading_the_grader_through_proc_gains_nothing(attacked):
+    assert os.geteuid() == 0 or pytest.skip("the /proc route matters as root")
+    assert attacked["table"]["a-proc"]["score"] == "0"
+
+
+def test_the_proc_route_does_reach_the_solutions_without_the_sandbox(problems, tmp_path):
+    # The same notebook run bare, from the repository as the grader runs: it finds every answer.
+    write(attacker(PROC_ROUTE, {label: f"answer = stolen.get({n})" for n, label in enumerate(LABELS, 1)}),
+          tmp_path / "a.ipynb")
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        bare = grade.run_notebook(tmp_path / "a.ipynb", 20)
+    finally:
+        os.chdir(here)
+    assert [bare.records[label]["answer"] for label in LABELS] == [problems[PART_1][label]["expected"]
+                                                                   for label in LABELS]
+
+
+@needs_sandbox
+def test_writing_the_package_gains_nothing(attacked):
+    assert attacked["checks_after"] == attacked["checks_before"]
+    assert attacked["table"]["b-package"]["score"] == "0"
+    assert attacked["table"]["d-honest"]["score"] == "6"   # graded after it, in the same run
+
+
+@needs_sandbox
+def test_a_process_left_behind_dies_with_the_kernel(attacked):
+    assert attacked["table"]["c-outlive"]["score"] == "0"
+    assert attacked["canvas_after"] == attacked["canvas_before"] and b"hacked" not in attacked["canvas_after"]
+    assert survivors("grader-attack-marker") == []
+
+
+def test_without_a_sandbox_the_grader_refuses_in_one_line(tmp_path):
+    # No bwrap on the PATH: the command says why and grades nothing, unless told --unsafe.
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(tmp_path), "--out",
+                           str(tmp_path / "out")], env={"PATH": str(tmp_path)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and not (tmp_path / "out").exists()
+    assert done.stderr == ("grade: no sandbox: bubblewrap is not installed (apt-get install bubblewrap); refusing to "
+                           "run students' code without one (--unsafe to run it anyway)\n")
