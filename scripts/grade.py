@@ -68,7 +68,11 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import servingmath
+from servingmath import variants
 from servingmath.checks import RECORD_MIME, check
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import variant_answers  # noqa: E402  (beside this script: the expected answer of each student's variant)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -241,6 +245,7 @@ class Run:
     seconds: float = 0.0
     changed: list[str] = field(default_factory=list)   # labels whose check cell differs from the release's
     cells_run: int = 0                                  # code cells that finished
+    shown_ids: list[str] = field(default_factory=list)  # whose variant the notebook's problem cells showed
 
 
 LABEL = re.compile(r"""\b(?:check|submit)\s*\(.*?\blabel\s*=\s*["']([^"']+)["']""", re.S)
@@ -371,6 +376,10 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
             # The interrupt that ends a cell past its time is already told as the timeout.
             if output.get("output_type") == "error" and not (timed_out and output.get("ename") == "KeyboardInterrupt"):
                 outcome.problems.append(f"code cell {number} raised {output.get('ename')}")
+            shown = output.get("data", {}).get(variants.RECORD_MIME)
+            if isinstance(shown, dict) and isinstance(shown.get("student_id"), str):
+                if shown["student_id"] not in outcome.shown_ids:
+                    outcome.shown_ids.append(shown["student_id"])
             record = output.get("data", {}).get(RECORD_MIME)
             if isinstance(record, dict) and isinstance(record.get("label"), str):
                 outcome.records[record["label"]] = record  # a check run twice: the last one counts
@@ -514,7 +523,13 @@ class Student:
     section: str = ""
     email: str = ""
     id_number: str = ""
+    student_id: str = ""         # a roster's own "student id" column, where it has one
     aliases: set[str] = field(default_factory=set)
+
+    @property
+    def variant_id(self) -> str:
+        """The ID the student enters in a graded notebook: the school's (SIS) ID, Moodle's ID number, else the key."""
+        return self.sis_user_id or self.id_number or self.student_id or self.student
 
 
 def load_roster(path: Path) -> list[Student]:
@@ -541,7 +556,7 @@ def load_roster(path: Path) -> list[Student]:
         student = Student(student=_normal(key), name=name or key, canvas_id=value.get("id", ""),
                           sis_user_id=value.get("sis user id", ""), sis_login_id=value.get("sis login id", ""),
                           section=value.get("section", ""), email=value.get("email address") or value.get("email", ""),
-                          id_number=value.get("id number", ""))
+                          id_number=value.get("id number", ""), student_id=value.get("student id", ""))
         student.aliases = {alias for alias in (_key(key), _key(name), _key(last + first), _key(first + last),
                                                _key(student.sis_login_id), _key(student.email.split("@")[0]))
                            if alias}
@@ -644,11 +659,40 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
                                     [handed_out.get(slot[1], {}) for slot in slots])))
     marks = {}
     for key in sorted(students):
-        marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad)
+        marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad,
+                                   rostered=roster is not None)
     return marks, bad, not problem
 
 
-def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad) -> Graded:
+def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) -> tuple[str, str]:
+    """(the ID whose variant of ``name`` the student is marked against, a note or '').
+
+    With a roster it is the roster's ID, whatever the notebook shows; without one, the ID the
+    notebook showed (there is nothing else to go by), else the student's key."""
+    if name not in variants.TEMPLATES:
+        return "", ""
+    shown = list(ran.shown_ids) if ran else []
+    if not rostered:
+        own = shown[-1] if shown else student.student
+        return own, f"{name}: no roster, so marked against the numbers of the ID the notebook shows ({own})"
+    own = variants.student_key(student.variant_id)
+    others = [key for key in shown if key != own]
+    if others:
+        return own, (f"{name}: the notebook shows the numbers of ID {', '.join(others)}, not of this student's ID "
+                     f"({own}); marked against this student's own numbers")
+    if ran is not None and not shown and not ran.unreadable:
+        return own, f"{name}: no student ID entered in the setup cell; marked against this student's own numbers ({own})"
+    return own, ""
+
+
+def expected_for(name: str, label: str, record: dict, student_id: str) -> dict:
+    """The reference's record for a problem, its expected answer that of ``student_id``'s variant where it has one."""
+    if not student_id or not variant_answers.has_variant(name, label):
+        return record
+    return {**record, "expected": variant_answers.expected(name, label, student_id)}
+
+
+def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad, rostered=True) -> Graded:
     graded = Graded(student)
     for name in names:
         slot = (student.student, name)
@@ -660,6 +704,9 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
                 graded.feedback[(name, label)] = "not handed in"
             continue
         submission, ran = chosen[slot], runs[slot]
+        owner, whose_note = whose_numbers(student, name, ran, rostered)
+        if whose_note:
+            graded.notes.append(whose_note)
         graded.handed_in[name] = str(submission.path.relative_to(submissions))
         if ran.unreadable:
             bad.append((submission.path, ran.unreadable))
@@ -673,7 +720,7 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
         missing = []
         for label, expected in expected_records.items():
             record = ran.records.get(label)
-            result = mark(record, expected)
+            result = mark(record, expected_for(name, label, expected, owner))
             share = 1.0 if result.status == "right" else rubric.close_credit if result.status == "close" else 0.0
             graded.points[(name, label)] = round(rubric.points(name, label) * share * keep, 4)
             stopped = any(problem.startswith("stopped") for problem in ran.problems)

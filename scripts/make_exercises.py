@@ -106,6 +106,14 @@ they are.
 
 """
 SETUP_IMPORT = "from servingmath.checks import check\n"
+VARIANT_HOW_TO = """Your numbers are your own: write your student ID between the quotes in the setup cell
+(as the course's records write it) and run it; each problem then shows the numbers you are
+to use, drawn for you alone, and says whose they are. They differ from a classmate's and
+from the practice notebook's, so check your method there and your figures here.
+
+"""
+PROBLEM = re.compile(r"^(## Problem (\S+) · [^\n]*\n)(.*?)(?=^```\{code-cell\})", flags=re.M | re.S)
+FRONT_MATTER_END = "\n---\n"
 
 
 def check_call(source: str, where: str = "solution") -> ast.Call:
@@ -128,13 +136,47 @@ def submit_line(call: ast.Call) -> str:
     return ast.unparse(ast.Call(ast.Name("submit"), [ast.Name("answer")], kept))
 
 
-def graded_text(solution: str, source: str = "solution") -> str:
-    """The graded release made from a solution notebook's text (its exercise, checks cut to ``submit``)."""
+def graded_text(solution: str, source: str = "solution", notebook: str | None = None) -> str:
+    """The graded release made from a solution notebook's text (its exercise, checks cut to ``submit``).
+
+    ``notebook`` (its name) is written into the notebook's metadata, so a renamed copy is still known;
+    where ``servingmath.variants`` has a template for it, the setup cell asks for the student's ID and
+    each templated problem's statement is a cell that shows the student's own numbers."""
+    from servingmath.variants import TEMPLATES
+
     text = exercise_text(solution, source)
     if text.count(SETUP_IMPORT) != 1 or not HOW_TO_WORK.search(text):
         raise ValueError(f"{source}: the setup cell must import check once, and the notebook say **How to work.**")
-    text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
-    text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK, text, count=1)
+    template = TEMPLATES.get(notebook or "")
+    if template is None:
+        text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
+        text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK, text, count=1)
+    else:
+        text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\nfrom servingmath.variants import sheet\n")
+        text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK + VARIANT_HOW_TO, text, count=1)
+        setup_end = re.search(r"^answer = None[^\n]*\n", text, flags=re.M)
+        if setup_end is None:
+            raise ValueError(f"{source}: the setup cell must end by setting answer = None")
+        text = (text[: setup_end.end()] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
+                f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end.end():])
+        shown = set()
+
+        def statement(match: re.Match) -> str:
+            label = match.group(2)
+            if label not in template.statements:
+                return match.group(0)
+            shown.add(label)
+            return f'{match.group(1)}\n```{{code-cell}} ipython3\nmine.show("{label}")\n```\n\n'
+
+        text = PROBLEM.sub(statement, text)
+        if shown != set(template.statements):
+            raise ValueError(f"{source}: problems {sorted(set(template.statements) - shown)} have a template "
+                             "but no heading `## Problem LABEL · title` followed by their statement")
+    if notebook:
+        start = text.index(FRONT_MATTER_END) if text.startswith("---\n") else -1
+        if start < 0:
+            raise ValueError(f"{source}: a notebook must start with its front matter")
+        text = text[:start] + f"\nservingmath:\n  notebook: {notebook}" + text[start:]
 
     def cut(match: re.Match) -> str:
         body = match.group(1)
@@ -159,7 +201,7 @@ def expected_exercises(solutions: Path = SOLUTIONS, exercises: Path = EXERCISES)
         text = source.read_bytes().decode("utf-8")
         where = str(source.relative_to(solutions.parent))
         made[exercises / source.name] = exercise_text(text, where).encode("utf-8")
-        made[exercises / "graded" / source.name] = graded_text(text, where).encode("utf-8")
+        made[exercises / "graded" / source.name] = graded_text(text, where, source.stem).encode("utf-8")
     return made
 
 

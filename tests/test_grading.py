@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import grade  # noqa: E402  (a script, not a package)
+import variant_answers  # noqa: E402
+from servingmath.checks import _show  # noqa: E402  (how feedback prints a number)
 
 PART_1 = "lesson-1-part-1"
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
@@ -77,27 +79,43 @@ def answered(notebook, answers):
     return notebook
 
 
+def right(student_id, label):
+    """The answer to ``student_id``'s variant of problem ``label``."""
+    return variant_answers.expected(PART_1, label, student_id)
+
+
+def worked(student_id, answers=None):
+    """The graded release with ``student_id`` entered and each of that student's own answers right,
+    but those in ``answers`` (label: the answer cell's source)."""
+    notebook = graded_release()
+    setup = next(cell for cell in notebook.cells if 'STUDENT_ID = ""' in cell.source)
+    setup.source = setup.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student_id!r}")
+    own = {label: f"answer = {right(student_id, label)!r}" for label in LABELS}
+    return answered(notebook, {**own, **(answers or {})})
+
+
 def partial():
-    """The graded release: 1.1 right, 1.2 wrong, 1.4 close (20.4 for 20), the rest blank."""
-    return answered(graded_release(), {"1.1": "answer = 1 + (1000 - 1)", "1.2": "answer = 1000",
-                                       "1.4": "answer = 20.4"})
+    """Cy's variant: 1.1 right, 1.2 one too many, 1.4 close (2 % high), the rest blank."""
+    return answered(worked("S3", {label: "answer = None  # your answer here" for label in LABELS}), {
+        "1.1": f"answer = {right('S3', '1.1')!r}", "1.2": f"answer = {right('S3', '1.2') + 1!r}",
+        "1.4": f"answer = {right('S3', '1.4') * 1.02!r}"})
 
 
 def raising():
     """1.3's answer cell raises before it sets `answer`: 1.3 is not answered, 1.2's answer is not taken for it."""
-    return answered(solution(), {"1.3": "answer = 1 / 0"})
+    return worked("S4", {"1.3": "answer = 1 / 0"})
 
 
 def scratch_after_right():
     """A scratch cell that raises sits between 1.2's right answer and its check."""
-    notebook = solution()
+    notebook = worked("S5")
     notebook.cells.insert(answer_cell(notebook, "1.2") + 1, nbformat.v4.new_code_cell("print(undefined_name)"))
     return notebook
 
 
 def endless():
     """A loop that never ends after 1.2's check."""
-    notebook = solution()
+    notebook = worked("S7")
     notebook.cells.insert(answer_cell(notebook, "1.3"), nbformat.v4.new_code_cell("while True:\n    pass"))
     return notebook
 
@@ -131,9 +149,9 @@ def reading_the_solutions():
 
 def patching_the_check():
     """Every answer wrong, a check that calls the expected figure the answer, and 1.4's check rewritten."""
-    notebook = solution()
+    notebook = worked("S9")
     notebook.cells.insert(answer_cell(notebook, "1.1"), nbformat.v4.new_code_cell(
-        "import servingmath.checks\n_real = check\n"
+        "import servingmath.checks\n_real = servingmath.checks.check\n"
         "def check(answer, expected, **options):\n    return _real(expected, expected, **options)\n"
         "servingmath.checks.check = check"))
     notebook = answered(notebook, {label: "answer = 1" for label in LABELS})
@@ -155,12 +173,13 @@ ROSTER = [  # Canvas's gradebook export: name, ID, SIS User ID, SIS Login ID, Se
     ("Loop, Gus", "1007", "S7", "gus", "B"), ("Read, Hal", "1008", "S8", "hal", "B"),
     ("Patch, Ivy", "1009", "S9", "ivy", "C"), ("Twice, Jo", "1010", "S10", "jo", "C"),
     ("Late, Kim", "1011", "S11", "kim", "C"), ("Absent, Lee", "1012", "S12", "lee", "C"),
+    ("Copy, Mo", "1013", "S13", "mo", "C"),
 ]
 
 
 def messy_folder(root: Path) -> Path:
     folder = root / "submissions"
-    write(solution(), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb")                       # Canvas naming
+    write(worked("S1"), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb")                     # Canvas naming
     write(graded_release(), folder / "bo" / "Lesson 1 Part 1.ipynb")                            # a folder each
     write(partial(), folder / "Cy Part_2003_assignsubmission_file_" / "Copy of Lesson_1_Part_1.ipynb")  # Moodle
     write(raising(), folder / f"di-{PART_1}.ipynb")
@@ -170,10 +189,11 @@ def messy_folder(root: Path) -> Path:
     write(endless(), folder / "gus" / f"{PART_1}.ipynb")
     write(reading_the_solutions(), folder / "hal" / f"{PART_1}.ipynb")
     write(patching_the_check(), folder / "ivy" / f"{PART_1}.ipynb")
-    write(answered(solution(), {"1.1": "answer = 999"}), folder / f"jo-{PART_1}.ipynb",
+    write(worked("S10", {"1.1": "answer = 999"}), folder / f"jo-{PART_1}.ipynb",
           DEADLINE - dt.timedelta(days=2))                                                     # the older copy
-    write(solution(), folder / f"jo-{PART_1} (1).ipynb", DEADLINE - dt.timedelta(hours=1))      # the newer copy
-    write(solution(), folder / f"latekim_LATE_1011_90011_{PART_1}.ipynb")                     # Canvas: late
+    write(worked("S10"), folder / f"jo-{PART_1} (1).ipynb", DEADLINE - dt.timedelta(hours=1))   # the newer copy
+    write(worked("S11"), folder / f"latekim_LATE_1011_90011_{PART_1}.ipynb")                  # Canvas: late
+    write(worked("S1"), folder / "mo" / f"{PART_1}.ipynb")      # Ada's ID entered, Ada's answers copied
     (folder / "notes.txt").write_text("not a notebook")
     (folder / "ada" / ".ipynb_checkpoints").mkdir(parents=True)
     write(graded_release(), folder / "ada" / ".ipynb_checkpoints" / f"{PART_1}-checkpoint.ipynb")
@@ -229,6 +249,7 @@ def test_every_student_on_the_roster_has_a_row_in_roster_order_of_keys(graded):
     ("jo", ["0.5", "1", "1", "1", "1", "1"], "5.5"),
     ("kim", ["0.45", "0.9", "0.9", "0.9", "0.9", "0.9"], "4.95"),  # late (Canvas's LATE)
     ("lee", ["0"] * 6, "0"),
+    ("mo", ["0"] * 6, "0"),     # another's variant, marked against Mo's own numbers
 ])
 def test_the_marks_are_fair(graded, student, expected, score):
     if student == "hal" and not SANDBOXED:
@@ -239,8 +260,8 @@ def test_the_marks_are_fair(graded, student, expected, score):
 
 def test_the_notes_say_what_happened(graded):
     notes = {student: row["notes"] for student, row in graded["table"].items()}
-    assert notes["ada"] == "" and notes["ed"] == f"{PART_1}: code cell 5 raised NameError"
-    assert notes["di"] == f"{PART_1}: code cell 6 raised ZeroDivisionError"
+    assert notes["ada"] == "" and notes["ed"] == f"{PART_1}: code cell 7 raised NameError"
+    assert notes["di"] == f"{PART_1}: code cell 9 raised ZeroDivisionError"
     assert notes["cy"] == f"{PART_1}: late (1 h 30 min after the deadline, by the LMS's times)"
     assert notes["kim"] == f"{PART_1}: late (Canvas marked it LATE)"
     assert notes["flo"].startswith(f"{PART_1}: the file is not JSON (line 1, column 1")
@@ -248,6 +269,8 @@ def test_the_notes_say_what_happened(graded):
     assert notes["ivy"] == (f"{PART_1}: check cell changed for 1.4; the grader recorded the answer itself and "
                             "marked it against the solutions")
     assert notes["lee"] == f"{PART_1}: nothing handed in"
+    assert notes["mo"] == (f"{PART_1}: the notebook shows the numbers of ID s1, not of this student's ID (s13); "
+                           "marked against this student's own numbers")
     assert graded["table"]["cy"]["late"] == graded["table"]["kim"]["late"] == PART_1
     assert graded["table"]["ada"]["late"] == ""
 
@@ -283,10 +306,12 @@ def test_each_student_gets_a_feedback_file(graded):
     cy = (feedback / "cy.txt").read_text(encoding="utf-8")
     assert cy.startswith("Lesson 1 problems (4242): feedback for Cy Part\nScore: 0.9 of 5.5 (16%)\n")
     assert "graded Cy Part_2003_assignsubmission_file_/Copy of Lesson_1_Part_1.ipynb (late)" in cy
-    assert "    1.2  0 of 1  ⚠ A usual slip: 1,000 decode steps is one away from the answer" in cy
-    assert "    1.4  0.45 of 1  ≈ Close: 20.4 times as many is a little high" in cy
+    slip = _show(right("S3", "1.2") + 1, "decode steps")
+    assert f"    1.2  0 of 1  ⚠ A usual slip: {slip} is one away from the answer" in cy
+    assert f"    1.4  0.45 of 1  ≈ Close: {_show(right('S3', '1.4') * 1.02, 'times as many')} is a little high" in cy
     assert "    1.3  0 of 1  … Not answered yet" in cy
-    assert "1.1  0.5 of 0.5  ✓ Right: 1,000 passes." in (feedback / "ada.txt").read_text(encoding="utf-8")
+    ada = (feedback / "ada.txt").read_text(encoding="utf-8")
+    assert f"1.1  0.5 of 0.5  ✓ Right: {_show(right('S1', '1.1'), 'passes')}." in ada
     assert "not handed in" in (feedback / "lee.txt").read_text(encoding="utf-8")
     assert "    1.3  0 of 1  not reached: the notebook was stopped before this problem" in (
         feedback / "gus.txt").read_text(encoding="utf-8")
@@ -414,13 +439,12 @@ def attacked(problems, tmp_path_factory):
     """Three attackers and an honest student graded after them, one at a time, as root."""
     root = tmp_path_factory.mktemp("attacks")
     folder = root / "submissions"
-    right = {label: f"answer = {problems[PART_1][label]['expected']!r}" for label in LABELS}
     write(attacker(PROC_ROUTE, {label: f"answer = stolen.get({n})" for n, label in enumerate(LABELS, 1)}),
           folder / "a-proc" / f"{PART_1}.ipynb")
     write(attacker(WRITE_PACKAGE, {label: "answer = 31337" for label in LABELS}),
           folder / "b-package" / f"{PART_1}.ipynb")
     write(attacker(OUTLIVE, {label: "answer = 31337" for label in LABELS}), folder / "c-outlive" / f"{PART_1}.ipynb")
-    write(answered(graded_release(), right), folder / "d-honest" / f"{PART_1}.ipynb")
+    write(worked("d-honest"), folder / "d-honest" / f"{PART_1}.ipynb")
     (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
     checks = (ROOT / "src" / "servingmath" / "checks.py").read_bytes()
     out = root / "out"
