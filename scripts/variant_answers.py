@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 import servingmath as sm
-from servingmath import variants
+from servingmath import cache, variants
+from servingmath.memory import fit, kv_cache_bytes, max_batch
 
 H100 = sm.H100_SXM
 L3 = sm.LLAMA_3_8B
@@ -97,6 +98,64 @@ ANSWERS = {
                               .timing.compute_bound, _prompts()),
     },
 }
+
+
+def _without_against_with(n):
+    steps = cache.decode_with_and_without_cache(L3, np.arange(n["prompt"], n["last"] + 1))
+    return steps.without_cache.flops.sum() / steps.with_cache.flops.sum()
+
+
+def _room(n):
+    budget = fit(L3, sm.CATALOG[n["gpu"]])
+    return (budget.usable_bytes - budget.weight_bytes) / 1e9
+
+
+def _full(n):
+    users = max_batch(L3, H100, n["full_context"])
+    return cache.cached_decode(L3, H100, users, n["full_context"], price_per_hour=n["price"]).cost_per_million_tokens
+
+
+ANSWERS.update({
+    "lesson-2-part-1": {
+        "1.1": lambda n: cache.decode_with_and_without_cache(L3, n["context"]).flops_saved,
+        "1.2": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).without_cache.flops,
+        "1.3": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).with_cache.flops,
+        "1.4": lambda n: cache.time_with_and_without_cache(L3, sm.CATALOG[n["gpu"]], n["clock_context"])
+        .without_cache.time * 1e3,
+        "1.5": _without_against_with,
+    },
+    "lesson-2-part-2": {
+        "2.1": lambda n: kv_cache_bytes(sm.MODELS[n["small"]], 1, kv_bits=n["small_bits"]),
+        "2.2": lambda n: kv_cache_bytes(sm.MODELS[n["large"]], 1, kv_bits=n["large_bits"]),
+        "2.3": lambda n: kv_cache_bytes(sm.MODELS["llama-2-7b"], n["mha_context"]) / 1e9,
+        "2.5": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "2.6": lambda n: kv_cache_bytes(L3, n["context"], kv_bits=n["bits"]) / 1e9,
+    },
+    "lesson-2-part-3": {
+        "3.1": lambda n: max_batch(L3, H100, n["bits_context"], kv_bits=n["bits"]),
+        "3.2": _room,
+        "3.3": lambda n: max_batch(L3, sm.CATALOG[n["gpu"]], n["context"]),
+        "3.4": lambda n: max_batch(L3, sm.CATALOG[n["window_gpu"]], n["window"], kv_bits=n["window_bits"]),
+        "3.5": lambda n: kv_cache_bytes(L3, n["users_context"], batch=n["users"]) / 1e9,
+        "3.6": lambda n: max_batch(L3, sm.CATALOG[n["big_gpu"]], n["big_context"]),
+    },
+    "lesson-2-part-4": {
+        "4.1": lambda n: cache.cached_decode(L3, H100, n["users"], n["context"],
+                                             price_per_hour=n["price"]).cost_per_million_tokens,
+        "4.2": lambda n: cache.cached_decode(L3, H100, n["step_users"], n["step_context"]).step_time * 1e3,
+        "4.3": lambda n: cache.cached_decode(L3, H100, n["many"], n["many_context"]).tokens_per_second_per_user,
+        "4.4": lambda n: cache.cache_matches_weights_batch(L3, n["match_context"]),
+        "4.5": lambda n: cache.cheapest_cost_per_million(L3, H100, n["floor_context"], price_per_hour=n["price"]),
+        "4.6": _full,
+    },
+    "plate-xxiii-2": {
+        "1": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "2": lambda n: max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
+        "3": lambda n: cache.cache_matches_weights_batch(sm.MODELS["deepseek-v2-lite"], n["lite_context"]),
+        "4": lambda n: max_batch(L3, H100, n["reserve_context"], reserve=n["reserve"]),
+        "5": lambda n: max_batch(L3, H100, n["bits_context"], kv_bits=n["bits"]),
+    },
+})
 
 
 def has_variant(notebook: str, label: str) -> bool:

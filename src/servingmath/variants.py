@@ -32,9 +32,10 @@ RECORD_MIME = "application/vnd.servingmath.variant+json"
 # The GPUs a variant may name: those rented by the hour in the data centre (not a laptop, not a T4,
 # which cannot hold an 8B model's 16-bit weights with room to spare).
 RENTED = ("h100-sxm", "h100-pcie", "h200", "a100-80gb", "l4", "l40s", "mi300x", "b200")
-# Llama 3's window, 8,192 tokens (max_position_embeddings in Meta's config), for a package whose
-# models do not yet carry their own.
-_LLAMA_3_WINDOW = 8192
+# The windows of the families the variants name, for a package whose models do not yet carry their
+# own: Llama 3's 8,192 tokens and Llama 2's 4,096 (max_position_embeddings in Meta's configs), and
+# DeepSeek-V2-Lite's 32k (its model card).
+_WINDOWS = {"Llama 3 ": 8192, "Llama 2 ": 4096, "DeepSeek-V2-Lite": 32 * 1024}
 
 
 def window(model) -> int:
@@ -42,8 +43,9 @@ def window(model) -> int:
     own = getattr(model, "context_window", None)
     if own:
         return int(own)
-    if model.name.startswith("Llama 3 "):
-        return _LLAMA_3_WINDOW
+    for family, tokens in _WINDOWS.items():
+        if model.name.startswith(family):
+            return tokens
     raise ValueError(f"model {model.name!r} has no context window the variants know")
 
 
@@ -263,12 +265,193 @@ PLATE_XXIII_1 = Template(
                      + _within(n, "llama-3-8b", "long_cache") + _fits("llama-3-8b", n["gpu"], 16, n["long_cache"])),
 )
 
+# -- Lesson 2, Part 1: what the cache saves ---------------------------------------------
+def _draw_2_1(rng):
+    prompt = _steps(rng, 1000, 6000, 100)
+    reply = _steps(rng, 100, min(1000, 8192 - prompt), 10)
+    return {"context": _steps(rng, 500, 7000, 100), "long": _steps(rng, 4000, 8000, 100),
+            "gpu": rng.choice(RENTED), "clock_context": _steps(rng, 1000, 7000, 100),
+            "prompt": prompt, "reply": reply, "steps": reply - 1, "second": prompt + 1, "last": prompt + reply - 2}
+
+
+LESSON_2_PART_1 = Template(
+    draw=_draw_2_1,
+    statements={
+        "1.1": "Llama 3 8B has read {context} tokens. How many times the arithmetic does the next decode step take "
+               "without the cache, against the step that uses it?",
+        "1.2": "After {long} tokens, how many FLOPs does Llama 3 8B's next decode step take without the cache? Give "
+               "the count of FLOPs, not of trillions.",
+        "1.3": "And with the cache, after the same {long} tokens: how many FLOPs?",
+        "1.4": "On the {gpu_named}, how many milliseconds does Llama 3 8B's decode step after {clock_context} tokens "
+               "take without the cache? It reads only the weights; take the slower of its arithmetic and its reading.",
+        "1.5": "A request of a {prompt}-token prompt and a {reply}-token reply makes {steps} decode steps, after "
+               "{prompt}, {second}, ... {last} tokens. Over all {steps} steps, how many times the arithmetic does "
+               "decoding without the cache take, against decoding with it?",
+    },
+    sense=lambda n: (_within(n, "llama-3-8b", "context") + _within(n, "llama-3-8b", "long")
+                     + _within(n, "llama-3-8b", "prompt", "reply") + _fits("llama-3-8b", n["gpu"], 16,
+                                                                            n["clock_context"])),
+)
+
+
+# -- Lesson 2, Part 2: the cache's size ---------------------------------------------------
+GQA_MODELS = ("qwen2-7b", "llama-3-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "gemma-7b")
+LARGE_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-2-70b", "llama-3.1-405b")
+LATENT_MODELS = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3")
+
+
+def _shape(key: str) -> dict:
+    model = MODELS[key]
+    return {"layers": model.layers, "kv_heads": model.kv_heads, "head_dim": model.head_dim,
+            "rank": model.kv_lora_rank, "rope": model.rope_head_dim}
+
+
+def _draw_2_2(rng):
+    small, large, latent = rng.choice(GQA_MODELS), rng.choice(LARGE_MODELS), rng.choice(LATENT_MODELS)
+    drawn = {"small": small, "large": large, "latent": latent, "mha_context": _steps(rng, 1000, 4000, 100),
+             "latent_bits": rng.choice((16, 8)), "bits": rng.choice((8, 4)), "context": _steps(rng, 2000, 8000, 100),
+             "small_bits": rng.choice((16, 8)), "large_bits": rng.choice((16, 8, 4))}
+    drawn.update({f"small_{key}": value for key, value in _shape(small).items()})
+    drawn.update({f"large_{key}": value for key, value in _shape(large).items()})
+    drawn.update({f"latent_{key}": value for key, value in _shape(latent).items()})
+    return drawn
+
+
+LESSON_2_PART_2 = Template(
+    draw=_draw_2_2,
+    statements={
+        "2.1": "{small_named} has {small_layers} layers, {small_kv_heads} key-value heads and a head dim of "
+               "{small_head_dim}. How many bytes does each token leave in its cache at {small_bits} bits?",
+        "2.2": "{large_named} has {large_layers} layers, {large_kv_heads} key-value heads and a head dim of "
+               "{large_head_dim}. How many bytes a token does its cache take at {large_bits} bits?",
+        "2.3": 'Llama 2 7B (`sm.MODELS["llama-2-7b"]`) gives each of its 32 query heads its own key-value head. '
+               "How many gigabytes (1e9 bytes) is the cache of one {mha_context}-token conversation at 16 bits?",
+        "2.5": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
+               "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
+               "{latent_bits} bits?",
+        "2.6": "Llama 3 8B's cache stored in {bits} bits: how many gigabytes (1e9 bytes) for one {context}-token "
+               "conversation?",
+    },
+    sense=lambda n: _within(n, "llama-2-7b", "mha_context") + _within(n, "llama-3-8b", "context"),
+)
+
+
+# -- Lesson 2, Part 3: users that fit ------------------------------------------------------
+def _draw_2_3(rng):
+    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100),
+            "gpu": rng.choice(RENTED), "context": _steps(rng, 1000, 6000, 100),
+            "window_gpu": rng.choice(RENTED), "window_bits": rng.choice((16, 8)),
+            "users": _steps(rng, 100, 400, 4), "users_context": _steps(rng, 1000, 5000, 100),
+            "big_gpu": rng.choice(("h200", "mi300x", "b200")), "big_context": _steps(rng, 2000, 8000, 100)}
+
+
+LESSON_2_PART_3 = Template(
+    draw=_draw_2_3,
+    statements={
+        "3.1": "Store Llama 3 8B's cache in {bits} bits on the H100 SXM, keeping the weights in 16 bits. What is the "
+               "largest batch of users with {bits_context} tokens each?",
+        "3.2": "On the {gpu_named} with Llama 3 8B's 16-bit weights, how many gigabytes (1e9 bytes) are left for "
+               "the caches?",
+        "3.3": "How many users of Llama 3 8B, each with a {context}-token conversation, fit on the {gpu_named}?",
+        "3.4": "An engine without paging sets aside Llama 3 8B's whole window, {window} tokens, for every user, "
+               "its cache in {window_bits} bits. How many users fit on the {window_gpu_named}?",
+        "3.5": "How many gigabytes (1e9 bytes) would {users} users' Llama 3 8B caches take at {users_context} "
+               "tokens each, in 16 bits?",
+        "3.6": "How many Llama 3 8B users with {big_context} tokens each fit on the {big_gpu_named}?",
+    },
+    sense=lambda n: (_within(n, "llama-3-8b", "bits_context") + _within(n, "llama-3-8b", "context")
+                     + _within(n, "llama-3-8b", "users_context") + _within(n, "llama-3-8b", "big_context")
+                     + _fits("llama-3-8b", n["gpu"], 16, n["context"]) + _fits("llama-3-8b", n["window_gpu"], 16,
+                                                                               8192)),
+)
+
+
+# -- Lesson 2, Part 4: what the cache costs --------------------------------------------------
+def _fitting(rng, users, contexts, gpu="h100-sxm"):
+    """Users and a context, drawn again until their caches fit beside Llama 3 8B's weights on ``gpu``."""
+    while True:
+        drawn = (_steps(rng, *users), _steps(rng, *contexts))
+        if memory.fit(MODELS["llama-3-8b"], CATALOG[gpu], drawn[1], drawn[0]).fits:
+            return drawn
+
+
+def _draw_2_4(rng):
+    drawn = {"price": _steps(rng, 200, 400, 10) / 100}
+    drawn["users"], drawn["context"] = _fitting(rng, (4, 16, 1), (1000, 6000, 100))
+    drawn["step_users"], drawn["step_context"] = _fitting(rng, (16, 64, 8), (2000, 8000, 100))
+    drawn["many"], drawn["many_context"] = _fitting(rng, (64, 160, 8), (1000, 4000, 100))
+    drawn.update({"match_context": _steps(rng, 2000, 8000, 100), "floor_context": _steps(rng, 1000, 8000, 100),
+                  "full_context": _steps(rng, 2000, 8000, 100)})
+    return drawn
+
+
+LESSON_2_PART_4 = Template(
+    draw=_draw_2_4,
+    statements={
+        "4.1": "The H100 SXM at ${price:.2f} an hour runs Llama 3 8B, {users} users in each pass, each holding "
+               "{context} tokens. About what does a million output tokens cost?",
+        "4.2": "{step_users} users, each holding {step_context} tokens: how many milliseconds does one decode step "
+               "take?",
+        "4.3": "{many} users, each holding {many_context} tokens: how many tokens a second does each user get?",
+        "4.4": "With {match_context} tokens a user, at how many users do the caches weigh as much as Llama 3 8B's "
+               "weights? (A fraction is fine.)",
+        "4.5": "At {floor_context} tokens a user, however many users share each step, below what cost of a million "
+               "tokens can the H100 at ${price:.2f} an hour never go? (Each token still costs the reading of its "
+               "own user's cache.)",
+        "4.6": "Fill the H100 with as many {full_context}-token users as fit. At ${price:.2f} an hour, what does a "
+               "million tokens cost?",
+    },
+    sense=lambda n: (_fits("llama-3-8b", "h100-sxm", 16, n["context"], n["users"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["step_context"], n["step_users"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["many_context"], n["many"])
+                     + sum((_within(n, "llama-3-8b", key) for key in ("context", "step_context", "many_context",
+                                                                      "match_context", "floor_context",
+                                                                      "full_context")), [])),
+)
+
+
+# -- Plate XXIII.2 --------------------------------------------------------------------------
+def _draw_plate_2(rng):
+    latent = rng.choice(LATENT_MODELS)
+    drawn = {"latent": latent, "latent_bits": rng.choice((16, 8)), "gpu": rng.choice(RENTED),
+             "mha_context": _steps(rng, 1000, 4000, 100), "lite_context": _steps(rng, 2000, 8000, 100),
+             "reserve": rng.choice((0.08, 0.10, 0.12, 0.15)), "reserve_context": _steps(rng, 2000, 8000, 100),
+             "bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100)}
+    drawn.update({f"latent_{key}": value for key, value in _shape(latent).items()})
+    return drawn
+
+
+PLATE_XXIII_2 = Template(
+    draw=_draw_plate_2,
+    statements={
+        "1": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
+             "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
+             "{latent_bits} bits?",
+        "2": "How many Llama 2 7B users, with {mha_context} tokens each, fit on the {gpu_named}, weights and cache "
+             "in 16 bits?",
+        "3": "At {lite_context} tokens each, at how many DeepSeek-V2-Lite users do the caches weigh as much as its "
+             "weights? (A fraction is fine.)",
+        "4": "Hold back {reserve_percent} of the H100 SXM's memory instead of 5 %. How many Llama 3 8B users with "
+             "{reserve_context} tokens each fit?",
+        "5": "Llama 3 8B with a {bits}-bit cache (16-bit weights) on the H100 SXM: how many users with "
+             "{bits_context} tokens each fit?",
+    },
+    sense=lambda n: (_within(n, "llama-2-7b", "mha_context") + _within(n, "deepseek-v2-lite", "lite_context")
+                     + _within(n, "llama-3-8b", "reserve_context") + _within(n, "llama-3-8b", "bits_context")
+                     + _fits("llama-2-7b", n["gpu"], 16, n["mha_context"])),
+)
+
 TEMPLATES: dict[str, Template] = {
     "lesson-1-part-1": LESSON_1_PART_1,
     "lesson-1-part-2": LESSON_1_PART_2,
     "lesson-1-part-3": LESSON_1_PART_3,
     "lesson-1-part-4": LESSON_1_PART_4,
     "plate-xxiii-1": PLATE_XXIII_1,
+    "lesson-2-part-1": LESSON_2_PART_1,
+    "lesson-2-part-2": LESSON_2_PART_2,
+    "lesson-2-part-3": LESSON_2_PART_3,
+    "lesson-2-part-4": LESSON_2_PART_4,
+    "plate-xxiii-2": PLATE_XXIII_2,
 }
 
 
@@ -277,6 +460,10 @@ def numbers(notebook: str, student_id) -> dict:
     if notebook not in TEMPLATES:
         raise KeyError(f"notebook {notebook!r} has no variants; those with variants: {sorted(TEMPLATES)}")
     drawn = TEMPLATES[notebook].draw(random.Random(seed(notebook, student_id)))
+    if "reserve" in drawn:
+        drawn["reserve_percent"] = f"{drawn['reserve'] * 100:g} %"
+    if notebook == "lesson-2-part-3":
+        drawn["window"] = window(MODELS["llama-3-8b"])
     for key in [key for key, value in drawn.items() if isinstance(value, str) and value in CATALOG]:
         drawn[f"{key}_named"] = _gpu(drawn[key])
     for key in [key for key, value in drawn.items() if isinstance(value, str) and value in MODELS]:
