@@ -78,7 +78,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 RUBRIC = ROOT / "grading" / "rubric.yml"
 SUFFIXES = (".ipynb", ".md")
-RUBRIC_KEYS = {"assignment", "deadline", "grace_minutes", "late_penalty", "close_credit", "time_limit", "notebooks"}
+RUBRIC_KEYS = {"assignment", "deadline", "grace_minutes", "late_penalty", "close_credit", "time_limit", "notebooks",
+               "timezone"}
 
 
 # -- the rubric ----------------------------------------------------------------------
@@ -90,6 +91,7 @@ class Rubric:
     late_penalty: float = 0.0     # share of a late notebook's points taken off
     close_credit: float = 0.0     # share of a problem's points a "close" answer earns
     time_limit: float = 60.0      # wall-clock seconds a notebook may run, all its cells together
+    timezone: str | None = None   # the zone the LMS writes times in where they name none (Moodle's)
     notebooks: dict[str, dict[str, float]] = field(default_factory=dict)  # notebook -> {label: points}
 
     def points(self, name: str, label: str) -> float:
@@ -117,8 +119,16 @@ def load_rubric(path: Path | None, names: list[str]) -> Rubric:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ValueError(f"rubric {path}: {key} must be a number from {low} to {high}, got {value!r}")
             setattr(rubric, key, float(value))
+    if data.get("timezone") is not None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+        try:
+            ZoneInfo(str(data["timezone"]))
+        except (ZoneInfoNotFoundError, ValueError) as error:
+            raise ValueError(f"rubric {path}: timezone must be an IANA zone such as Europe/London, "
+                             f"got {data['timezone']!r}") from error
+        rubric.timezone = str(data["timezone"])
     if data.get("deadline") is not None:
-        rubric.deadline = _when(data["deadline"], f"rubric {path}: deadline")
+        rubric.deadline = _when(data["deadline"], f"rubric {path}: deadline", rubric.timezone)
     notebooks = data.get("notebooks") or {name: {} for name in names}
     if not isinstance(notebooks, dict):
         raise ValueError(f"rubric {path}: notebooks must map each notebook to its problems' points, got {notebooks!r}")
@@ -135,8 +145,8 @@ def load_rubric(path: Path | None, names: list[str]) -> Rubric:
     return rubric
 
 
-def _when(value, what: str) -> dt.datetime:
-    """A date and time as the rubric or an LMS writes it; naive ones are taken as UTC."""
+def _when(value, what: str, zone: str | None = None) -> dt.datetime:
+    """A date and time as the rubric writes it; one naming no zone is in ``zone`` (UTC if None)."""
     if isinstance(value, dt.datetime):
         moment = value
     else:
@@ -145,7 +155,10 @@ def _when(value, what: str) -> dt.datetime:
             moment = dateparser.parse(str(value))
         except (ValueError, OverflowError) as error:
             raise ValueError(f"{what} must be a date and time, got {value!r}") from error
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    if moment.tzinfo:
+        return moment
+    from zoneinfo import ZoneInfo
+    return moment.replace(tzinfo=ZoneInfo(zone) if zone else dt.timezone.utc)
 
 
 # -- the sandbox ---------------------------------------------------------------------
@@ -323,11 +336,18 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
     except ValueError as error:
         outcome.unreadable = str(error)
         return outcome
-    for cell in notebook.cells:
+    # A problem's check cell is the last cell that checks or submits its label: a student's own
+    # submit(...) in an answer cell above it stays, and so does the answer that cell sets.
+    last = {}
+    for index, cell in enumerate(notebook.cells):
+        found = LABEL.search(cell.source) if cell.cell_type == "code" and releases is not None else None
+        if found:
+            last[found.group(1)] = index
+    for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             found = LABEL.search(cell.source) if releases is not None else None
-            if found:
+            if found and last.get(found.group(1)) == index:
                 label = found.group(1)
                 if _squeezed(cell.source) not in releases.get(label, set()) and label not in outcome.changed:
                     outcome.changed.append(label)
@@ -427,6 +447,9 @@ def reference(names: list[str], solutions: Path = SOLUTIONS, time_limit: float =
 def mark(record: dict | None, expected: dict):
     """The student's recorded answer, checked again against the reference's figure: a Result."""
     answer = None if record is None else record.get("answer")
+    if isinstance(answer, dict) and set(answer) == {"type", "repr"}:
+        # What the kernel could not record as a number or a word: told as what it was there.
+        answer = type(str(answer["type"]), (), {"__repr__": lambda self, shown=str(answer["repr"]): shown})()
     return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
                  units=expected["units"], choices=expected["choices"])
 
@@ -451,6 +474,8 @@ class Submission:
     notebook: str
     lms_id: str | None = None          # Canvas's user ID from its file names
     lms_late: bool = False             # Canvas wrote LATE into the file name
+    moodle_participant: str | None = None   # Moodle's participant number from its folder names
+    canvas_submission: str | None = None    # Canvas's submission ID from its file names
     submitted: dt.datetime | None = None
     time_from: str = ""                # where the time came from
 
@@ -487,8 +512,32 @@ def _identify(path: Path, submissions: Path, names: list[str]) -> Submission | s
             who = re.sub(r"^\d+$", "", who)  # "lesson-1-part-1 (1)": a copy number, not a student
         if not who:
             return "its name says which notebook it is but not whose (put the student's name first, or a folder each)"
-        return Submission(path, _normal(who) if not canvas else who.lower(), name, lms_id, late)
+        return Submission(path, _normal(who) if not canvas else who.lower(), name, lms_id, late,
+                          moodle_participant=moodle["pid"] if moodle and not canvas else None,
+                          canvas_submission=canvas["sid"] if canvas else None)
+    named = notebook_in_metadata(path)
+    if named in names:   # renamed, but the graded release's metadata says which notebook it is
+        if who is None and first is None:
+            return "its metadata says which notebook it is but its name not whose (put the student's name first)"
+        return Submission(path, _normal(who or "") if not canvas else who.lower(), named, lms_id, late,
+                          moodle_participant=moodle["pid"] if moodle and not canvas else None,
+                          canvas_submission=canvas["sid"] if canvas else None)
     return f"its name matches none of the notebooks graded ({', '.join(names)})"
+
+
+def notebook_in_metadata(path: Path) -> str | None:
+    """The notebook a graded release's metadata names (``servingmath: notebook:``), or None."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".ipynb":
+            metadata = json.loads(raw).get("metadata", {})
+        else:
+            front = re.match(r"^---\n(.*?)\n---\n", raw, flags=re.S)
+            metadata = yaml.safe_load(front.group(1)) if front else {}
+        named = (metadata or {}).get("servingmath", {}).get("notebook")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, yaml.YAMLError):
+        return None
+    return named if isinstance(named, str) else None
 
 
 def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submission], list[tuple[Path, str]]]:
@@ -549,6 +598,8 @@ def load_roster(path: Path) -> list[Student]:
         if "," in name and not (first or last):  # Canvas: "Smith, John"
             last, first = (part.strip() for part in name.split(",", 1))
             name = f"{first} {last}"
+        if _key(name) == "teststudent" and not value.get("sis user id"):
+            continue  # Canvas's Test Student (Student View), not a student
         key = value.get("student") if "id" not in value else None
         key = key or value.get("sis login id") or value.get("username") or value.get("email address") or name
         if not key:
@@ -568,21 +619,64 @@ def load_roster(path: Path) -> list[Student]:
     return students
 
 
-def load_times(path: Path) -> dict[str, dt.datetime]:
-    """Submission times by student key, from Moodle's grading worksheet or a ``student,submitted`` CSV."""
+@dataclass
+class Times:
+    """Submission times from the LMS, by what identifies the student: Moodle's participant number,
+    an email, an ID, a login; by full name only where no two students share it."""
+
+    moments: dict[str, dt.datetime] = field(default_factory=dict)
+    emails: dict[str, str] = field(default_factory=dict)    # participant number -> email, from the worksheet
+
+    def of(self, *keys: str) -> dt.datetime | None:
+        return next((self.moments[key] for key in keys if key and key in self.moments), None)
+
+
+def load_times(path: Path, zone: str | None = None) -> Times:
+    """Submission times from Moodle's grading worksheet, or a CSV with ``student`` (an ID or login) and
+    ``submitted``. A time with no zone of its own is in ``zone`` (the rubric's ``timezone``, an IANA
+    name such as Europe/London): Moodle writes times in the teacher's zone without saying which."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     with path.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    times = {}
+    try:
+        where = ZoneInfo(zone) if zone else None
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(f"rubric timezone must be an IANA zone such as Europe/London, got {zone!r}") from error
+    times, names = Times(), {}
     for row in rows:
         value = {key.strip().lower(): (text or "").strip() for key, text in row.items() if key}
-        who = value.get("student") or value.get("full name") or value.get("email address")
         when = value.get("submitted") or value.get("last modified (submission)")
-        if not who or not when or when == "-":
+        if not when or when == "-":
             continue
-        times[_key(who)] = _when(when, f"times {path}: {who}")
-        if value.get("email address"):
-            times[_key(value["email address"].split("@")[0])] = times[_key(who)]
+        moment = _naive_when(when, f"times {path}")
+        if moment.tzinfo is None:
+            if where is None:
+                raise ValueError(f"times {path}: {when!r} names no time zone; set the rubric's timezone to the "
+                                 "zone the LMS shows times in (Moodle: the teacher's), such as Europe/London")
+            moment = moment.replace(tzinfo=where)
+        participant = re.sub(r"\D", "", value.get("identifier", ""))
+        email = value.get("email address", "").lower()
+        keys = [f"participant:{participant}" if participant else "", _key(email), _key(email.split("@")[0]),
+                _key(value.get("id number", "")), _key(value.get("student", ""))]
+        for key in filter(None, keys):
+            times.moments[key] = moment
+        if participant and email:
+            times.emails[participant] = email
+        if value.get("full name"):
+            names.setdefault(_key(value["full name"]), []).append(moment)
+    for name, moments in names.items():
+        if len(moments) == 1:
+            times.moments.setdefault(name, moments[0])
     return times
+
+
+def _naive_when(value, what: str) -> dt.datetime:
+    try:
+        from dateutil import parser as dateparser
+        return dateparser.parse(str(value))
+    except (ValueError, OverflowError) as error:
+        raise ValueError(f"{what}: {value!r} is not a date and time") from error
 
 
 # -- grading -------------------------------------------------------------------------
@@ -611,7 +705,7 @@ def possible(problems, rubric: Rubric) -> float:
 
 
 def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubric, roster: list[Student] | None = None,
-          times: dict[str, dt.datetime] | None = None, jobs: int = 1, unsafe: bool = False):
+          times: "Times | None" = None, jobs: int = 1, unsafe: bool = False):
     """Every student's marks, every file not graded as handed in with its reason, and whether sandboxed.
 
     Raises NoSandbox where bubblewrap cannot start, unless ``unsafe``."""
@@ -620,28 +714,45 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
         raise NoSandbox(f"no sandbox: {problem}; refusing to run students' code without one (--unsafe to run it anyway)")
     names = [name for name in problems if name in rubric.notebooks]
     found, bad = find_submissions(submissions, names)
-    times = times or {}
+    times = times or Times()
     students: dict[str, Student] = {student.student: student for student in roster or []}
-    by_alias = {alias: student for student in students.values() for alias in student.aliases}
+    by_alias, shared = {}, set()
+    for student in students.values():
+        for alias in student.aliases:
+            if alias in by_alias and by_alias[alias] is not student:
+                shared.add(alias)     # two students share a name: it identifies neither
+            by_alias[alias] = student
+    for alias in shared:
+        del by_alias[alias]
     by_canvas_id = {student.canvas_id: student for student in students.values() if student.canvas_id}
     chosen: dict[tuple[str, str], Submission] = {}
     others: dict[tuple[str, str], list[Submission]] = {}
     for submission in found:
-        student = by_canvas_id.get(submission.lms_id or "") or by_alias.get(_key(submission.student))
+        student = by_canvas_id.get(submission.lms_id or "")
+        email = times.emails.get(submission.moodle_participant or "")
+        if student is None and email:     # Moodle's folder gives the participant, the worksheet their email
+            student = by_alias.get(_key(email)) or by_alias.get(_key(email.split("@")[0]))
+        student = student or by_alias.get(_key(submission.student))
         if student is None:
             if roster is not None:
-                bad.append((submission.path, f"names a student ({submission.student}) who is not on the roster"))
+                why = ("shares a name with another student on the roster, and no Canvas ID or Moodle participant "
+                       "number in the file or the times tells which (give Moodle's grading worksheet as --times)"
+                       if _key(submission.student) in shared else "is not on the roster")
+                bad.append((submission.path, f"names a student ({submission.student}) who {why}"))
                 continue
             student = students.setdefault(submission.student, Student(submission.student, submission.student))
-        moment = next((times[key] for key in (_key(student.name), _key(student.student), _key(submission.student))
-                       if key in times), None)
+        moment = times.of(f"participant:{submission.moodle_participant}" if submission.moodle_participant else "",
+                          _key(student.email), _key(student.email.split("@")[0]), _key(student.student),
+                          _key(student.id_number), _key(student.sis_user_id), _key(student.sis_login_id),
+                          _key(submission.student) if _key(submission.student) not in shared else "",
+                          _key(student.name) if _key(student.name) not in shared else "")
         if moment is not None:
             submission.submitted, submission.time_from = moment, "the LMS's times"
         elif submission.lms_late:
             submission.time_from = "Canvas (LATE in the file name)"
         else:
-            submission.submitted = dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.timezone.utc)
-            submission.time_from = "the file's date"
+            # A file's own date says when it was unzipped or copied, not when it was handed in.
+            submission.time_from = "no time from the LMS: taken as on time"
         slot = (student.student, submission.notebook)
         others.setdefault(slot, []).append(submission)
     for slot, candidates in others.items():
@@ -785,7 +896,9 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
         writer.writerow(["Full name", "Email address", "ID number", rubric.assignment, "Feedback"])
         for graded in on_roster:
             student = graded.student
-            writer.writerow([student.name, student.email, student.id_number, _number(graded.total),
+            # From a Canvas roster: the SIS User ID as the ID number, an email-like login as the email.
+            email = student.email or (student.sis_login_id if "@" in student.sis_login_id else "")
+            writer.writerow([student.name, email, student.id_number or student.sis_user_id, _number(graded.total),
                              f"{_number(graded.total)} of {_number(most)}"
                              + (f"; late: {', '.join(graded.late)}" if graded.late else "")
                              + ("; see the notes in your feedback file" if graded.notes else "")])
@@ -877,7 +990,7 @@ def main(argv: list[str]) -> int:
         if options.time_limit is not None:
             rubric.time_limit = options.time_limit
         roster = load_roster(options.roster) if options.roster else None
-        times = load_times(options.times) if options.times else {}
+        times = load_times(options.times, rubric.timezone) if options.times else Times()
         options.out.mkdir(parents=True, exist_ok=True)
         problems = reference(list(rubric.notebooks), options.solutions, jobs=options.jobs)
     except (ValueError, OSError, RuntimeError) as error:

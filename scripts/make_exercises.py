@@ -154,11 +154,10 @@ def graded_text(solution: str, source: str = "solution", notebook: str | None = 
     else:
         text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\nfrom servingmath.variants import sheet\n")
         text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK + VARIANT_HOW_TO, text, count=1)
-        setup_end = re.search(r"^answer = None[^\n]*\n", text, flags=re.M)
-        if setup_end is None:
-            raise ValueError(f"{source}: the setup cell must end by setting answer = None")
-        text = (text[: setup_end.end()] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
-                f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end.end():])
+        # The setup cell ends by asking for the student's ID and showing whose numbers follow.
+        setup_end = text.index("\n```", text.index("from servingmath.variants import sheet\n")) + 1
+        text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
+                f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end:])
         shown = set()
 
         def statement(match: re.Match) -> str:

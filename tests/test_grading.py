@@ -18,6 +18,8 @@ import jupytext
 import nbformat
 import pytest
 
+import servingmath as sm
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -175,11 +177,13 @@ ROSTER = [  # Canvas's gradebook export: name, ID, SIS User ID, SIS Login ID, Se
     ("Late, Kim", "1011", "S11", "kim", "C"), ("Absent, Lee", "1012", "S12", "lee", "C"),
     ("Copy, Mo", "1013", "S13", "mo", "C"),
 ]
+TEST_STUDENT = ("Student, Test", "1099", "", "", "A")   # Canvas's Student View: not a student
 
 
 def messy_folder(root: Path) -> Path:
     folder = root / "submissions"
-    write(worked("S1"), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb")                     # Canvas naming
+    # Canvas naming, no LATE: on time, though the file's date (as an unzip leaves it) is after the deadline.
+    write(worked("S1"), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb", DEADLINE + dt.timedelta(days=3))
     write(graded_release(), folder / "bo" / "Lesson 1 Part 1.ipynb")                            # a folder each
     write(partial(), folder / "Cy Part_2003_assignsubmission_file_" / "Copy of Lesson_1_Part_1.ipynb")  # Moodle
     write(raising(), folder / f"di-{PART_1}.ipynb")
@@ -210,14 +214,16 @@ def graded(problems, tmp_path_factory):
         writer = csv.writer(handle)
         writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"])
         writer.writerow(["    Points Possible", "", "", "", ""])
-        writer.writerows(ROSTER)
-    # Moodle's grading worksheet gives Cy's time: an hour and a half after the deadline.
+        writer.writerows(ROSTER + [TEST_STUDENT])
+    # Moodle's grading worksheet gives Cy's time in the teacher's zone (the rubric's timezone, New York):
+    # 6:30 PM there is 23:30 UTC, six and a half hours after the deadline.
     (root / "times.csv").write_text('Identifier,Full name,Email address,Status,"Last modified (submission)"\n'
                                     'Participant 2003,Cy Part,cy@example.edu,Submitted for grading,'
                                     '"Friday, 11 December 2026, 6:30 PM"\n', encoding="utf-8")
     (root / "rubric.yml").write_text(
         "assignment: Lesson 1 problems (4242)\n"
-        f"deadline: {DEADLINE.isoformat()}\ngrace_minutes: 15\nlate_penalty: 0.1\nclose_credit: 0.5\n"
+        f"deadline: {DEADLINE.isoformat()}\ntimezone: America/New_York\ngrace_minutes: 15\nlate_penalty: 0.1\n"
+        "close_credit: 0.5\n"
         "time_limit: 8\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
     code = grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
@@ -262,7 +268,7 @@ def test_the_notes_say_what_happened(graded):
     notes = {student: row["notes"] for student, row in graded["table"].items()}
     assert notes["ada"] == "" and notes["ed"] == f"{PART_1}: code cell 7 raised NameError"
     assert notes["di"] == f"{PART_1}: code cell 9 raised ZeroDivisionError"
-    assert notes["cy"] == f"{PART_1}: late (1 h 30 min after the deadline, by the LMS's times)"
+    assert notes["cy"] == f"{PART_1}: late (6 h 30 min after the deadline, by the LMS's times)"
     assert notes["kim"] == f"{PART_1}: late (Canvas marked it LATE)"
     assert notes["flo"].startswith(f"{PART_1}: the file is not JSON (line 1, column 1")
     assert notes["gus"] == f"{PART_1}: stopped: the notebook ran past its 8 s"
@@ -279,7 +285,8 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
     report = (graded["out"] / "report.txt").read_text(encoding="utf-8")
     folder = graded["folder"]
     assert f"- {folder / 'notes.txt'}: is a .txt, not a notebook (.ipynb or .md)" in report
-    assert f"- {folder / 'dave-homework.ipynb'}: its name matches none of the notebooks graded" in report
+    # A graded release renamed: its metadata says which notebook, but a name at the top level says nobody.
+    assert f"- {folder / 'dave-homework.ipynb'}: its metadata says which notebook it is but its name not whose" in report
     assert (f"- {folder / f'jo-{PART_1}.ipynb'}: a second copy of {PART_1} from jo; graded the later "
             f"jo-{PART_1} (1).ipynb instead") in report
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
@@ -298,6 +305,9 @@ def test_canvas_and_moodle_files_import(graded):
     moodle = list(csv.DictReader((graded["out"] / "moodle.csv").open(encoding="utf-8")))
     lee = next(row for row in moodle if row["Full name"] == "Lee Absent")
     assert (lee["Lesson 1 problems (4242)"], lee["Feedback"]) == ("0", "0 of 5.5; see the notes in your feedback file")
+    # From a Canvas roster, Moodle's file still names each student by an ID Moodle can match: the SIS ID.
+    assert lee["ID number"] == "S12" and len(moodle) == len(ROSTER)
+    assert not any("Test" in row[0] for row in canvas)
 
 
 def test_each_student_gets_a_feedback_file(graded):
@@ -498,3 +508,73 @@ def test_without_a_sandbox_the_grader_refuses_in_one_line(tmp_path):
     assert done.returncode == 2 and not (tmp_path / "out").exists()
     assert done.stderr == ("grade: no sandbox: bubblewrap is not installed (apt-get install bubblewrap); refusing to "
                            "run students' code without one (--unsafe to run it anyway)\n")
+
+
+def test_moodle_students_who_share_a_name_are_told_apart_by_participant_number(problems, tmp_path):
+    """Two Sam Lees on a Moodle roster: the folder's participant number and the worksheet's email say which
+    is which, and the worksheet's times are read in the rubric's zone."""
+    folder = tmp_path / "submissions"
+    write(worked("S-one"), folder / "Sam Lee_3001_assignsubmission_file_" / f"{PART_1}.ipynb")
+    write(graded_release(), folder / "Sam Lee_3002_assignsubmission_file_" / f"{PART_1}.ipynb")
+    (tmp_path / "roster.csv").write_text("First name,Last name,ID number,Email address\n"
+                                         "Sam,Lee,S-one,sam.lee@example.edu\nSam,Lee,S-two,slee2@example.edu\n")
+    # Berlin's 17:30 is 16:30 UTC (on time); 18:30 is 17:30 UTC, past the 15 minutes' grace.
+    (tmp_path / "times.csv").write_text(
+        'Identifier,Full name,Email address,Status,"Last modified (submission)"\n'
+        'Participant 3001,Sam Lee,sam.lee@example.edu,Submitted,"Friday, 11 December 2026, 5:30 PM"\n'
+        'Participant 3002,Sam Lee,slee2@example.edu,Submitted,"Friday, 11 December 2026, 6:30 PM"\n')
+    (tmp_path / "rubric.yml").write_text(f"assignment: A\ndeadline: {DEADLINE.isoformat()}\ntimezone: Europe/Berlin\n"
+                                         "grace_minutes: 15\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
+    out = tmp_path / "out"
+    assert grade.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
+                       "--times", str(tmp_path / "times.csv"), "--out", str(out), "--jobs", "2",
+                       *([] if SANDBOXED else ["--unsafe"])]) == 0
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    one, two = table["sam-lee-example-edu"], table["slee2-example-edu"]
+    assert (one["score"], one["late"], two["score"], two["late"]) == ("6", "", "0", PART_1)
+    assert "late (30 min after the deadline, by the LMS's times)" in two["notes"]
+
+
+def test_a_moodle_time_without_a_zone_needs_the_rubrics_timezone(tmp_path):
+    (tmp_path / "times.csv").write_text('Identifier,Full name,"Last modified (submission)"\n'
+                                        'Participant 1,Ann,"Friday, 11 December 2026, 5:30 PM"\n')
+    with pytest.raises(ValueError, match="names no time zone; set the rubric's timezone"):
+        grade.load_times(tmp_path / "times.csv")
+    assert grade.load_times(tmp_path / "times.csv", "Asia/Tokyo").of("participant:1") == dt.datetime(
+        2026, 12, 11, 8, 30, tzinfo=dt.timezone.utc)
+
+
+# -- answers as students give them -------------------------------------------------------
+def test_answers_as_students_give_them_are_graded_as_their_value(tmp_path):
+    gpus = {key: [gpu.name] for key, gpu in sm.CATALOG.items()}
+    cells = ["import numpy as np\nimport servingmath as sm\nfrom servingmath.checks import submit",
+             'answer = sm.CATALOG["l4"]', f"submit(answer, label='gpu', choices={gpus!r})",
+             "answer = sm.LLAMA_3_8B", f"submit(answer, label='model', choices={list(sm.MODELS)!r})",
+             "answer = np.float32(2.5)", "submit(answer, label='scalar')",
+             "answer = np.array([1000.0])", "submit(answer, label='array')",
+             # submit(...) inside the answer cell: the answer stays for the check cell under it.
+             "answer = 6\nsubmit(answer, label='inside')", "submit(answer, label='inside')",
+             "answer = np.array([1.0, 2.0])", "submit(answer, label='two')"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, tmp_path / "kinds.ipynb")
+    ran = grade.run_notebook(tmp_path / "kinds.ipynb", 60, releases={})
+    expected = {"gpu": ("l4", gpus), "model": ("llama-3-8b", list(sm.MODELS)), "scalar": (2.5, None),
+                "array": (1000.0, None), "inside": (6.0, None), "two": (1.0, None)}
+    statuses = {label: grade.mark(ran.records.get(label), {"expected": value, "rel": 0.0, "label": label, "units": "",
+                                                           "choices": choices}).status
+                for label, (value, choices) in expected.items()}
+    assert statuses == {"gpu": "right", "model": "right", "scalar": "right", "array": "right", "inside": "right",
+                        "two": "wrong"}
+    two = grade.mark(ran.records["two"], {"expected": 1.0, "rel": 0.0, "label": "two", "units": "", "choices": None})
+    assert "of type ndarray" in two.message and "NotebookNode" not in two.message
+
+
+def test_a_renamed_notebook_is_known_by_its_metadata(tmp_path):
+    folder = tmp_path / "s"
+    write(worked("S1"), folder / "ada" / "L1P1_final.ipynb")
+    write(worked("S1"), folder / "L1P1_final.ipynb")
+    found, bad = grade.find_submissions(folder, [PART_1, "lesson-1-part-2"])
+    assert [(item.student, item.notebook) for item in found] == [("ada", PART_1)]
+    assert bad == [(folder / "L1P1_final.ipynb", "its metadata says which notebook it is but its name not whose "
+                                                 "(put the student's name first)")]
