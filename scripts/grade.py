@@ -36,7 +36,12 @@ check cell edited or patched therefore changes no mark (the notes say it was cha
 - ``grades.csv``: a row for each student, a column for each problem's points, total, late, notes;
 - ``canvas.csv``: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, the assignment);
 - ``moodle.csv``: Moodle's grade import (identifiers, the grade, a feedback comment);
-- ``feedback/STUDENT.txt``: what each student is told, problem by problem;
+- ``feedback/STUDENT.txt``: what each student is told, problem by problem, for the notebook as handed in:
+  right or not and the slip an answer looks like, never the expected figure; a late penalty explained;
+- ``feedback.zip``: the same files, each named as Canvas names a submission's files
+  (``lastfirst_userid_submissionid_feedback.txt``) where the roster and the file names give Canvas's IDs;
+
+Each run first removes the files and folder above that an earlier run left in ``--out``.
 - ``report.txt``: every file that was not graded as handed in, and why.
 
 The notebooks run students' code: the sandbox keeps it from the machine, but grade in an account
@@ -69,7 +74,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import servingmath
 from servingmath import variants
-from servingmath.checks import RECORD_MIME, check
+from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _show, check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_answers  # noqa: E402  (beside this script: the expected answer of each student's variant)
@@ -690,6 +695,9 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     late: list[str] = field(default_factory=list)
     handed_in: dict[str, str] = field(default_factory=dict)   # notebook -> the file graded
+    blank: list[str] = field(default_factory=list)            # notebooks handed in with no problem answered
+    late_notes: dict[str, str] = field(default_factory=dict)  # notebook -> how late, by whose clock
+    canvas_submission: str = ""                               # Canvas's submission ID, for the feedback zip
 
     @property
     def total(self) -> float:
@@ -822,10 +830,18 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
         if ran.unreadable:
             bad.append((submission.path, ran.unreadable))
             graded.notes.append(f"{name}: the file {ran.unreadable}; nothing could be marked")
-        graded.notes += [f"{name}: {problem}" for problem in ran.problems]
+        graded.canvas_submission = graded.canvas_submission or submission.canvas_submission or ""
+        raised = [problem for problem in ran.problems if " raised " in problem]
+        graded.notes += [f"{name}: {problem}" for problem in ran.problems if problem not in raised]
+        if raised:
+            cells = ", ".join(f"{problem.split(' raised ')[1]} in cell {problem.split()[2]}" for problem in raised)
+            graded.notes.append(f"{name}: {len(raised)} code cell{'s' if len(raised) > 1 else ''} raised an error "
+                                f"({cells}); the answers recorded around {'them' if len(raised) > 1 else 'it'} "
+                                "were marked as given")
         late = _lateness(submission, rubric)
         if late:
             graded.late.append(name)
+            graded.late_notes[name] = late
             graded.notes.append(f"{name}: late ({late})")
         keep = 1 - rubric.late_penalty if late else 1.0
         missing = []
@@ -835,17 +851,52 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
             share = 1.0 if result.status == "right" else rubric.close_credit if result.status == "close" else 0.0
             graded.points[(name, label)] = round(rubric.points(name, label) * share * keep, 4)
             stopped = any(problem.startswith("stopped") for problem in ran.problems)
-            graded.feedback[(name, label)] = (str(result).split("] ", 1)[-1] if record else
+            graded.feedback[(name, label)] = (final_word(result) if record else
                                               "not reached: the notebook was stopped before this problem" if stopped
                                               else "no answer recorded")
             if record is None and not ran.unreadable:
                 missing.append(label)
+        answered = [label for label in expected_records
+                    if (ran.records.get(label) or {}).get("answer") not in (None, "")]
+        if not ran.unreadable and not answered:
+            graded.blank.append(name)
+            graded.notes.append(f"{name}: handed in blank, no problem answered: was it the file meant?")
         if missing and not ran.problems:
             graded.notes.append(f"{name}: no check cell for {', '.join(missing)} (removed?), so no answer recorded")
         if ran.changed:
             graded.notes.append(f"{name}: check cell changed for {', '.join(ran.changed)}; the grader recorded the "
                                 "answer itself and marked it against the solutions")
     return graded
+
+
+def final_word(result) -> str:
+    """What the feedback tells of one answer as handed in: right or not, the slip it looks like; never the
+    expected value (a student's variant is their own, but its answer is for them to find)."""
+    answer = result.answer
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        shown = _show(float(answer), result.units)
+    elif isinstance(answer, str):
+        shown = repr(answer)
+    else:
+        shown = None
+    if result.status == "right":
+        return f"✓ right: {shown}"
+    if result.status == "unanswered" or answer is None:
+        return "… no answer: `answer` was still None when this problem's cell ran"
+    if shown is None:
+        kind = answer.get("type", "another kind") if isinstance(answer, dict) else type(answer).__name__
+        return f"✗ not marked: the answer was of type {kind}, not " + (
+            "one number" if result.choices is None else "one of the words the problem takes")
+    if result.status == "close":
+        return f"≈ close: {shown} is near the answer but outside its tolerance: a figure rounded early?"
+    if result.status == "slip":
+        slip = next((slip for slip in (*SLIPS, OFF_BY_ONE, SIGN) if slip.name == result.slip), None)
+        if slip is OFF_BY_ONE:
+            return f"✗ {shown} is not right: it looks like a count off by one ({slip.hint})"
+        if slip is SIGN:
+            return f"✗ {shown} is not right: {slip.hint}"
+        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({slip.hint})" if slip else "")
+    return f"✗ {shown} is not right"
 
 
 def _lateness(submission: Submission, rubric: Rubric) -> str:
@@ -869,8 +920,17 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+OUTPUTS = ("grades.csv", "canvas.csv", "moodle.csv", "report.txt", "feedback", "feedback.zip")
+
+
 def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric, bad, sandboxed: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:   # last run's files go first, so no old feedback is sent again
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
     keys = columns(problems, rubric)
     most = possible(problems, rubric)
     with (out / "grades.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -904,18 +964,37 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
                              + ("; see the notes in your feedback file" if graded.notes else "")])
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
-    for graded in marks.values():
-        (feedback / f"{graded.student.student}.txt").write_text(feedback_text(graded, problems, rubric),
-                                                                 encoding="utf-8")
+    import zipfile
+    with zipfile.ZipFile(out / "feedback.zip", "w", zipfile.ZIP_DEFLATED) as bundle:
+        for graded in marks.values():
+            text = feedback_text(graded, problems, rubric)
+            (feedback / f"{graded.student.student}.txt").write_text(text, encoding="utf-8")
+            bundle.writestr(canvas_feedback_name(graded), text)
     lines = [f"{rubric.assignment}: {len(marks)} students, {sum(len(g.handed_in) for g in marks.values())} "
              f"notebooks graded",
              "sandbox: " + ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces, seeing "
                             "only the system, Python and the course's package, read-only" if sandboxed else
                             f"NONE (--unsafe; {sandbox_problem()}): students' code ran with the grader's rights"),
              ""]
+    blank = [(graded.student.student, name) for graded in marks.values() for name in graded.blank]
+    if blank:
+        lines += ["Handed in blank (no problem answered), graded 0:",
+                  *(f"- {student}: {name}" for student, name in blank), ""]
     lines += ["Files not graded as handed in:" if bad else "Every file was graded as handed in."]
     lines += [f"- {path}: {reason}" for path, reason in sorted(bad, key=lambda item: str(item[0]))]
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def canvas_feedback_name(graded: Graded) -> str:
+    """A student's feedback file as Canvas names a submission's files on download (lastfirst_userid_
+    submissionid_file), so a bulk upload finds its student; by the roster's key where Canvas gave no ID."""
+    student = graded.student
+    if not student.canvas_id:
+        return f"{student.student}.txt"
+    parts = student.name.split()
+    lastfirst = re.sub(r"[^a-z]", "", "".join(parts[-1:] + parts[:-1]).lower()) or "student"
+    middle = f"_{graded.canvas_submission}" if graded.canvas_submission else ""
+    return f"{lastfirst}_{student.canvas_id}{middle}_feedback.txt"
 
 
 def _canvas_name(name: str) -> str:
@@ -938,6 +1017,13 @@ def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
                 points = graded.points[(name, label)]
                 lines.append(f"  {label:>5}  {_number(points)} of {_number(rubric.points(name, label))}  "
                              f"{graded.feedback[(name, label)]}")
+        lines.append("")
+    for name, late in graded.late_notes.items():
+        lines.append(f"Late: {name} was handed in {late}. " + (
+            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each of its marks above is "
+            f"{1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty else
+            "The rubric takes nothing off for it."))
+    if graded.late_notes:
         lines.append("")
     if graded.notes:
         lines += ["Notes:", *(f"- {note}" for note in graded.notes), ""]
@@ -1006,7 +1092,7 @@ def main(argv: list[str]) -> int:
     for path, reason in bad:
         print(f"grade: {path}: {reason}", file=sys.stderr)
     print(f"{summary(marks, problems, rubric)}; wrote {options.out}/ (grades.csv, canvas.csv, moodle.csv, "
-          f"feedback/, report.txt)")
+          f"feedback/, feedback.zip, report.txt)")
     return 0
 
 

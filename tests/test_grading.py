@@ -266,8 +266,11 @@ def test_the_marks_are_fair(graded, student, expected, score):
 
 def test_the_notes_say_what_happened(graded):
     notes = {student: row["notes"] for student, row in graded["table"].items()}
-    assert notes["ada"] == "" and notes["ed"] == f"{PART_1}: code cell 7 raised NameError"
-    assert notes["di"] == f"{PART_1}: code cell 9 raised ZeroDivisionError"
+    assert notes["ada"] == "" and notes["ed"] == (f"{PART_1}: 1 code cell raised an error (NameError in cell 7); "
+                                                  "the answers recorded around it were marked as given")
+    assert notes["di"] == (f"{PART_1}: 1 code cell raised an error (ZeroDivisionError in cell 9); the answers "
+                           "recorded around it were marked as given")
+    assert notes["bo"].endswith(f"{PART_1}: handed in blank, no problem answered: was it the file meant?")
     assert notes["cy"] == f"{PART_1}: late (6 h 30 min after the deadline, by the LMS's times)"
     assert notes["kim"] == f"{PART_1}: late (Canvas marked it LATE)"
     assert notes["flo"].startswith(f"{PART_1}: the file is not JSON (line 1, column 1")
@@ -291,7 +294,8 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
             f"jo-{PART_1} (1).ipynb instead") in report
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
     assert f"- {folder / 'ada' / '.ipynb_checkpoints' / f'{PART_1}-checkpoint.ipynb'}: is a hidden or system" in report
-    assert report.count("\n- ") == 5
+    assert report.count("\n- ") == 5 + 2   # and two blank notebooks: Bo's, and Hal's, who found nothing to steal
+    assert "Handed in blank (no problem answered), graded 0:\n- bo: lesson-1-part-1\n- hal: lesson-1-part-1\n" in report
     assert ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces" if SANDBOXED else
             "sandbox: NONE (--unsafe") in report
 
@@ -317,14 +321,40 @@ def test_each_student_gets_a_feedback_file(graded):
     assert cy.startswith("Lesson 1 problems (4242): feedback for Cy Part\nScore: 0.9 of 5.5 (16%)\n")
     assert "graded Cy Part_2003_assignsubmission_file_/Copy of Lesson_1_Part_1.ipynb (late)" in cy
     slip = _show(right("S3", "1.2") + 1, "decode steps")
-    assert f"    1.2  0 of 1  ⚠ A usual slip: {slip} is one away from the answer" in cy
-    assert f"    1.4  0.45 of 1  ≈ Close: {_show(right('S3', '1.4') * 1.02, 'times as many')} is a little high" in cy
-    assert "    1.3  0 of 1  … Not answered yet" in cy
+    assert f"    1.2  0 of 1  ✗ {slip} is not right: it looks like a count off by one (look again" in cy
+    close = _show(right("S3", "1.4") * 1.02, "times as many")
+    assert f"    1.4  0.45 of 1  ≈ close: {close} is near the answer but outside its tolerance" in cy
+    assert "    1.3  0 of 1  … no answer: `answer` was still None when this problem's cell ran" in cy
+    assert ("Late: lesson-1-part-1 was handed in 6 h 30 min after the deadline, by the LMS's times. The rubric "
+            "takes 10% off a late notebook's points") in cy
     ada = (feedback / "ada.txt").read_text(encoding="utf-8")
-    assert f"1.1  0.5 of 0.5  ✓ Right: {_show(right('S1', '1.1'), 'passes')}." in ada
+    assert f"1.1  0.5 of 0.5  ✓ right: {_show(right('S1', '1.1'), 'passes')}\n" in ada
+    # Nothing a student is told holds an expected figure, nor the words of a check cell still to run.
+    for path in feedback.glob("*.txt"):
+        text = path.read_text(encoding="utf-8")
+        assert "package's figure" not in text and "run this cell again" not in text and "Not yet" not in text
+    assert f"{_show(right('S3', '1.2'), 'decode steps')}" not in cy
     assert "not handed in" in (feedback / "lee.txt").read_text(encoding="utf-8")
     assert "    1.3  0 of 1  not reached: the notebook was stopped before this problem" in (
         feedback / "gus.txt").read_text(encoding="utf-8")
+
+
+def test_feedback_goes_in_one_zip_named_for_canvas_and_a_rerun_leaves_nothing_old(graded, tmp_path):
+    import shutil
+    import zipfile
+    names = sorted(zipfile.ZipFile(graded["out"] / "feedback.zip").namelist())
+    assert "lovelaceada_1001_90001_feedback.txt" in names and "absentlee_1012_feedback.txt" in names
+    assert len(names) == len(ROSTER)
+    # A second run into a folder an earlier run filled: a stray file from the first is gone.
+    out = tmp_path / "out"
+    shutil.copytree(graded["out"], out)
+    stray = out / "feedback" / "someone-no-longer-enrolled.txt"
+    stray.write_text("old")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "rubric.yml").write_text("assignment: A\nnotebooks:\n  lesson-1-part-1: {}\n")
+    assert grade.main([str(tmp_path / "empty"), "--rubric", str(tmp_path / "rubric.yml"), "--out", str(out),
+                       "--jobs", "1", *([] if SANDBOXED else ["--unsafe"])]) == 0
+    assert not stray.exists() and list((out / "feedback").glob("*.txt")) == []
 
 
 @needs_sandbox
