@@ -105,3 +105,26 @@ def test_the_graded_notebook_shows_the_students_own_numbers_and_whose_they_are(t
     assert shown.startswith("*Student S1001's numbers:* Someone sends a ") and f"{drawn['prompt']:,}-token" in shown
     assert variants.Sheet("lesson-1-part-1", "").text("1.1").startswith("**Your numbers are not shown yet:** "
                                                                         "student_id is empty")
+
+
+def test_variant_answers_agree_with_the_worked_arithmetic():
+    """The grader's answers, against the solutions' own working done by hand on each student's numbers."""
+    from servingmath.models import MODELS
+
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-1-part-1", student)
+        by_hand = {"1.1": n["reply"], "1.2": n["reply"] - 1, "1.3": n["summary"], "1.4": n["story"] / n["summary"],
+                   "1.5": n["requests"] * n["day_reply"],
+                   "1.6": n["requests"] * (n["day_prompt"] + n["day_reply"] - 1)}
+        for label, value in by_hand.items():
+            assert variant_answers.expected("lesson-1-part-1", label, student) == pytest.approx(value, rel=1e-12)
+        n = variants.numbers("lesson-1-part-2", student)
+        assert variant_answers.expected("lesson-1-part-2", "2.3", student) == pytest.approx(
+            MODELS[n["model"]].parameters * n["bits"] / 8 / 1e9, rel=1e-12)
+        gpu = CATALOG[n["ridge_gpu"]]
+        assert variant_answers.expected("lesson-1-part-2", "2.4", student) == pytest.approx(
+            gpu.peak_flops / gpu.memory_bandwidth, rel=1e-12)
+        n = variants.numbers("lesson-2-part-2", student)
+        model = MODELS[n["small"]]
+        assert variant_answers.expected("lesson-2-part-2", "2.1", student) == pytest.approx(
+            2 * model.layers * model.kv_heads * model.head_dim * n["small_bits"] / 8, rel=1e-12)
