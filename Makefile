@@ -83,14 +83,16 @@ bench: $(READY)
 	$(BIN)/python scripts/bench.py
 
 # The students' notebooks, made from solutions/ (edit those, then run this): the practice release in
-# exercises/, the graded release (its cells record answers, hold no figure) in exercises/graded/.
+# exercises/, the graded release (its cells record answers, show each student's own numbers) in
+# exercises/graded/. NBGRADER=folder also writes an nbgrader course there, one assignment a lesson.
 exercises: $(READY)
-	$(BIN)/python scripts/make_exercises.py
+	$(BIN)/python scripts/make_exercises.py $(if $(NBGRADER),--nbgrader "$(NBGRADER)")
 
 # Grade a term's submissions into a folder of grade files (see chapters/instructors.md):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]
 grade: $(READY)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [RUBRIC=file] [ROSTER=file] [TIMES=file] [OUT=grades]" >&2; exit 2; }
+	@command -v bwrap >/dev/null || echo "grade: bubblewrap is missing (apt-get install bubblewrap); the grader will refuse to run" >&2
 	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --rubric "$(or $(RUBRIC),grading/rubric.yml)" --out "$(or $(OUT),grades)" \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMES),--times "$(TIMES)")
 

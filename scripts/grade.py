@@ -19,13 +19,16 @@ lists everyone, so a student who handed in nothing gets a row of zeros. A submis
 comes from the LMS where it says: the times CSV (Moodle's grading worksheet, or ``student,
 submitted``), or Canvas's ``LATE`` in a file name; otherwise from the file's date.
 
-Each notebook runs from a clean start, its saved outputs dropped, in a scratch folder outside
-the repository holding only that notebook and a copy of ``servingmath``, under a cleaned
-environment; where Linux allows it (``unshare``), in a mount namespace in which the
-repository's other folders (solutions, tests, scripts, git), the submissions and the grader's
-inputs and outputs are empty. Every check cell is replaced by one that only records the answer
-(as the graded release's ``submit`` does), so no expected figure enters a student's kernel; the
-answers are marked against the solutions, run first and held only in the grader's process. A
+Each notebook runs from a clean start, its saved outputs dropped, in a sandbox built with
+bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network and IPC namespaces, no
+capabilities, the system, Python and the course's package read-only, a small home folder of
+its own the only place it can write, no network, and nothing else of the machine (no
+repository, solutions, roster, rubric, grade files or other submissions; no grader's process in
+/proc). It dies with the grader, and every process it started ends with its kernel. Where no
+sandbox can start, the grader says why and refuses to grade unless given ``--unsafe``.
+Every check cell is replaced by one that only records the answer (as the graded release's
+``submit`` does), so no expected figure enters a student's kernel; the answers are marked
+against the solutions, run first and held only in the grader's process. A
 check cell edited or patched therefore changes no mark (the notes say it was changed).
 
 ``--out`` is a folder (made if missing) that receives:
@@ -33,10 +36,16 @@ check cell edited or patched therefore changes no mark (the notes say it was cha
 - ``grades.csv``: a row for each student, a column for each problem's points, total, late, notes;
 - ``canvas.csv``: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, the assignment);
 - ``moodle.csv``: Moodle's grade import (identifiers, the grade, a feedback comment);
-- ``feedback/STUDENT.txt``: what each student is told, problem by problem;
+- ``feedback/STUDENT.txt``: what each student is told, problem by problem, for the notebook as handed in:
+  right or not and the slip an answer looks like, never the expected figure; a late penalty explained;
+- ``feedback.zip``: the same files, each named as Canvas names a submission's files
+  (``lastfirst_userid_submissionid_feedback.txt``) where the roster and the file names give Canvas's IDs;
+
+Each run first removes the files and folder above that an earlier run left in ``--out``.
 - ``report.txt``: every file that was not graded as handed in, and why.
 
-The notebooks run students' code: grade in a container or an account that holds nothing else.
+The notebooks run students' code: the sandbox keeps it from the machine, but grade in an account
+or a container that holds nothing else all the same.
 """
 from __future__ import annotations
 
@@ -64,13 +73,18 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import servingmath
-from servingmath.checks import RECORD_MIME, check
+from servingmath import variants
+from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _show, check
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import variant_answers  # noqa: E402  (beside this script: the expected answer of each student's variant)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 RUBRIC = ROOT / "grading" / "rubric.yml"
 SUFFIXES = (".ipynb", ".md")
-RUBRIC_KEYS = {"assignment", "deadline", "grace_minutes", "late_penalty", "close_credit", "time_limit", "notebooks"}
+RUBRIC_KEYS = {"assignment", "deadline", "grace_minutes", "late_penalty", "close_credit", "time_limit", "notebooks",
+               "timezone"}
 
 
 # -- the rubric ----------------------------------------------------------------------
@@ -82,6 +96,7 @@ class Rubric:
     late_penalty: float = 0.0     # share of a late notebook's points taken off
     close_credit: float = 0.0     # share of a problem's points a "close" answer earns
     time_limit: float = 60.0      # wall-clock seconds a notebook may run, all its cells together
+    timezone: str | None = None   # the zone the LMS writes times in where they name none (Moodle's)
     notebooks: dict[str, dict[str, float]] = field(default_factory=dict)  # notebook -> {label: points}
 
     def points(self, name: str, label: str) -> float:
@@ -109,8 +124,16 @@ def load_rubric(path: Path | None, names: list[str]) -> Rubric:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ValueError(f"rubric {path}: {key} must be a number from {low} to {high}, got {value!r}")
             setattr(rubric, key, float(value))
+    if data.get("timezone") is not None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+        try:
+            ZoneInfo(str(data["timezone"]))
+        except (ZoneInfoNotFoundError, ValueError) as error:
+            raise ValueError(f"rubric {path}: timezone must be an IANA zone such as Europe/London, "
+                             f"got {data['timezone']!r}") from error
+        rubric.timezone = str(data["timezone"])
     if data.get("deadline") is not None:
-        rubric.deadline = _when(data["deadline"], f"rubric {path}: deadline")
+        rubric.deadline = _when(data["deadline"], f"rubric {path}: deadline", rubric.timezone)
     notebooks = data.get("notebooks") or {name: {} for name in names}
     if not isinstance(notebooks, dict):
         raise ValueError(f"rubric {path}: notebooks must map each notebook to its problems' points, got {notebooks!r}")
@@ -127,8 +150,8 @@ def load_rubric(path: Path | None, names: list[str]) -> Rubric:
     return rubric
 
 
-def _when(value, what: str) -> dt.datetime:
-    """A date and time as the rubric or an LMS writes it; naive ones are taken as UTC."""
+def _when(value, what: str, zone: str | None = None) -> dt.datetime:
+    """A date and time as the rubric writes it; one naming no zone is in ``zone`` (UTC if None)."""
     if isinstance(value, dt.datetime):
         moment = value
     else:
@@ -137,77 +160,96 @@ def _when(value, what: str) -> dt.datetime:
             moment = dateparser.parse(str(value))
         except (ValueError, OverflowError) as error:
             raise ValueError(f"{what} must be a date and time, got {value!r}") from error
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    if moment.tzinfo:
+        return moment
+    from zoneinfo import ZoneInfo
+    return moment.replace(tzinfo=ZoneInfo(zone) if zone else dt.timezone.utc)
 
 
 # -- the sandbox ---------------------------------------------------------------------
-def _repository_of(package_dir: Path) -> Path | None:
-    for folder in package_dir.parents:
-        if (folder / "solutions").is_dir() or (folder / ".git").exists():
-            return folder
-    return None
+# Each student's kernel runs under bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network,
+# IPC, UTS and user namespaces, every capability dropped, the system's programs, Python, its packages
+# and the course's package read-only, and nothing else of the machine: no repository, no solutions,
+# no roster or rubric, no other submission, no grader's /proc. Its only writable places are its own
+# home (a small tmpfs) and the folder of its kernel's sockets. With no network the kernel talks to the
+# grader through Unix sockets (ZeroMQ's ipc transport) in that folder. It dies with the grader, and
+# every process it started dies with it, since the kernel's PID namespace ends when the kernel does.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+HOME = "/home/student"
+SCRATCH_BYTES = 256 * 2 ** 20
 
 
-def hidden_paths(extra: list[Path]) -> list[Path]:
-    """What a student's kernel must not see: every folder of the repositories the grader, its package
-    and its virtual environment come from, except the environment and the package's source; and ``extra``."""
-    keep = {Path(sys.prefix).resolve(), Path(servingmath.__file__).resolve().parent.parent}
-    needed = keep | {Path(tempfile.gettempdir()).resolve(), Path.home().resolve()}
-
-    def hideable(real: Path) -> bool:  # never a folder the kernel needs, nor one above it
-        return real.is_dir() and real != Path("/") and not any(real == path or real in path.parents
-                                                               for path in needed)
-
-    repositories = {ROOT.resolve(), _repository_of(Path(servingmath.__file__).resolve()),
-                    _repository_of(Path(sys.prefix).resolve())} - {None}
-    hidden = {entry.resolve() for repository in repositories for entry in repository.iterdir()
-              if not entry.is_symlink() and hideable(entry.resolve())}
-    hidden |= {path.resolve() for path in extra if hideable(path.resolve())}
-    # A folder inside another hidden one vanishes with it.
-    return sorted(path for path in hidden if not any(other in path.parents for other in hidden))
+class NoSandbox(RuntimeError):
+    """No sandbox can start here; the message says why, in one line."""
 
 
-SANDBOX_SCRIPT = ('c="$1"; shift; for d do mount -t tmpfs -o size=64k,mode=0555 grader-empty "$d" || exit 97; '
-                  'done; exec "$GRADER_PYTHON" -m ipykernel_launcher -f "$c"')
+def package_dir() -> Path:
+    return Path(servingmath.__file__).resolve().parent
+
+
+def sandbox_argv(sockets: Path, env: dict[str, str]) -> list[str]:
+    """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise NoSandbox("bubblewrap is not installed (apt-get install bubblewrap)")
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--hostname", "sandbox"]
+    for folder in SYSTEM_DIRS:
+        argv += ["--ro-bind-try", folder, folder]
+    python = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+                     Path(os.path.realpath(sys.executable)).parent.parent})
+    for folder in python:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    package = package_dir()
+    argv += ["--ro-bind", str(package), str(package),
+             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+             "--size", str(SCRATCH_BYTES), "--tmpfs", HOME,
+             "--bind", str(sockets), str(sockets), "--chdir", HOME, "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    return argv + ["--", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+
+
+def kernel_environment() -> dict[str, str]:
+    """Only what a kernel needs: the course's package on its path, no user's IPython or Jupyter settings."""
+    return {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython", "JUPYTER_CONFIG_DIR": f"{HOME}/.jupyter",
+        "PYTHONPATH": str(package_dir().parent), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+    }
+
+
+def kernel_spec(folder: Path) -> Path:
+    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``."""
+    spec = folder / "kernels" / "grading"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": sandbox_argv(folder, kernel_environment()),
+                                                  "display_name": "grading", "language": "python"}))
+    return folder / "kernels"
 
 
 @lru_cache(maxsize=1)
-def mount_namespace_prefix() -> tuple[str, ...] | None:
-    """The ``unshare`` words that start a kernel in its own mount namespace, or None where that fails."""
-    unshare = shutil.which("unshare")
-    if not unshare or sys.platform != "linux":
-        return None
-    prefix = (unshare, "--mount", "--propagation", "private") + (() if os.geteuid() == 0 else ("--map-root-user",))
+def sandbox_problem() -> str:
+    """'' where the sandbox starts here, else why not, in one line."""
+    if sys.platform != "linux":
+        return f"bubblewrap needs Linux, this is {sys.platform}"
     with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
-        trial = subprocess.run([*prefix, "sh", "-c", f"mount -t tmpfs grader-empty {probe} && test ! -e {probe}/x"],
-                               capture_output=True, timeout=20, cwd=probe)
-        Path(probe, "x").touch()
-    return prefix if trial.returncode == 0 else None
-
-
-def kernel_spec_dir(hidden: list[Path]) -> tuple[Path, bool]:
-    """A kernelspec folder for students' kernels, and whether they run in a mount namespace."""
-    folder = Path(tempfile.mkdtemp(prefix="grade-kernels-"))
-    prefix = mount_namespace_prefix()
-    if prefix:
-        argv = [*prefix, "sh", "-c", SANDBOX_SCRIPT, "grader-sandbox", "{connection_file}", *map(str, hidden)]
-    else:
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec = folder / "grading"
-    spec.mkdir()
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "grading", "language": "python"}))
-    return folder, bool(prefix)
-
-
-def scratch_environment(scratch: Path) -> dict[str, str]:
-    """Only what a kernel needs: no PYTHONPATH to the repository, no user's IPython or Jupyter settings."""
-    return {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
-        "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"), "JUPYTER_CONFIG_DIR": str(scratch / ".jupyter"),
-        "PYTHONPATH": str(scratch / "lib"), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(scratch / ".matplotlib"), "LANG": "C.UTF-8", "TMPDIR": str(scratch),
-        "GRADER_PYTHON": sys.executable,
-    }
+        try:
+            argv = sandbox_argv(Path(probe), kernel_environment())
+        except NoSandbox as error:
+            return str(error)
+        argv = argv[: argv.index("--")] + ["--", sys.executable, "-c", "import servingmath, os; print(os.getpid())"]
+        try:
+            trial = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bubblewrap cannot start ({error})"
+        if trial.returncode != 0:
+            last = (trial.stderr.strip().splitlines() or ["no message"])[-1]
+            return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
+        if trial.stdout.strip() not in ("1", "2"):
+            return "bubblewrap started without its own PID namespace"
+    return ""
 
 
 # -- running a notebook --------------------------------------------------------------
@@ -221,6 +263,7 @@ class Run:
     seconds: float = 0.0
     changed: list[str] = field(default_factory=list)   # labels whose check cell differs from the release's
     cells_run: int = 0                                  # code cells that finished
+    shown_ids: list[str] = field(default_factory=list)  # whose variant the notebook's problem cells showed
 
 
 LABEL = re.compile(r"""\b(?:check|submit)\s*\(.*?\blabel\s*=\s*["']([^"']+)["']""", re.S)
@@ -283,15 +326,14 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | None = None,
+def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
                  releases: dict[str, set[str]] | None = None) -> Run:
     """Execute a notebook from a clean start within ``time_limit`` wall-clock seconds in all.
 
-    With ``sandbox`` (a kernelspec folder from ``kernel_spec_dir``) the kernel runs in a scratch
-    folder holding the notebook and a copy of servingmath, under ``scratch_environment``. With
-    ``releases`` (a student's notebook: its check cells as handed out, by label) every check cell
-    is replaced by ``recording_cell``, so no expected figure ever enters the student's kernel and
-    a check patched or edited records the student's own answer all the same.
+    ``sandboxed``: the kernel runs under bubblewrap (``sandbox_argv``), seeing only the system, Python
+    and the course's package, read-only. With ``releases`` (a student's notebook: its check cells as
+    handed out, by label) every check cell is replaced by ``recording_cell``, so no expected figure
+    ever enters the student's kernel and a check patched or edited records the student's own answer.
     """
     outcome = Run()
     try:
@@ -299,11 +341,18 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
     except ValueError as error:
         outcome.unreadable = str(error)
         return outcome
-    for cell in notebook.cells:
+    # A problem's check cell is the last cell that checks or submits its label: a student's own
+    # submit(...) in an answer cell above it stays, and so does the answer that cell sets.
+    last = {}
+    for index, cell in enumerate(notebook.cells):
+        found = LABEL.search(cell.source) if cell.cell_type == "code" and releases is not None else None
+        if found:
+            last[found.group(1)] = index
+    for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             found = LABEL.search(cell.source) if releases is not None else None
-            if found:
+            if found and last.get(found.group(1)) == index:
                 label = found.group(1)
                 if _squeezed(cell.source) not in releases.get(label, set()) and label not in outcome.changed:
                     outcome.changed.append(label)
@@ -311,15 +360,14 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
         scratch = Path(scratch_name)
         options = {}
-        if sandbox is not None:
+        if sandboxed:
             from jupyter_client import AsyncKernelManager
             from jupyter_client.kernelspec import KernelSpecManager
 
-            shutil.copytree(Path(servingmath.__file__).parent, scratch / "lib" / "servingmath",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            nbformat.write(notebook, scratch / "submission.ipynb")
-            options["km"] = AsyncKernelManager(kernel_name="grading",
-                                          kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(sandbox[0])]))
+            kernels = kernel_spec(scratch)
+            options["km"] = AsyncKernelManager(
+                kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
+                transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
         started = time.monotonic()
         # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
         deadline = [started + time_limit]
@@ -329,14 +377,15 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
 
         client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
                                 on_notebook_start=start_clock,
-                                kernel_name="grading" if sandbox else "python3", allow_errors=True,
+                                kernel_name="grading" if sandboxed else "python3", allow_errors=True,
                                 interrupt_on_timeout=False, startup_timeout=60, **options,
                                 resources={"metadata": {"path": str(scratch)}})
         client.owns_km = True  # so nbclient ends the kernel it was handed, a loop and all
         timed_out = False
         try:
-            extra = {"env": scratch_environment(scratch)} if sandbox is not None else {}
-            client.execute(stderr=subprocess.DEVNULL, **extra)  # the kernel's own warnings are noise here
+            extra = {"env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}} if sandboxed else {}
+            # The kernel's own start-up notes and warnings are noise here.
+            client.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **extra)
         except CellTimeoutError:
             timed_out = True
             outcome.problems.append(f"stopped: the notebook ran past its {time_limit:g} s")
@@ -352,6 +401,10 @@ def run_notebook(path: Path, time_limit: float, sandbox: tuple[Path, bool] | Non
             # The interrupt that ends a cell past its time is already told as the timeout.
             if output.get("output_type") == "error" and not (timed_out and output.get("ename") == "KeyboardInterrupt"):
                 outcome.problems.append(f"code cell {number} raised {output.get('ename')}")
+            shown = output.get("data", {}).get(variants.RECORD_MIME)
+            if isinstance(shown, dict) and isinstance(shown.get("student_id"), str):
+                if shown["student_id"] not in outcome.shown_ids:
+                    outcome.shown_ids.append(shown["student_id"])
             record = output.get("data", {}).get(RECORD_MIME)
             if isinstance(record, dict) and isinstance(record.get("label"), str):
                 outcome.records[record["label"]] = record  # a check run twice: the last one counts
@@ -363,7 +416,7 @@ def _first_line(error) -> str:
     return lines[0][:120] if lines else ""
 
 
-def run_many(paths: list[Path], time_limit: float, jobs: int, sandbox=None, releases=None) -> list[Run]:
+def run_many(paths: list[Path], time_limit: float, jobs: int, sandboxed: bool = False, releases=None) -> list[Run]:
     """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given.
 
     ``releases``, one per path, as ``run_notebook`` takes it (None for the solutions)."""
@@ -371,7 +424,7 @@ def run_many(paths: list[Path], time_limit: float, jobs: int, sandbox=None, rele
         return []
     releases = releases or [None] * len(paths)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandbox, pair[1]), zip(paths, releases)))
+        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandboxed, pair[1]), zip(paths, releases)))
 
 
 # -- the reference -------------------------------------------------------------------
@@ -399,6 +452,9 @@ def reference(names: list[str], solutions: Path = SOLUTIONS, time_limit: float =
 def mark(record: dict | None, expected: dict):
     """The student's recorded answer, checked again against the reference's figure: a Result."""
     answer = None if record is None else record.get("answer")
+    if isinstance(answer, dict) and set(answer) == {"type", "repr"}:
+        # What the kernel could not record as a number or a word: told as what it was there.
+        answer = type(str(answer["type"]), (), {"__repr__": lambda self, shown=str(answer["repr"]): shown})()
     return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
                  units=expected["units"], choices=expected["choices"])
 
@@ -423,6 +479,8 @@ class Submission:
     notebook: str
     lms_id: str | None = None          # Canvas's user ID from its file names
     lms_late: bool = False             # Canvas wrote LATE into the file name
+    moodle_participant: str | None = None   # Moodle's participant number from its folder names
+    canvas_submission: str | None = None    # Canvas's submission ID from its file names
     submitted: dt.datetime | None = None
     time_from: str = ""                # where the time came from
 
@@ -459,8 +517,32 @@ def _identify(path: Path, submissions: Path, names: list[str]) -> Submission | s
             who = re.sub(r"^\d+$", "", who)  # "lesson-1-part-1 (1)": a copy number, not a student
         if not who:
             return "its name says which notebook it is but not whose (put the student's name first, or a folder each)"
-        return Submission(path, _normal(who) if not canvas else who.lower(), name, lms_id, late)
+        return Submission(path, _normal(who) if not canvas else who.lower(), name, lms_id, late,
+                          moodle_participant=moodle["pid"] if moodle and not canvas else None,
+                          canvas_submission=canvas["sid"] if canvas else None)
+    named = notebook_in_metadata(path)
+    if named in names:   # renamed, but the graded release's metadata says which notebook it is
+        if who is None and first is None:
+            return "its metadata says which notebook it is but its name not whose (put the student's name first)"
+        return Submission(path, _normal(who or "") if not canvas else who.lower(), named, lms_id, late,
+                          moodle_participant=moodle["pid"] if moodle and not canvas else None,
+                          canvas_submission=canvas["sid"] if canvas else None)
     return f"its name matches none of the notebooks graded ({', '.join(names)})"
+
+
+def notebook_in_metadata(path: Path) -> str | None:
+    """The notebook a graded release's metadata names (``servingmath: notebook:``), or None."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".ipynb":
+            metadata = json.loads(raw).get("metadata", {})
+        else:
+            front = re.match(r"^---\n(.*?)\n---\n", raw, flags=re.S)
+            metadata = yaml.safe_load(front.group(1)) if front else {}
+        named = (metadata or {}).get("servingmath", {}).get("notebook")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, yaml.YAMLError):
+        return None
+    return named if isinstance(named, str) else None
 
 
 def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submission], list[tuple[Path, str]]]:
@@ -495,7 +577,13 @@ class Student:
     section: str = ""
     email: str = ""
     id_number: str = ""
+    student_id: str = ""         # a roster's own "student id" column, where it has one
     aliases: set[str] = field(default_factory=set)
+
+    @property
+    def variant_id(self) -> str:
+        """The ID the student enters in a graded notebook: the school's (SIS) ID, Moodle's ID number, else the key."""
+        return self.sis_user_id or self.id_number or self.student_id or self.student
 
 
 def load_roster(path: Path) -> list[Student]:
@@ -515,6 +603,8 @@ def load_roster(path: Path) -> list[Student]:
         if "," in name and not (first or last):  # Canvas: "Smith, John"
             last, first = (part.strip() for part in name.split(",", 1))
             name = f"{first} {last}"
+        if _key(name) == "teststudent" and not value.get("sis user id"):
+            continue  # Canvas's Test Student (Student View), not a student
         key = value.get("student") if "id" not in value else None
         key = key or value.get("sis login id") or value.get("username") or value.get("email address") or name
         if not key:
@@ -522,7 +612,7 @@ def load_roster(path: Path) -> list[Student]:
         student = Student(student=_normal(key), name=name or key, canvas_id=value.get("id", ""),
                           sis_user_id=value.get("sis user id", ""), sis_login_id=value.get("sis login id", ""),
                           section=value.get("section", ""), email=value.get("email address") or value.get("email", ""),
-                          id_number=value.get("id number", ""))
+                          id_number=value.get("id number", ""), student_id=value.get("student id", ""))
         student.aliases = {alias for alias in (_key(key), _key(name), _key(last + first), _key(first + last),
                                                _key(student.sis_login_id), _key(student.email.split("@")[0]))
                            if alias}
@@ -534,21 +624,64 @@ def load_roster(path: Path) -> list[Student]:
     return students
 
 
-def load_times(path: Path) -> dict[str, dt.datetime]:
-    """Submission times by student key, from Moodle's grading worksheet or a ``student,submitted`` CSV."""
+@dataclass
+class Times:
+    """Submission times from the LMS, by what identifies the student: Moodle's participant number,
+    an email, an ID, a login; by full name only where no two students share it."""
+
+    moments: dict[str, dt.datetime] = field(default_factory=dict)
+    emails: dict[str, str] = field(default_factory=dict)    # participant number -> email, from the worksheet
+
+    def of(self, *keys: str) -> dt.datetime | None:
+        return next((self.moments[key] for key in keys if key and key in self.moments), None)
+
+
+def load_times(path: Path, zone: str | None = None) -> Times:
+    """Submission times from Moodle's grading worksheet, or a CSV with ``student`` (an ID or login) and
+    ``submitted``. A time with no zone of its own is in ``zone`` (the rubric's ``timezone``, an IANA
+    name such as Europe/London): Moodle writes times in the teacher's zone without saying which."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     with path.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    times = {}
+    try:
+        where = ZoneInfo(zone) if zone else None
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(f"rubric timezone must be an IANA zone such as Europe/London, got {zone!r}") from error
+    times, names = Times(), {}
     for row in rows:
         value = {key.strip().lower(): (text or "").strip() for key, text in row.items() if key}
-        who = value.get("student") or value.get("full name") or value.get("email address")
         when = value.get("submitted") or value.get("last modified (submission)")
-        if not who or not when or when == "-":
+        if not when or when == "-":
             continue
-        times[_key(who)] = _when(when, f"times {path}: {who}")
-        if value.get("email address"):
-            times[_key(value["email address"].split("@")[0])] = times[_key(who)]
+        moment = _naive_when(when, f"times {path}")
+        if moment.tzinfo is None:
+            if where is None:
+                raise ValueError(f"times {path}: {when!r} names no time zone; set the rubric's timezone to the "
+                                 "zone the LMS shows times in (Moodle: the teacher's), such as Europe/London")
+            moment = moment.replace(tzinfo=where)
+        participant = re.sub(r"\D", "", value.get("identifier", ""))
+        email = value.get("email address", "").lower()
+        keys = [f"participant:{participant}" if participant else "", _key(email), _key(email.split("@")[0]),
+                _key(value.get("id number", "")), _key(value.get("student", ""))]
+        for key in filter(None, keys):
+            times.moments[key] = moment
+        if participant and email:
+            times.emails[participant] = email
+        if value.get("full name"):
+            names.setdefault(_key(value["full name"]), []).append(moment)
+    for name, moments in names.items():
+        if len(moments) == 1:
+            times.moments.setdefault(name, moments[0])
     return times
+
+
+def _naive_when(value, what: str) -> dt.datetime:
+    try:
+        from dateutil import parser as dateparser
+        return dateparser.parse(str(value))
+    except (ValueError, OverflowError) as error:
+        raise ValueError(f"{what}: {value!r} is not a date and time") from error
 
 
 # -- grading -------------------------------------------------------------------------
@@ -562,6 +695,9 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     late: list[str] = field(default_factory=list)
     handed_in: dict[str, str] = field(default_factory=dict)   # notebook -> the file graded
+    blank: list[str] = field(default_factory=list)            # notebooks handed in with no problem answered
+    late_notes: dict[str, str] = field(default_factory=dict)  # notebook -> how late, by whose clock
+    canvas_submission: str = ""                               # Canvas's submission ID, for the feedback zip
 
     @property
     def total(self) -> float:
@@ -577,32 +713,54 @@ def possible(problems, rubric: Rubric) -> float:
 
 
 def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubric, roster: list[Student] | None = None,
-          times: dict[str, dt.datetime] | None = None, jobs: int = 1, hide: list[Path] = ()):
-    """Every student's marks, and every file not graded as handed in, with its reason."""
+          times: "Times | None" = None, jobs: int = 1, unsafe: bool = False):
+    """Every student's marks, every file not graded as handed in with its reason, and whether sandboxed.
+
+    Raises NoSandbox where bubblewrap cannot start, unless ``unsafe``."""
+    problem = sandbox_problem()
+    if problem and not unsafe:
+        raise NoSandbox(f"no sandbox: {problem}; refusing to run students' code without one (--unsafe to run it anyway)")
     names = [name for name in problems if name in rubric.notebooks]
     found, bad = find_submissions(submissions, names)
-    times = times or {}
+    times = times or Times()
     students: dict[str, Student] = {student.student: student for student in roster or []}
-    by_alias = {alias: student for student in students.values() for alias in student.aliases}
+    by_alias, shared = {}, set()
+    for student in students.values():
+        for alias in student.aliases:
+            if alias in by_alias and by_alias[alias] is not student:
+                shared.add(alias)     # two students share a name: it identifies neither
+            by_alias[alias] = student
+    for alias in shared:
+        del by_alias[alias]
     by_canvas_id = {student.canvas_id: student for student in students.values() if student.canvas_id}
     chosen: dict[tuple[str, str], Submission] = {}
     others: dict[tuple[str, str], list[Submission]] = {}
     for submission in found:
-        student = by_canvas_id.get(submission.lms_id or "") or by_alias.get(_key(submission.student))
+        student = by_canvas_id.get(submission.lms_id or "")
+        email = times.emails.get(submission.moodle_participant or "")
+        if student is None and email:     # Moodle's folder gives the participant, the worksheet their email
+            student = by_alias.get(_key(email)) or by_alias.get(_key(email.split("@")[0]))
+        student = student or by_alias.get(_key(submission.student))
         if student is None:
             if roster is not None:
-                bad.append((submission.path, f"names a student ({submission.student}) who is not on the roster"))
+                why = ("shares a name with another student on the roster, and no Canvas ID or Moodle participant "
+                       "number in the file or the times tells which (give Moodle's grading worksheet as --times)"
+                       if _key(submission.student) in shared else "is not on the roster")
+                bad.append((submission.path, f"names a student ({submission.student}) who {why}"))
                 continue
             student = students.setdefault(submission.student, Student(submission.student, submission.student))
-        moment = next((times[key] for key in (_key(student.name), _key(student.student), _key(submission.student))
-                       if key in times), None)
+        moment = times.of(f"participant:{submission.moodle_participant}" if submission.moodle_participant else "",
+                          _key(student.email), _key(student.email.split("@")[0]), _key(student.student),
+                          _key(student.id_number), _key(student.sis_user_id), _key(student.sis_login_id),
+                          _key(submission.student) if _key(submission.student) not in shared else "",
+                          _key(student.name) if _key(student.name) not in shared else "")
         if moment is not None:
             submission.submitted, submission.time_from = moment, "the LMS's times"
         elif submission.lms_late:
             submission.time_from = "Canvas (LATE in the file name)"
         else:
-            submission.submitted = dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.timezone.utc)
-            submission.time_from = "the file's date"
+            # A file's own date says when it was unzipped or copied, not when it was handed in.
+            submission.time_from = "no time from the LMS: taken as on time"
         slot = (student.student, submission.notebook)
         others.setdefault(slot, []).append(submission)
     for slot, candidates in others.items():
@@ -616,19 +774,44 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
 
     slots = sorted(chosen)
     handed_out = release_cells(names)
-    sandbox = kernel_spec_dir(hidden_paths([submissions, *hide]))
-    try:
-        runs = dict(zip(slots, run_many([chosen[slot].path for slot in slots], rubric.time_limit, jobs, sandbox,
-                                        [handed_out.get(slot[1], {}) for slot in slots])))
-    finally:
-        shutil.rmtree(sandbox[0], ignore_errors=True)
+    runs = dict(zip(slots, run_many([chosen[slot].path for slot in slots], rubric.time_limit, jobs, not problem,
+                                    [handed_out.get(slot[1], {}) for slot in slots])))
     marks = {}
     for key in sorted(students):
-        marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad)
-    return marks, bad, sandbox[1]
+        marks[key] = _mark_student(students[key], names, problems, rubric, chosen, runs, submissions, bad,
+                                   rostered=roster is not None)
+    return marks, bad, not problem
 
 
-def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad) -> Graded:
+def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) -> tuple[str, str]:
+    """(the ID whose variant of ``name`` the student is marked against, a note or '').
+
+    With a roster it is the roster's ID, whatever the notebook shows; without one, the ID the
+    notebook showed (there is nothing else to go by), else the student's key."""
+    if name not in variants.TEMPLATES:
+        return "", ""
+    shown = list(ran.shown_ids) if ran else []
+    if not rostered:
+        own = shown[-1] if shown else student.student
+        return own, f"{name}: no roster, so marked against the numbers of the ID the notebook shows ({own})"
+    own = variants.student_key(student.variant_id)
+    others = [key for key in shown if key != own]
+    if others:
+        return own, (f"{name}: the notebook shows the numbers of ID {', '.join(others)}, not of this student's ID "
+                     f"({own}); marked against this student's own numbers")
+    if ran is not None and not shown and not ran.unreadable:
+        return own, f"{name}: no student ID entered in the setup cell; marked against this student's own numbers ({own})"
+    return own, ""
+
+
+def expected_for(name: str, label: str, record: dict, student_id: str) -> dict:
+    """The reference's record for a problem, its expected answer that of ``student_id``'s variant where it has one."""
+    if not student_id or not variant_answers.has_variant(name, label):
+        return record
+    return {**record, "expected": variant_answers.expected(name, label, student_id)}
+
+
+def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad, rostered=True) -> Graded:
     graded = Graded(student)
     for name in names:
         slot = (student.student, name)
@@ -640,34 +823,80 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
                 graded.feedback[(name, label)] = "not handed in"
             continue
         submission, ran = chosen[slot], runs[slot]
+        owner, whose_note = whose_numbers(student, name, ran, rostered)
+        if whose_note:
+            graded.notes.append(whose_note)
         graded.handed_in[name] = str(submission.path.relative_to(submissions))
         if ran.unreadable:
             bad.append((submission.path, ran.unreadable))
             graded.notes.append(f"{name}: the file {ran.unreadable}; nothing could be marked")
-        graded.notes += [f"{name}: {problem}" for problem in ran.problems]
+        graded.canvas_submission = graded.canvas_submission or submission.canvas_submission or ""
+        raised = [problem for problem in ran.problems if " raised " in problem]
+        graded.notes += [f"{name}: {problem}" for problem in ran.problems if problem not in raised]
+        if raised:
+            cells = ", ".join(f"{problem.split(' raised ')[1]} in cell {problem.split()[2]}" for problem in raised)
+            graded.notes.append(f"{name}: {len(raised)} code cell{'s' if len(raised) > 1 else ''} raised an error "
+                                f"({cells}); the answers recorded around {'them' if len(raised) > 1 else 'it'} "
+                                "were marked as given")
         late = _lateness(submission, rubric)
         if late:
             graded.late.append(name)
+            graded.late_notes[name] = late
             graded.notes.append(f"{name}: late ({late})")
         keep = 1 - rubric.late_penalty if late else 1.0
         missing = []
         for label, expected in expected_records.items():
             record = ran.records.get(label)
-            result = mark(record, expected)
+            result = mark(record, expected_for(name, label, expected, owner))
             share = 1.0 if result.status == "right" else rubric.close_credit if result.status == "close" else 0.0
             graded.points[(name, label)] = round(rubric.points(name, label) * share * keep, 4)
             stopped = any(problem.startswith("stopped") for problem in ran.problems)
-            graded.feedback[(name, label)] = (str(result).split("] ", 1)[-1] if record else
+            graded.feedback[(name, label)] = (final_word(result) if record else
                                               "not reached: the notebook was stopped before this problem" if stopped
                                               else "no answer recorded")
             if record is None and not ran.unreadable:
                 missing.append(label)
+        answered = [label for label in expected_records
+                    if (ran.records.get(label) or {}).get("answer") not in (None, "")]
+        if not ran.unreadable and not answered:
+            graded.blank.append(name)
+            graded.notes.append(f"{name}: handed in blank, no problem answered: was it the file meant?")
         if missing and not ran.problems:
             graded.notes.append(f"{name}: no check cell for {', '.join(missing)} (removed?), so no answer recorded")
         if ran.changed:
             graded.notes.append(f"{name}: check cell changed for {', '.join(ran.changed)}; the grader recorded the "
                                 "answer itself and marked it against the solutions")
     return graded
+
+
+def final_word(result) -> str:
+    """What the feedback tells of one answer as handed in: right or not, the slip it looks like; never the
+    expected value (a student's variant is their own, but its answer is for them to find)."""
+    answer = result.answer
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        shown = _show(float(answer), result.units)
+    elif isinstance(answer, str):
+        shown = repr(answer)
+    else:
+        shown = None
+    if result.status == "right":
+        return f"✓ right: {shown}"
+    if result.status == "unanswered" or answer is None:
+        return "… no answer: `answer` was still None when this problem's cell ran"
+    if shown is None:
+        kind = answer.get("type", "another kind") if isinstance(answer, dict) else type(answer).__name__
+        return f"✗ not marked: the answer was of type {kind}, not " + (
+            "one number" if result.choices is None else "one of the words the problem takes")
+    if result.status == "close":
+        return f"≈ close: {shown} is near the answer but outside its tolerance: a figure rounded early?"
+    if result.status == "slip":
+        slip = next((slip for slip in (*SLIPS, OFF_BY_ONE, SIGN) if slip.name == result.slip), None)
+        if slip is OFF_BY_ONE:
+            return f"✗ {shown} is not right: it looks like a count off by one ({slip.hint})"
+        if slip is SIGN:
+            return f"✗ {shown} is not right: {slip.hint}"
+        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({slip.hint})" if slip else "")
+    return f"✗ {shown} is not right"
 
 
 def _lateness(submission: Submission, rubric: Rubric) -> str:
@@ -691,8 +920,17 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+OUTPUTS = ("grades.csv", "canvas.csv", "moodle.csv", "report.txt", "feedback", "feedback.zip")
+
+
 def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric, bad, sandboxed: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:   # last run's files go first, so no old feedback is sent again
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
     keys = columns(problems, rubric)
     most = possible(problems, rubric)
     with (out / "grades.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -718,24 +956,45 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
         writer.writerow(["Full name", "Email address", "ID number", rubric.assignment, "Feedback"])
         for graded in on_roster:
             student = graded.student
-            writer.writerow([student.name, student.email, student.id_number, _number(graded.total),
+            # From a Canvas roster: the SIS User ID as the ID number, an email-like login as the email.
+            email = student.email or (student.sis_login_id if "@" in student.sis_login_id else "")
+            writer.writerow([student.name, email, student.id_number or student.sis_user_id, _number(graded.total),
                              f"{_number(graded.total)} of {_number(most)}"
                              + (f"; late: {', '.join(graded.late)}" if graded.late else "")
                              + ("; see the notes in your feedback file" if graded.notes else "")])
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
-    for graded in marks.values():
-        (feedback / f"{graded.student.student}.txt").write_text(feedback_text(graded, problems, rubric),
-                                                                 encoding="utf-8")
+    import zipfile
+    with zipfile.ZipFile(out / "feedback.zip", "w", zipfile.ZIP_DEFLATED) as bundle:
+        for graded in marks.values():
+            text = feedback_text(graded, problems, rubric)
+            (feedback / f"{graded.student.student}.txt").write_text(text, encoding="utf-8")
+            bundle.writestr(canvas_feedback_name(graded), text)
     lines = [f"{rubric.assignment}: {len(marks)} students, {sum(len(g.handed_in) for g in marks.values())} "
              f"notebooks graded",
-             "sandbox: " + ("each kernel in its own mount namespace; the repository's other folders, the "
-                            "submissions and the grader's files were empty to it" if sandboxed else
-                            "scratch folder and cleaned environment only (unshare unavailable here): student code "
-                            "could still read files by absolute path, so grade in a container"), ""]
+             "sandbox: " + ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces, seeing "
+                            "only the system, Python and the course's package, read-only" if sandboxed else
+                            f"NONE (--unsafe; {sandbox_problem()}): students' code ran with the grader's rights"),
+             ""]
+    blank = [(graded.student.student, name) for graded in marks.values() for name in graded.blank]
+    if blank:
+        lines += ["Handed in blank (no problem answered), graded 0:",
+                  *(f"- {student}: {name}" for student, name in blank), ""]
     lines += ["Files not graded as handed in:" if bad else "Every file was graded as handed in."]
     lines += [f"- {path}: {reason}" for path, reason in sorted(bad, key=lambda item: str(item[0]))]
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def canvas_feedback_name(graded: Graded) -> str:
+    """A student's feedback file as Canvas names a submission's files on download (lastfirst_userid_
+    submissionid_file), so a bulk upload finds its student; by the roster's key where Canvas gave no ID."""
+    student = graded.student
+    if not student.canvas_id:
+        return f"{student.student}.txt"
+    parts = student.name.split()
+    lastfirst = re.sub(r"[^a-z]", "", "".join(parts[-1:] + parts[:-1]).lower()) or "student"
+    middle = f"_{graded.canvas_submission}" if graded.canvas_submission else ""
+    return f"{lastfirst}_{student.canvas_id}{middle}_feedback.txt"
 
 
 def _canvas_name(name: str) -> str:
@@ -758,6 +1017,13 @@ def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
                 points = graded.points[(name, label)]
                 lines.append(f"  {label:>5}  {_number(points)} of {_number(rubric.points(name, label))}  "
                              f"{graded.feedback[(name, label)]}")
+        lines.append("")
+    for name, late in graded.late_notes.items():
+        lines.append(f"Late: {name} was handed in {late}. " + (
+            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each of its marks above is "
+            f"{1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty else
+            "The rubric takes nothing off for it."))
+    if graded.late_notes:
         lines.append("")
     if graded.notes:
         lines += ["Notes:", *(f"- {note}" for note in graded.notes), ""]
@@ -787,9 +1053,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--time-limit", type=float, help="seconds each notebook may run in all (the rubric's, or 60)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="notebooks run at once, each in its own kernel (default: one per CPU)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="grade even where no sandbox can start, running students' code with your rights")
     options = parser.parse_args(argv)
     if not options.submissions.is_dir():
         print(f"grade: {options.submissions} is not a folder", file=sys.stderr)
+        return 2
+    if sandbox_problem() and not options.unsafe:
+        print(f"grade: no sandbox: {sandbox_problem()}; refusing to run students' code without one "
+              "(--unsafe to run it anyway)", file=sys.stderr)
         return 2
     names = notebook_names(options.solutions)
     unknown = sorted(set(options.notebooks or []) - set(names))
@@ -804,7 +1076,7 @@ def main(argv: list[str]) -> int:
         if options.time_limit is not None:
             rubric.time_limit = options.time_limit
         roster = load_roster(options.roster) if options.roster else None
-        times = load_times(options.times) if options.times else {}
+        times = load_times(options.times, rubric.timezone) if options.times else Times()
         options.out.mkdir(parents=True, exist_ok=True)
         problems = reference(list(rubric.notebooks), options.solutions, jobs=options.jobs)
     except (ValueError, OSError, RuntimeError) as error:
@@ -815,14 +1087,12 @@ def main(argv: list[str]) -> int:
         if stray:
             print(f"grade: the rubric gives points to {name} problems {stray}, which it does not have", file=sys.stderr)
             return 2
-    hide = [path.parent for path in (options.rubric, options.roster, options.times) if path] + [options.out,
-                                                                                                options.solutions]
-    marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, hide)
+    marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, options.unsafe)
     write_outputs(options.out, marks, problems, rubric, bad, sandboxed)
     for path, reason in bad:
         print(f"grade: {path}: {reason}", file=sys.stderr)
     print(f"{summary(marks, problems, rubric)}; wrote {options.out}/ (grades.csv, canvas.csv, moodle.csv, "
-          f"feedback/, report.txt)")
+          f"feedback/, feedback.zip, report.txt)")
     return 0
 
 

@@ -23,10 +23,13 @@ of the words). Its cells hold no formula and no expected figure, so there is not
 copy into an answer cell; the grader (scripts/grade.py) scores the recorded answers
 against the solutions, which only it holds.
 
-``--nbgrader DIR`` also writes the solutions as an nbgrader course's source folder,
-``DIR/source/ASSIGNMENT/*.ipynb``: the answer cells marked as solution cells, each check
-cell an autograded cell whose visible line is the graded release's ``submit`` and whose
-hidden test (``### BEGIN HIDDEN TESTS``) holds the check, worth the rubric's points.
+``--nbgrader DIR`` also writes the solutions as an nbgrader course, one assignment a lesson
+(``DIR/source/lesson-1/`` and ``lesson-2/``, the notebooks of grading/rubric.yml and
+rubric-lesson-2.yml): the answer cells marked as solution cells, each problem's statement the
+student's own numbers as in the graded release, each check cell an autograded cell whose visible
+line is the graded release's ``submit`` and whose hidden test marks the submitted answer with a
+fresh copy of the package's check against the student's own variant, worth the rubric's points.
+``scripts/nbgrader.py`` runs nbgrader's commands from the course's environment.
 
 Usage: ``python scripts/make_exercises.py`` (what ``make exercises`` runs) writes
 exercises/ and exercises/graded/ and removes any exercise whose solution is gone;
@@ -106,6 +109,14 @@ they are.
 
 """
 SETUP_IMPORT = "from servingmath.checks import check\n"
+VARIANT_HOW_TO = """Your numbers are your own: write your student ID between the quotes in the setup cell
+(as the course's records write it) and run it; each problem then shows the numbers you are
+to use, drawn for you alone, and says whose they are. They differ from a classmate's and
+from the practice notebook's, so check your method there and your figures here.
+
+"""
+PROBLEM = re.compile(r"^(## Problem (\S+) · [^\n]*\n)(.*?)(?=^```\{code-cell\})", flags=re.M | re.S)
+FRONT_MATTER_END = "\n---\n"
 
 
 def check_call(source: str, where: str = "solution") -> ast.Call:
@@ -128,13 +139,26 @@ def submit_line(call: ast.Call) -> str:
     return ast.unparse(ast.Call(ast.Name("submit"), [ast.Name("answer")], kept))
 
 
-def graded_text(solution: str, source: str = "solution") -> str:
-    """The graded release made from a solution notebook's text (its exercise, checks cut to ``submit``)."""
+def graded_text(solution: str, source: str = "solution", notebook: str | None = None) -> str:
+    """The graded release made from a solution notebook's text (its exercise, checks cut to ``submit``).
+
+    ``notebook`` (its name) is written into the notebook's metadata, so a renamed copy is still known;
+    where ``servingmath.variants`` has a template for it, the setup cell asks for the student's ID and
+    each templated problem's statement is a cell that shows the student's own numbers."""
+    from servingmath.variants import TEMPLATES
+
     text = exercise_text(solution, source)
     if text.count(SETUP_IMPORT) != 1 or not HOW_TO_WORK.search(text):
         raise ValueError(f"{source}: the setup cell must import check once, and the notebook say **How to work.**")
-    text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
-    text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK, text, count=1)
+    if TEMPLATES.get(notebook or "") is None:
+        text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
+        text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK, text, count=1)
+    else:
+        text = text.replace(SETUP_IMPORT, "from servingmath.checks import submit\n")
+        text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK + VARIANT_HOW_TO, text, count=1)
+        text = with_variants(text, notebook, source)
+    if notebook:
+        text = with_name(text, notebook, source)
 
     def cut(match: re.Match) -> str:
         body = match.group(1)
@@ -148,6 +172,42 @@ def graded_text(solution: str, source: str = "solution") -> str:
     return CODE_CELL.sub(cut, text)
 
 
+def with_variants(text: str, notebook: str, source: str) -> str:
+    """``text`` (a notebook whose setup cell imports ``submit``) asking for the student's ID and showing
+    each templated problem's statement with the student's numbers."""
+    from servingmath.variants import TEMPLATES
+
+    template = TEMPLATES[notebook]
+    text = re.sub(r"^from servingmath\.checks import [^\n]*\n",
+                  lambda match: match.group(0) + "from servingmath.variants import sheet\n", text, count=1, flags=re.M)
+    # The setup cell ends by asking for the student's ID and showing whose numbers follow.
+    setup_end = text.index("\n```", text.index("from servingmath.variants import sheet\n")) + 1
+    text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
+            f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end:])
+    shown = set()
+
+    def statement(match: re.Match) -> str:
+        label = match.group(2)
+        if label not in template.statements:
+            return match.group(0)
+        shown.add(label)
+        return f'{match.group(1)}\n```{{code-cell}} ipython3\nmine.show("{label}")\n```\n\n'
+
+    text = PROBLEM.sub(statement, text)
+    if shown != set(template.statements):
+        raise ValueError(f"{source}: problems {sorted(set(template.statements) - shown)} have a template "
+                         "but no heading `## Problem LABEL · title` followed by their statement")
+    return text
+
+
+def with_name(text: str, notebook: str, source: str) -> str:
+    """``text`` with the notebook's name in its metadata, so a renamed copy is still known."""
+    start = text.index(FRONT_MATTER_END) if text.startswith("---\n") else -1
+    if start < 0:
+        raise ValueError(f"{source}: a notebook must start with its front matter")
+    return text[:start] + f"\nservingmath:\n  notebook: {notebook}" + text[start:]
+
+
 def solution_files(solutions: Path = SOLUTIONS) -> list[Path]:
     return sorted(solutions.glob("*.md"))
 
@@ -159,7 +219,7 @@ def expected_exercises(solutions: Path = SOLUTIONS, exercises: Path = EXERCISES)
         text = source.read_bytes().decode("utf-8")
         where = str(source.relative_to(solutions.parent))
         made[exercises / source.name] = exercise_text(text, where).encode("utf-8")
-        made[exercises / "graded" / source.name] = graded_text(text, where).encode("utf-8")
+        made[exercises / "graded" / source.name] = graded_text(text, where, source.stem).encode("utf-8")
     return made
 
 
@@ -172,20 +232,66 @@ def stale(made: dict[Path, bytes], exercises: Path = EXERCISES) -> tuple[list[Pa
 
 
 # -- nbgrader ------------------------------------------------------------------------
+# One nbgrader assignment for each lesson, its notebooks and points those of the lesson's rubric.
+ASSIGNMENTS = {"lesson-1": ROOT / "grading" / "rubric.yml", "lesson-2": ROOT / "grading" / "rubric-lesson-2.yml"}
+SCRIPTS = Path(__file__).resolve().parent
+
+
+def rubric_points(rubric: Path) -> dict[str, dict[str, float]]:
+    """The rubric's notebooks, each with its problems' points (a problem not listed is worth 1)."""
+    import yaml
+
+    notebooks = (yaml.safe_load(rubric.read_text(encoding="utf-8")) or {}).get("notebooks") or {}
+    return {name: {str(label): float(points) for label, points in (weights or {}).items()}
+            for name, weights in notebooks.items()}
+
+
+def hidden_test(notebook: str, call: ast.Call, helpers: list[str], worth: float) -> list[str]:
+    """The hidden test of one check cell: the answer the notebook submitted, marked by a fresh copy of
+    the package's check (one redefined or patched in the notebook counts for nothing) against the
+    expected answer of the student's own variant (the student being the folder nbgrader grades in)."""
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    label = ast.literal_eval(keywords["label"])
+    from servingmath.variants import TEMPLATES
+
+    lines = ["import importlib as _importlib", "import os as _os", "import sys as _sys",
+             "import servingmath.checks as _checks",
+             f"_answer = _checks.submitted({label!r})",
+             "_checks = _importlib.reload(_checks)  # the package's own check, whatever the notebook redefined"]
+    if label in getattr(TEMPLATES.get(notebook), "statements", {}):
+        lines += [f"_sys.path.insert(0, {str(SCRIPTS)!r})", "import variant_answers as _variants",
+                  "_student = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
+                  f"_expected = _variants.expected({notebook!r}, {label!r}, _student)"]
+    else:
+        lines += helpers + [f"_expected = {ast.unparse(call.args[1])}"]
+    options = ", ".join(f"{name}={ast.unparse(value)}" for name, value in keywords.items())
+    lines += [f"_result = _checks.check(_answer, _expected, {options})",
+              f"_result.score * {worth!r}  # the points this answer earns"]
+    return lines
+
+
 def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
-    """The solution as an nbgrader source notebook: solution cells, autograded check cells."""
+    """The solution as an nbgrader source notebook: solution cells, autograded check cells, each
+    templated problem showing the student's own numbers as the graded release does."""
     import jupytext  # only this option needs it
 
     points = points or {}
-    notebook = jupytext.read(solution)
+    from servingmath.variants import TEMPLATES
+
+    text = solution.read_text(encoding="utf-8")
+    source = str(solution)
+    text = text.replace(SETUP_IMPORT, "from servingmath.checks import check, submit, submitted\n")
+    text = HOW_TO_WORK.sub(lambda _: GRADED_HOW_TO_WORK + (VARIANT_HOW_TO if solution.stem in TEMPLATES else ""),
+                           text, count=1)
+    if solution.stem in TEMPLATES:
+        text = with_variants(text, solution.stem, source)
+    notebook = jupytext.reads(with_name(text, solution.stem, source), fmt="md:myst")
     notebook.metadata.pop("jupytext", None)
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        if SETUP_IMPORT in cell.source + "\n":
-            cell.source = cell.source.replace(SETUP_IMPORT.strip(),
-                                              "from servingmath.checks import check, submit, submitted")
-            cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "schema_version": 3,
+        if "import check, submit, submitted" in cell.source:
+            cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False, "schema_version": 3,
                                          "grade_id": "setup"}
         elif BEGIN in cell.source:
             label = _label_after(notebook.cells, index, solution)
@@ -195,13 +301,9 @@ def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
             call = check_call(cell.source, str(solution))
             label = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "label"))
             worth = float(points.get(label, 1))
-            helpers = ast.parse(cell.source).body[:-1]
-            again = ast.Call(ast.Name("check"), [ast.Call(ast.Name("submitted"), [ast.Constant(label)], []),
-                                                 call.args[1]], call.keywords)
-            hidden = [ast.unparse(statement) for statement in helpers]
-            hidden.append(f"_result = {ast.unparse(again)}")
-            hidden.append(f"_result.score * {worth!r}  # the points this answer earns")
-            cell.source = "\n".join([submit_line(call), "### BEGIN HIDDEN TESTS", *hidden, "### END HIDDEN TESTS"])
+            helpers = [ast.unparse(statement) for statement in ast.parse(cell.source).body[:-1]]
+            cell.source = "\n".join([submit_line(call), "### BEGIN HIDDEN TESTS",
+                                     *hidden_test(solution.stem, call, helpers, worth), "### END HIDDEN TESTS"])
             cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "schema_version": 3,
                                          "grade_id": f"check-{_slug(label)}", "points": worth}
     return notebook
@@ -219,24 +321,36 @@ def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
 
 
+NBGRADER_CONFIG = """c = get_config()  # noqa: F821 (nbgrader provides it)
+c.CourseDirectory.root = {root!r}
+# The release's answer cells get the same stub as exercises/, not nbgrader's NotImplementedError.
+c.ClearSolutions.code_stub = {{'python': {stub!r}}}
+# Feedback shows each answer and its points, never a hidden test's formula.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+"""
+
+
 def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None,
                    names: list[str] | None = None) -> list[Path]:
-    """Write ``course/source/assignment/NAME.ipynb`` for each solution (``names``, or all); return the paths."""
+    """Write ``course/source/assignment/NAME.ipynb`` for each notebook of ``names`` (those ``points``
+    lists, or the assignment's rubric's); return the paths. ``points``: notebook -> {label: points}."""
     import nbformat
 
+    if points is None:
+        points = rubric_points(ASSIGNMENTS[assignment])
+    names = list(points) if names is None else names
     folder = course / "source" / assignment
     folder.mkdir(parents=True, exist_ok=True)
-    # The release's answer cells get the same stub as exercises/, not nbgrader's NotImplementedError.
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821 (nbgrader provides it)\n"
-        f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
-        f"c.ClearSolutions.code_stub = {{'python': {STUB!r}}}\n", encoding="utf-8")
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB),
+                                               encoding="utf-8")
     written = []
     for solution in solution_files():
-        if names is not None and solution.stem not in names:
+        if solution.stem not in names:
             continue
         target = folder / f"{solution.stem}.ipynb"
-        nbformat.write(nbgrader_notebook(solution, (points or {}).get(solution.stem)), target)
+        nbformat.write(nbgrader_notebook(solution, points.get(solution.stem)), target)
         written.append(target)
     return written
 
@@ -245,12 +359,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is out of date")
     parser.add_argument("--nbgrader", type=Path, metavar="COURSE",
-                        help="also write the solutions as nbgrader source notebooks in COURSE/source/ASSIGNMENT/")
-    parser.add_argument("--assignment", default="lesson-1", help="the nbgrader assignment's name (lesson-1)")
+                        help="also write an nbgrader course: COURSE/source/lesson-1/ and lesson-2/, one "
+                             "assignment a lesson, each problem worth its rubric's points")
     options = parser.parse_args(argv)
     if options.nbgrader:
-        written = write_nbgrader(options.nbgrader, options.assignment)
-        print(f"make_exercises: {len(written)} nbgrader source notebooks in {written[0].parent}")
+        for assignment in ASSIGNMENTS:
+            written = write_nbgrader(options.nbgrader, assignment)
+            print(f"make_exercises: {len(written)} nbgrader source notebooks in {written[0].parent}")
     made = expected_exercises()
     if not made:
         print(f"make_exercises: no solution notebooks in {SOLUTIONS}", file=sys.stderr)

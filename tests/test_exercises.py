@@ -176,4 +176,6 @@ def test_nbgrader_source_marks_answer_and_check_cells_and_hides_the_check():
     assert first.metadata["nbgrader"]["points"] == 0.5 and first.metadata["nbgrader"]["grade_id"] == "check-1-1"
     visible, hidden = first.source.split("### BEGIN HIDDEN TESTS")
     assert visible.strip() == "submit(answer, label='1.1', units='passes')"
-    assert "sm.passes_for_request(500, 1000)" in hidden and "### END HIDDEN TESTS" in hidden
+    # The hidden test marks against the student's own variant, with a fresh copy of the package's check.
+    assert "_variants.expected('lesson-1-part-1', '1.1', _student)" in hidden and "### END HIDDEN TESTS" in hidden
+    assert "_importlib.reload(_checks)" in hidden and "sm.passes_for_request(500, 1000)" not in hidden

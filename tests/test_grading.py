@@ -9,22 +9,30 @@ and a student on the roster who handed in nothing.
 import csv
 import datetime as dt
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
 
+import servingmath as sm
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import grade  # noqa: E402  (a script, not a package)
+import variant_answers  # noqa: E402
+from servingmath.checks import _show  # noqa: E402  (how feedback prints a number)
 
 PART_1 = "lesson-1-part-1"
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
 DEADLINE = dt.datetime(2026, 12, 11, 17, 0, tzinfo=dt.timezone.utc)
-SANDBOXED = grade.mount_namespace_prefix() is not None
+SANDBOX_PROBLEM = grade.sandbox_problem()
+SANDBOXED = not SANDBOX_PROBLEM
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {SANDBOX_PROBLEM}")
 
 
 @pytest.fixture(scope="module")
@@ -73,27 +81,43 @@ def answered(notebook, answers):
     return notebook
 
 
+def right(student_id, label):
+    """The answer to ``student_id``'s variant of problem ``label``."""
+    return variant_answers.expected(PART_1, label, student_id)
+
+
+def worked(student_id, answers=None):
+    """The graded release with ``student_id`` entered and each of that student's own answers right,
+    but those in ``answers`` (label: the answer cell's source)."""
+    notebook = graded_release()
+    setup = next(cell for cell in notebook.cells if 'STUDENT_ID = ""' in cell.source)
+    setup.source = setup.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student_id!r}")
+    own = {label: f"answer = {right(student_id, label)!r}" for label in LABELS}
+    return answered(notebook, {**own, **(answers or {})})
+
+
 def partial():
-    """The graded release: 1.1 right, 1.2 wrong, 1.4 close (20.4 for 20), the rest blank."""
-    return answered(graded_release(), {"1.1": "answer = 1 + (1000 - 1)", "1.2": "answer = 1000",
-                                       "1.4": "answer = 20.4"})
+    """Cy's variant: 1.1 right, 1.2 one too many, 1.4 close (2 % high), the rest blank."""
+    return answered(worked("S3", {label: "answer = None  # your answer here" for label in LABELS}), {
+        "1.1": f"answer = {right('S3', '1.1')!r}", "1.2": f"answer = {right('S3', '1.2') + 1!r}",
+        "1.4": f"answer = {right('S3', '1.4') * 1.02!r}"})
 
 
 def raising():
     """1.3's answer cell raises before it sets `answer`: 1.3 is not answered, 1.2's answer is not taken for it."""
-    return answered(solution(), {"1.3": "answer = 1 / 0"})
+    return worked("S4", {"1.3": "answer = 1 / 0"})
 
 
 def scratch_after_right():
     """A scratch cell that raises sits between 1.2's right answer and its check."""
-    notebook = solution()
+    notebook = worked("S5")
     notebook.cells.insert(answer_cell(notebook, "1.2") + 1, nbformat.v4.new_code_cell("print(undefined_name)"))
     return notebook
 
 
 def endless():
     """A loop that never ends after 1.2's check."""
-    notebook = solution()
+    notebook = worked("S7")
     notebook.cells.insert(answer_cell(notebook, "1.3"), nbformat.v4.new_code_cell("while True:\n    pass"))
     return notebook
 
@@ -101,6 +125,8 @@ def endless():
 STEAL = '''import pathlib, re, sys
 import servingmath
 places = [pathlib.Path({root!r})] + [pathlib.Path(entry).parent for entry in sys.path if entry]
+# The grader's own folder, through /proc: what a kernel run as root reaches without a PID namespace.
+places += sorted(pathlib.Path("/proc").glob("[0-9]*/cwd"))
 places.append(pathlib.Path(servingmath.__file__).parents[2])
 stolen = {{}}
 for place in places:
@@ -125,9 +151,9 @@ def reading_the_solutions():
 
 def patching_the_check():
     """Every answer wrong, a check that calls the expected figure the answer, and 1.4's check rewritten."""
-    notebook = solution()
+    notebook = worked("S9")
     notebook.cells.insert(answer_cell(notebook, "1.1"), nbformat.v4.new_code_cell(
-        "import servingmath.checks\n_real = check\n"
+        "import servingmath.checks\n_real = servingmath.checks.check\n"
         "def check(answer, expected, **options):\n    return _real(expected, expected, **options)\n"
         "servingmath.checks.check = check"))
     notebook = answered(notebook, {label: "answer = 1" for label in LABELS})
@@ -149,12 +175,15 @@ ROSTER = [  # Canvas's gradebook export: name, ID, SIS User ID, SIS Login ID, Se
     ("Loop, Gus", "1007", "S7", "gus", "B"), ("Read, Hal", "1008", "S8", "hal", "B"),
     ("Patch, Ivy", "1009", "S9", "ivy", "C"), ("Twice, Jo", "1010", "S10", "jo", "C"),
     ("Late, Kim", "1011", "S11", "kim", "C"), ("Absent, Lee", "1012", "S12", "lee", "C"),
+    ("Copy, Mo", "1013", "S13", "mo", "C"),
 ]
+TEST_STUDENT = ("Student, Test", "1099", "", "", "A")   # Canvas's Student View: not a student
 
 
 def messy_folder(root: Path) -> Path:
     folder = root / "submissions"
-    write(solution(), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb")                       # Canvas naming
+    # Canvas naming, no LATE: on time, though the file's date (as an unzip leaves it) is after the deadline.
+    write(worked("S1"), folder / f"lovelaceada_1001_90001_{PART_1}.ipynb", DEADLINE + dt.timedelta(days=3))
     write(graded_release(), folder / "bo" / "Lesson 1 Part 1.ipynb")                            # a folder each
     write(partial(), folder / "Cy Part_2003_assignsubmission_file_" / "Copy of Lesson_1_Part_1.ipynb")  # Moodle
     write(raising(), folder / f"di-{PART_1}.ipynb")
@@ -164,10 +193,11 @@ def messy_folder(root: Path) -> Path:
     write(endless(), folder / "gus" / f"{PART_1}.ipynb")
     write(reading_the_solutions(), folder / "hal" / f"{PART_1}.ipynb")
     write(patching_the_check(), folder / "ivy" / f"{PART_1}.ipynb")
-    write(answered(solution(), {"1.1": "answer = 999"}), folder / f"jo-{PART_1}.ipynb",
+    write(worked("S10", {"1.1": "answer = 999"}), folder / f"jo-{PART_1}.ipynb",
           DEADLINE - dt.timedelta(days=2))                                                     # the older copy
-    write(solution(), folder / f"jo-{PART_1} (1).ipynb", DEADLINE - dt.timedelta(hours=1))      # the newer copy
-    write(solution(), folder / f"latekim_LATE_1011_90011_{PART_1}.ipynb")                     # Canvas: late
+    write(worked("S10"), folder / f"jo-{PART_1} (1).ipynb", DEADLINE - dt.timedelta(hours=1))   # the newer copy
+    write(worked("S11"), folder / f"latekim_LATE_1011_90011_{PART_1}.ipynb")                  # Canvas: late
+    write(worked("S1"), folder / "mo" / f"{PART_1}.ipynb")      # Ada's ID entered, Ada's answers copied
     (folder / "notes.txt").write_text("not a notebook")
     (folder / "ada" / ".ipynb_checkpoints").mkdir(parents=True)
     write(graded_release(), folder / "ada" / ".ipynb_checkpoints" / f"{PART_1}-checkpoint.ipynb")
@@ -184,18 +214,21 @@ def graded(problems, tmp_path_factory):
         writer = csv.writer(handle)
         writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"])
         writer.writerow(["    Points Possible", "", "", "", ""])
-        writer.writerows(ROSTER)
-    # Moodle's grading worksheet gives Cy's time: an hour and a half after the deadline.
+        writer.writerows(ROSTER + [TEST_STUDENT])
+    # Moodle's grading worksheet gives Cy's time in the teacher's zone (the rubric's timezone, New York):
+    # 6:30 PM there is 23:30 UTC, six and a half hours after the deadline.
     (root / "times.csv").write_text('Identifier,Full name,Email address,Status,"Last modified (submission)"\n'
                                     'Participant 2003,Cy Part,cy@example.edu,Submitted for grading,'
                                     '"Friday, 11 December 2026, 6:30 PM"\n', encoding="utf-8")
     (root / "rubric.yml").write_text(
         "assignment: Lesson 1 problems (4242)\n"
-        f"deadline: {DEADLINE.isoformat()}\ngrace_minutes: 15\nlate_penalty: 0.1\nclose_credit: 0.5\n"
+        f"deadline: {DEADLINE.isoformat()}\ntimezone: America/New_York\ngrace_minutes: 15\nlate_penalty: 0.1\n"
+        "close_credit: 0.5\n"
         "time_limit: 8\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
     code = grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
-                       "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2"])
+                       "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2",
+                       *([] if SANDBOXED else ["--unsafe"])])
     assert code == 0
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
     return {"out": out, "table": table, "folder": folder}
@@ -222,25 +255,31 @@ def test_every_student_on_the_roster_has_a_row_in_roster_order_of_keys(graded):
     ("jo", ["0.5", "1", "1", "1", "1", "1"], "5.5"),
     ("kim", ["0.45", "0.9", "0.9", "0.9", "0.9", "0.9"], "4.95"),  # late (Canvas's LATE)
     ("lee", ["0"] * 6, "0"),
+    ("mo", ["0"] * 6, "0"),     # another's variant, marked against Mo's own numbers
 ])
 def test_the_marks_are_fair(graded, student, expected, score):
     if student == "hal" and not SANDBOXED:
-        pytest.skip("only the mount namespace keeps solutions/ from a kernel that knows where it is")
+        pytest.skip("only the sandbox keeps solutions/ from a kernel that knows where it is")
     row = graded["table"][student]
     assert (marks(row), row["score"], row["out of"]) == (expected, score, "5.5")
 
 
 def test_the_notes_say_what_happened(graded):
     notes = {student: row["notes"] for student, row in graded["table"].items()}
-    assert notes["ada"] == "" and notes["ed"] == f"{PART_1}: code cell 5 raised NameError"
-    assert notes["di"] == f"{PART_1}: code cell 6 raised ZeroDivisionError"
-    assert notes["cy"] == f"{PART_1}: late (1 h 30 min after the deadline, by the LMS's times)"
+    assert notes["ada"] == "" and notes["ed"] == (f"{PART_1}: 1 code cell raised an error (NameError in cell 7); "
+                                                  "the answers recorded around it were marked as given")
+    assert notes["di"] == (f"{PART_1}: 1 code cell raised an error (ZeroDivisionError in cell 9); the answers "
+                           "recorded around it were marked as given")
+    assert notes["bo"].endswith(f"{PART_1}: handed in blank, no problem answered: was it the file meant?")
+    assert notes["cy"] == f"{PART_1}: late (6 h 30 min after the deadline, by the LMS's times)"
     assert notes["kim"] == f"{PART_1}: late (Canvas marked it LATE)"
     assert notes["flo"].startswith(f"{PART_1}: the file is not JSON (line 1, column 1")
     assert notes["gus"] == f"{PART_1}: stopped: the notebook ran past its 8 s"
     assert notes["ivy"] == (f"{PART_1}: check cell changed for 1.4; the grader recorded the answer itself and "
                             "marked it against the solutions")
     assert notes["lee"] == f"{PART_1}: nothing handed in"
+    assert notes["mo"] == (f"{PART_1}: the notebook shows the numbers of ID s1, not of this student's ID (s13); "
+                           "marked against this student's own numbers")
     assert graded["table"]["cy"]["late"] == graded["table"]["kim"]["late"] == PART_1
     assert graded["table"]["ada"]["late"] == ""
 
@@ -249,14 +288,16 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
     report = (graded["out"] / "report.txt").read_text(encoding="utf-8")
     folder = graded["folder"]
     assert f"- {folder / 'notes.txt'}: is a .txt, not a notebook (.ipynb or .md)" in report
-    assert f"- {folder / 'dave-homework.ipynb'}: its name matches none of the notebooks graded" in report
+    # A graded release renamed: its metadata says which notebook, but a name at the top level says nobody.
+    assert f"- {folder / 'dave-homework.ipynb'}: its metadata says which notebook it is but its name not whose" in report
     assert (f"- {folder / f'jo-{PART_1}.ipynb'}: a second copy of {PART_1} from jo; graded the later "
             f"jo-{PART_1} (1).ipynb instead") in report
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
     assert f"- {folder / 'ada' / '.ipynb_checkpoints' / f'{PART_1}-checkpoint.ipynb'}: is a hidden or system" in report
-    assert report.count("\n- ") == 5
-    assert ("each kernel in its own mount namespace" if SANDBOXED else "scratch folder and cleaned environment only"
-            ) in report
+    assert report.count("\n- ") == 5 + 2   # and two blank notebooks: Bo's, and Hal's, who found nothing to steal
+    assert "Handed in blank (no problem answered), graded 0:\n- bo: lesson-1-part-1\n- hal: lesson-1-part-1\n" in report
+    assert ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces" if SANDBOXED else
+            "sandbox: NONE (--unsafe") in report
 
 
 def test_canvas_and_moodle_files_import(graded):
@@ -268,6 +309,9 @@ def test_canvas_and_moodle_files_import(graded):
     moodle = list(csv.DictReader((graded["out"] / "moodle.csv").open(encoding="utf-8")))
     lee = next(row for row in moodle if row["Full name"] == "Lee Absent")
     assert (lee["Lesson 1 problems (4242)"], lee["Feedback"]) == ("0", "0 of 5.5; see the notes in your feedback file")
+    # From a Canvas roster, Moodle's file still names each student by an ID Moodle can match: the SIS ID.
+    assert lee["ID number"] == "S12" and len(moodle) == len(ROSTER)
+    assert not any("Test" in row[0] for row in canvas)
 
 
 def test_each_student_gets_a_feedback_file(graded):
@@ -276,16 +320,44 @@ def test_each_student_gets_a_feedback_file(graded):
     cy = (feedback / "cy.txt").read_text(encoding="utf-8")
     assert cy.startswith("Lesson 1 problems (4242): feedback for Cy Part\nScore: 0.9 of 5.5 (16%)\n")
     assert "graded Cy Part_2003_assignsubmission_file_/Copy of Lesson_1_Part_1.ipynb (late)" in cy
-    assert "    1.2  0 of 1  ⚠ A usual slip: 1,000 decode steps is one away from the answer" in cy
-    assert "    1.4  0.45 of 1  ≈ Close: 20.4 times as many is a little high" in cy
-    assert "    1.3  0 of 1  … Not answered yet" in cy
-    assert "1.1  0.5 of 0.5  ✓ Right: 1,000 passes." in (feedback / "ada.txt").read_text(encoding="utf-8")
+    slip = _show(right("S3", "1.2") + 1, "decode steps")
+    assert f"    1.2  0 of 1  ✗ {slip} is not right: it looks like a count off by one (look again" in cy
+    close = _show(right("S3", "1.4") * 1.02, "times as many")
+    assert f"    1.4  0.45 of 1  ≈ close: {close} is near the answer but outside its tolerance" in cy
+    assert "    1.3  0 of 1  … no answer: `answer` was still None when this problem's cell ran" in cy
+    assert ("Late: lesson-1-part-1 was handed in 6 h 30 min after the deadline, by the LMS's times. The rubric "
+            "takes 10% off a late notebook's points") in cy
+    ada = (feedback / "ada.txt").read_text(encoding="utf-8")
+    assert f"1.1  0.5 of 0.5  ✓ right: {_show(right('S1', '1.1'), 'passes')}\n" in ada
+    # Nothing a student is told holds an expected figure, nor the words of a check cell still to run.
+    for path in feedback.glob("*.txt"):
+        text = path.read_text(encoding="utf-8")
+        assert "package's figure" not in text and "run this cell again" not in text and "Not yet" not in text
+    assert f"{_show(right('S3', '1.2'), 'decode steps')}" not in cy
     assert "not handed in" in (feedback / "lee.txt").read_text(encoding="utf-8")
     assert "    1.3  0 of 1  not reached: the notebook was stopped before this problem" in (
         feedback / "gus.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not SANDBOXED, reason="needs unshare (Linux mount namespaces)")
+def test_feedback_goes_in_one_zip_named_for_canvas_and_a_rerun_leaves_nothing_old(graded, tmp_path):
+    import shutil
+    import zipfile
+    names = sorted(zipfile.ZipFile(graded["out"] / "feedback.zip").namelist())
+    assert "lovelaceada_1001_90001_feedback.txt" in names and "absentlee_1012_feedback.txt" in names
+    assert len(names) == len(ROSTER)
+    # A second run into a folder an earlier run filled: a stray file from the first is gone.
+    out = tmp_path / "out"
+    shutil.copytree(graded["out"], out)
+    stray = out / "feedback" / "someone-no-longer-enrolled.txt"
+    stray.write_text("old")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "rubric.yml").write_text("assignment: A\nnotebooks:\n  lesson-1-part-1: {}\n")
+    assert grade.main([str(tmp_path / "empty"), "--rubric", str(tmp_path / "rubric.yml"), "--out", str(out),
+                       "--jobs", "1", *([] if SANDBOXED else ["--unsafe"])]) == 0
+    assert not stray.exists() and list((out / "feedback").glob("*.txt")) == []
+
+
+@needs_sandbox
 def test_the_sandbox_is_what_stops_the_student_reading_the_solutions(problems, tmp_path, graded):
     # Run bare (no sandbox, no recording cells), the same notebook does find the solutions and all six are right.
     write(reading_the_solutions(), tmp_path / "hal.ipynb")
@@ -342,3 +414,197 @@ def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
     (tmp_path / "rubric.yml").write_text("notebooks: {lesson-9: {}}\n")
     assert grade.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
     assert "notebook 'lesson-9' is not among the solutions" in capsys.readouterr().err
+
+
+# -- the three attacks, as root --------------------------------------------------------
+PROC_ROUTE = '''import pathlib, re
+stolen = {}
+for cwd in sorted(pathlib.Path("/proc").glob("[0-9]*/cwd")):
+    for name in ("solutions/lesson-1-part-1.md", "../solutions/lesson-1-part-1.md"):
+        try:
+            text = (cwd / name).read_text()
+        except OSError:
+            continue
+        for number, block in enumerate(re.findall(r"### BEGIN SOLUTION\\n(.*?)### END SOLUTION", text, re.S), 1):
+            scope = {}
+            exec(block, scope)
+            stolen[number] = scope["answer"]
+'''
+
+WRITE_PACKAGE = '''import pathlib, servingmath
+written = []
+for place in [pathlib.Path(servingmath.__file__).parent / "checks.py"]:
+    try:
+        with place.open("a") as handle:
+            handle.write("\\ncheck = submit = lambda *args, **kwargs: None\\n")
+        written.append(str(place))
+    except OSError as error:
+        written.append(repr(error))
+'''
+
+OUTLIVE = '''import subprocess, sys, textwrap
+# A process of its own session that waits for the grader to finish, then rewrites every canvas.csv it finds.
+subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    import pathlib, time  # grader-attack-marker
+    for _ in range(600):
+        time.sleep(0.05)
+        for path in pathlib.Path("/").glob("**/canvas.csv"):
+            try:
+                path.write_text("Student,ID\\\\nhacked,1\\\\n")
+            except OSError:
+                pass
+""")], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+'''
+
+
+def attacker(code: str, answers: dict[str, str]):
+    notebook = graded_release()
+    notebook.cells.insert(answer_cell(notebook, "1.1"), nbformat.v4.new_code_cell(code))
+    return answered(notebook, answers)
+
+
+def survivors(marker: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker in cmdline.read_bytes().decode(errors="replace"):
+                found.append(cmdline.parent.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked(problems, tmp_path_factory):
+    """Three attackers and an honest student graded after them, one at a time, as root."""
+    root = tmp_path_factory.mktemp("attacks")
+    folder = root / "submissions"
+    write(attacker(PROC_ROUTE, {label: f"answer = stolen.get({n})" for n, label in enumerate(LABELS, 1)}),
+          folder / "a-proc" / f"{PART_1}.ipynb")
+    write(attacker(WRITE_PACKAGE, {label: "answer = 31337" for label in LABELS}),
+          folder / "b-package" / f"{PART_1}.ipynb")
+    write(attacker(OUTLIVE, {label: "answer = 31337" for label in LABELS}), folder / "c-outlive" / f"{PART_1}.ipynb")
+    write(worked("d-honest"), folder / "d-honest" / f"{PART_1}.ipynb")
+    (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
+    checks = (ROOT / "src" / "servingmath" / "checks.py").read_bytes()
+    out = root / "out"
+    assert grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"]) == 0
+    canvas = (out / "canvas.csv").read_bytes()
+    time.sleep(3)  # time for a process left behind to act
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    return {"table": table, "canvas_before": canvas, "canvas_after": (out / "canvas.csv").read_bytes(),
+            "checks_before": checks, "checks_after": (ROOT / "src" / "servingmath" / "checks.py").read_bytes()}
+
+
+@needs_sandbox
+def test_reading_the_grader_through_proc_gains_nothing(attacked):
+    assert os.geteuid() == 0 or pytest.skip("the /proc route matters as root")
+    assert attacked["table"]["a-proc"]["score"] == "0"
+
+
+def test_the_proc_route_does_reach_the_solutions_without_the_sandbox(problems, tmp_path):
+    # The same notebook run bare, from the repository as the grader runs: it finds every answer.
+    write(attacker(PROC_ROUTE, {label: f"answer = stolen.get({n})" for n, label in enumerate(LABELS, 1)}),
+          tmp_path / "a.ipynb")
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        bare = grade.run_notebook(tmp_path / "a.ipynb", 20)
+    finally:
+        os.chdir(here)
+    assert [bare.records[label]["answer"] for label in LABELS] == [problems[PART_1][label]["expected"]
+                                                                   for label in LABELS]
+
+
+@needs_sandbox
+def test_writing_the_package_gains_nothing(attacked):
+    assert attacked["checks_after"] == attacked["checks_before"]
+    assert attacked["table"]["b-package"]["score"] == "0"
+    assert attacked["table"]["d-honest"]["score"] == "6"   # graded after it, in the same run
+
+
+@needs_sandbox
+def test_a_process_left_behind_dies_with_the_kernel(attacked):
+    assert attacked["table"]["c-outlive"]["score"] == "0"
+    assert attacked["canvas_after"] == attacked["canvas_before"] and b"hacked" not in attacked["canvas_after"]
+    assert survivors("grader-attack-marker") == []
+
+
+def test_without_a_sandbox_the_grader_refuses_in_one_line(tmp_path):
+    # No bwrap on the PATH: the command says why and grades nothing, unless told --unsafe.
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(tmp_path), "--out",
+                           str(tmp_path / "out")], env={"PATH": str(tmp_path)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and not (tmp_path / "out").exists()
+    assert done.stderr == ("grade: no sandbox: bubblewrap is not installed (apt-get install bubblewrap); refusing to "
+                           "run students' code without one (--unsafe to run it anyway)\n")
+
+
+def test_moodle_students_who_share_a_name_are_told_apart_by_participant_number(problems, tmp_path):
+    """Two Sam Lees on a Moodle roster: the folder's participant number and the worksheet's email say which
+    is which, and the worksheet's times are read in the rubric's zone."""
+    folder = tmp_path / "submissions"
+    write(worked("S-one"), folder / "Sam Lee_3001_assignsubmission_file_" / f"{PART_1}.ipynb")
+    write(graded_release(), folder / "Sam Lee_3002_assignsubmission_file_" / f"{PART_1}.ipynb")
+    (tmp_path / "roster.csv").write_text("First name,Last name,ID number,Email address\n"
+                                         "Sam,Lee,S-one,sam.lee@example.edu\nSam,Lee,S-two,slee2@example.edu\n")
+    # Berlin's 17:30 is 16:30 UTC (on time); 18:30 is 17:30 UTC, past the 15 minutes' grace.
+    (tmp_path / "times.csv").write_text(
+        'Identifier,Full name,Email address,Status,"Last modified (submission)"\n'
+        'Participant 3001,Sam Lee,sam.lee@example.edu,Submitted,"Friday, 11 December 2026, 5:30 PM"\n'
+        'Participant 3002,Sam Lee,slee2@example.edu,Submitted,"Friday, 11 December 2026, 6:30 PM"\n')
+    (tmp_path / "rubric.yml").write_text(f"assignment: A\ndeadline: {DEADLINE.isoformat()}\ntimezone: Europe/Berlin\n"
+                                         "grace_minutes: 15\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
+    out = tmp_path / "out"
+    assert grade.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
+                       "--times", str(tmp_path / "times.csv"), "--out", str(out), "--jobs", "2",
+                       *([] if SANDBOXED else ["--unsafe"])]) == 0
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    one, two = table["sam-lee-example-edu"], table["slee2-example-edu"]
+    assert (one["score"], one["late"], two["score"], two["late"]) == ("6", "", "0", PART_1)
+    assert "late (30 min after the deadline, by the LMS's times)" in two["notes"]
+
+
+def test_a_moodle_time_without_a_zone_needs_the_rubrics_timezone(tmp_path):
+    (tmp_path / "times.csv").write_text('Identifier,Full name,"Last modified (submission)"\n'
+                                        'Participant 1,Ann,"Friday, 11 December 2026, 5:30 PM"\n')
+    with pytest.raises(ValueError, match="names no time zone; set the rubric's timezone"):
+        grade.load_times(tmp_path / "times.csv")
+    assert grade.load_times(tmp_path / "times.csv", "Asia/Tokyo").of("participant:1") == dt.datetime(
+        2026, 12, 11, 8, 30, tzinfo=dt.timezone.utc)
+
+
+# -- answers as students give them -------------------------------------------------------
+def test_answers_as_students_give_them_are_graded_as_their_value(tmp_path):
+    gpus = {key: [gpu.name] for key, gpu in sm.CATALOG.items()}
+    cells = ["import numpy as np\nimport servingmath as sm\nfrom servingmath.checks import submit",
+             'answer = sm.CATALOG["l4"]', f"submit(answer, label='gpu', choices={gpus!r})",
+             "answer = sm.LLAMA_3_8B", f"submit(answer, label='model', choices={list(sm.MODELS)!r})",
+             "answer = np.float32(2.5)", "submit(answer, label='scalar')",
+             "answer = np.array([1000.0])", "submit(answer, label='array')",
+             # submit(...) inside the answer cell: the answer stays for the check cell under it.
+             "answer = 6\nsubmit(answer, label='inside')", "submit(answer, label='inside')",
+             "answer = np.array([1.0, 2.0])", "submit(answer, label='two')"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, tmp_path / "kinds.ipynb")
+    ran = grade.run_notebook(tmp_path / "kinds.ipynb", 60, releases={})
+    expected = {"gpu": ("l4", gpus), "model": ("llama-3-8b", list(sm.MODELS)), "scalar": (2.5, None),
+                "array": (1000.0, None), "inside": (6.0, None), "two": (1.0, None)}
+    statuses = {label: grade.mark(ran.records.get(label), {"expected": value, "rel": 0.0, "label": label, "units": "",
+                                                           "choices": choices}).status
+                for label, (value, choices) in expected.items()}
+    assert statuses == {"gpu": "right", "model": "right", "scalar": "right", "array": "right", "inside": "right",
+                        "two": "wrong"}
+    two = grade.mark(ran.records["two"], {"expected": 1.0, "rel": 0.0, "label": "two", "units": "", "choices": None})
+    assert "of type ndarray" in two.message and "NotebookNode" not in two.message
+
+
+def test_a_renamed_notebook_is_known_by_its_metadata(tmp_path):
+    folder = tmp_path / "s"
+    write(worked("S1"), folder / "ada" / "L1P1_final.ipynb")
+    write(worked("S1"), folder / "L1P1_final.ipynb")
+    found, bad = grade.find_submissions(folder, [PART_1, "lesson-1-part-2"])
+    assert [(item.student, item.notebook) for item in found] == [("ada", PART_1)]
+    assert bad == [(folder / "L1P1_final.ipynb", "its metadata says which notebook it is but its name not whose "
+                                                 "(put the student's name first)")]

@@ -1,62 +1,134 @@
-"""The assignment in nbgrader: generate_assignment from the solutions, then autograde a worked and a blank copy.
+"""The course in nbgrader: one assignment a lesson, the rubric's points, hidden tests a notebook cannot talk
+round, feedback with no formula; and nbgrader's marks equal to the course's own grader's on one class.
 
-nbgrader is among the course's pins (its JupyterLab menus are switched off for `make lab`), so
-this runs in `make test`, with the `nbgrader` command of the environment running the tests.
+nbgrader is among the course's pins (its JupyterLab menus are switched off for `make lab`), so this
+runs in `make test`, through scripts/nbgrader.py as chapters/instructors.md says to run it.
 """
 import copy
 import csv
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import make_exercises  # noqa: E402  (a script, not a package)
+import grade  # noqa: E402  (scripts, not a package)
+import make_exercises  # noqa: E402
+import variant_answers  # noqa: E402
 
-NBGRADER = Path(sys.executable).parent / "nbgrader"
 PART_1 = "lesson-1-part-1"
+LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
 
 
 def nbgrader(course: Path, *arguments: str) -> str:
-    environment = {**os.environ, "PATH": os.pathsep.join([str(Path(NBGRADER).parent), os.environ["PATH"]]),
-                   "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([NBGRADER, *arguments], cwd=course, env=environment, capture_output=True, text=True,
-                          timeout=300)
+    """An nbgrader command as the instructors' page gives it: the environment's Python, scripts/nbgrader.py."""
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "nbgrader.py"), str(course), *arguments],
+                          capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin",
+                                                                            "HOME": str(course)})
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stderr
 
 
-def test_generate_assignment_then_autograde_the_worked_and_the_blank_copies(tmp_path):
+def test_one_assignment_a_lesson_each_problem_worth_its_rubrics_points(tmp_path):
     course = tmp_path / "course"
-    make_exercises.write_nbgrader(course, "lesson-1", points={PART_1: {"1.1": 0.5}}, names=[PART_1])
+    for assignment, rubric in make_exercises.ASSIGNMENTS.items():
+        points = make_exercises.rubric_points(rubric)
+        written = make_exercises.write_nbgrader(course, assignment)
+        assert sorted(path.stem for path in written) == sorted(points)
+        for path in written:
+            cells = nbformat.read(path, as_version=4).cells
+            worth = {cell.metadata["nbgrader"]["grade_id"]: cell.metadata["nbgrader"]["points"] for cell in cells
+                     if cell.metadata.get("nbgrader", {}).get("grade")}
+            expected = grade.load_rubric(rubric, grade.notebook_names())
+            assert worth == {f"check-{label.replace('.', '-')}": expected.points(path.stem, label)
+                             for label in (cell_label(cell) for cell in cells if "check-" in
+                                           cell.metadata.get("nbgrader", {}).get("grade_id", ""))}
+    assert sorted(folder.name for folder in (course / "source").iterdir()) == ["lesson-1", "lesson-2"]
+
+
+def cell_label(cell):
+    return next(line.split("label=")[1].split(",")[0].strip("')\"") for line in cell.source.splitlines()
+                if line.startswith("submit("))
+
+
+def filled(release, student_id, answers):
+    """The release as ``student_id`` hands it in: their ID entered, each answer cell set from ``answers``."""
+    notebook = copy.deepcopy(release)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id == "setup":
+            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student_id!r}")
+        if grade_id.startswith("answer-"):
+            label = grade_id.removeprefix("answer-").replace("-", ".")
+            if label in answers:
+                cell.source = answers[label]
+    return notebook
+
+
+def own(student_id, label):
+    return f"answer = {variant_answers.expected(PART_1, label, student_id)!r}"
+
+
+CHEAT = ("import servingmath.checks\ncheck = lambda *args, **kwargs: servingmath.checks.check(1, 1)\n"
+         "servingmath.checks.check = check\nanswer = 31337")
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    """A class handed in through nbgrader, autograded by nbgrader and graded by scripts/grade.py."""
+    root = tmp_path_factory.mktemp("nbgrader")
+    course = root / "course"
+    make_exercises.write_nbgrader(course, "lesson-1", names=[PART_1])
     nbgrader(course, "generate_assignment", "lesson-1", "--force")
-
     release = nbformat.read(course / "release" / "lesson-1" / f"{PART_1}.ipynb", as_version=4)
-    source = nbformat.read(course / "source" / "lesson-1" / f"{PART_1}.ipynb", as_version=4)
-    text = nbformat.writes(release)
-    # What students get holds no check, no formula, no solution: stubs and submit() lines.
-    assert "HIDDEN TESTS" not in text and "check(" not in text and "BEGIN SOLUTION" not in text
-    assert "sm.passes_for_request(500, 1000)" not in text
-    assert text.count(make_exercises.STUB) == 6 and text.count("submit(answer, label=") == 6
-
-    worked = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in source.cells
-              if cell.metadata.get("nbgrader", {}).get("solution")}
-    perfect = copy.deepcopy(release)
-    for cell in perfect.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in worked:
-            cell.source = "\n".join(line for line in worked[grade_id].splitlines() if "SOLUTION" not in line)
-    for student, notebook in (("perfect", perfect), ("blank", release)):
-        folder = course / "submitted" / student / "lesson-1"
-        folder.mkdir(parents=True)
-        nbformat.write(notebook, folder / f"{PART_1}.ipynb")
-
+    half = {label: own("S2", label) for label in LABELS[:3]}
+    half["1.4"] = f"answer = {variant_answers.expected(PART_1, '1.4', 'S2') * 1.02!r}"   # close, not right
+    cheat = {label: CHEAT for label in LABELS}
+    class_ = {"S1": filled(release, "S1", {label: own("S1", label) for label in LABELS}),
+              "S2": filled(release, "S2", half),
+              "S3": release,                                                               # blank
+              "S4": filled(release, "S4", cheat),                                          # a redefined check
+              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS})}  # S1's numbers copied
+    for student, notebook in class_.items():
+        for folder in (course / "submitted" / student / "lesson-1", root / "submissions" / student):
+            folder.mkdir(parents=True)
+            nbformat.write(notebook, folder / f"{PART_1}.ipynb")
     nbgrader(course, "autograde", "lesson-1", "--create", "--force")
-    nbgrader(course, "export", "--to", str(course / "grades.csv"))
-    scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-              for row in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
-    assert scores == {"perfect": (5.5, 5.5), "blank": (0.0, 5.5)}
+    nbgrader(course, "generate_feedback", "lesson-1", "--force")
+    nbgrader(course, "export", "--to", str(root / "nbgrader.csv"))
+    ours = root / "ours"
+    (root / "roster.csv").write_text("student\n" + "\n".join(class_) + "\n")
+    (root / "rubric.yml").write_text("assignment: Lesson 1\ntime_limit: 60\nnotebooks:\n"
+                                     "  lesson-1-part-1: {'1.1': 0.5}\n")
+    sandbox = [] if not grade.sandbox_problem() else ["--unsafe"]
+    assert grade.main([str(root / "submissions"), "--rubric", str(root / "rubric.yml"), "--roster",
+                       str(root / "roster.csv"), "--out", str(ours), "--jobs", "2", *sandbox]) == 0
+    nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
+                 for row in csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8"))}
+    our_scores = {row["student"].upper(): (float(row["score"]), float(row["out of"]))
+                  for row in csv.DictReader((ours / "grades.csv").open(encoding="utf-8"))}
+    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores}
+
+
+def test_the_release_holds_no_check_formula_or_solution(term):
+    text = nbformat.writes(term["release"])
+    assert "HIDDEN TESTS" not in text and "check(" not in text and "BEGIN SOLUTION" not in text
+    assert "variant_answers" not in text and "sm.passes_for_request(500, 1000)" not in text
+    assert text.count(make_exercises.STUB) == 6 and text.count("submit(answer, label=") == 6
+    assert text.count("mine.show(") == 6
+
+
+def test_nbgrader_marks_each_student_as_the_course_grader_does(term):
+    assert term["nbgrader"] == term["ours"]
+    assert term["nbgrader"] == {"S1": (5.5, 5.5), "S2": (2.5, 5.5), "S3": (0.0, 5.5), "S4": (0.0, 5.5),
+                                "S5": (0.0, 5.5)}
+
+
+def test_nbgrader_feedback_shows_no_hidden_formula(term):
+    page = (term["course"] / "feedback" / "S1" / "lesson-1" / f"{PART_1}.html").read_text(encoding="utf-8")
+    assert "variant_answers" not in page and "_expected" not in page and "HIDDEN TESTS" not in page
+    assert "_importlib" not in page and "_checks" not in page and "Problem 1.6" in page

@@ -238,8 +238,9 @@ def submit(answer, *, label, units="", choices=None) -> Result:
         return result("unanswered", "set `answer = ...` in the cell above, run it, then run this cell again.", None)
     if options is None:
         value, problem = _as_number(answer)
-        if problem:
-            return result("invalid", problem + " Nothing is recorded yet.", _recordable(answer))
+        if problem:  # a GPU or a model given as itself is kept as its key, for a grader that asks a word
+            word = _word_of(answer)
+            return result("invalid", problem + " Nothing is recorded yet.", _recordable(answer if word is None else word))
         return result("recorded", f"{_show(value, units)}. Run this cell again whenever you change the answer.",
                       value)
     listed = ", ".join(f'"{key}"' for key in options)
@@ -436,6 +437,10 @@ def _word_of(answer):
         return str(answer)
     if isinstance(answer, (dict, type)):
         return None
+    from .models import MODELS  # a model given as itself: its key in the course's list
+    key = next((key for key, model in MODELS.items() if model is answer), None)
+    if key is not None:
+        return key
     for attribute in ("key", "name"):
         try:
             value = getattr(answer, attribute, None)
@@ -465,8 +470,8 @@ def _matching(text, options, partial):
 
 # -- shared --------------------------------------------------------------------------
 def _unwrapped(value):
-    """A 0-dimensional numpy array as the value it holds (what ``np.sum`` and friends return)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
+    """A numpy array of one element as the value it holds (what ``np.sum`` and a one-item slice return)."""
+    if isinstance(value, np.ndarray) and value.size == 1:
         try:
             return value.item()
         except Exception:  # an exotic dtype: leave it to be told it is no number

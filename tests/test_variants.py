@@ -1,0 +1,130 @@
+"""Each student's own numbers: every template over a thousand students, the graded notebook showing them.
+
+The grader's expected answers (scripts/variant_answers.py) are computed with the package from the
+numbers ``servingmath.variants`` draws; a draw must be a case that can happen (within the model's
+window, weights and caches fitting the GPU the question runs them on).
+"""
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from servingmath import variants
+from servingmath.hardware import CATALOG
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import grade  # noqa: E402
+import variant_answers  # noqa: E402
+
+STUDENTS = [f"S{number:04d}" for number in range(1000)]
+
+
+def test_every_template_has_an_answer_and_every_answer_a_template():
+    assert {name: set(template.statements) for name, template in variants.TEMPLATES.items()} == {
+        name: set(answers) for name, answers in variant_answers.ANSWERS.items()}
+
+
+@pytest.fixture(scope="module", params=sorted(variants.TEMPLATES))
+def thousand(request):
+    """One notebook's variants for a thousand students: each one's numbers and answers, checked for sense."""
+    name = request.param
+    answers = {label: [] for label in variants.TEMPLATES[name].statements}
+    for student in STUDENTS:
+        drawn = variants.numbers(name, student)
+        assert variants.sense(name, drawn) == [], (student, drawn)
+        for label in answers:
+            text = variants.statement(name, label, student)
+            assert "{" not in text and "}" not in text
+            answers[label].append(variant_answers.expected(name, label, student))
+    return name, answers
+
+
+def test_a_thousand_students_each_get_a_case_that_can_happen(thousand):
+    name, answers = thousand
+    for label, values in answers.items():
+        for value in values:
+            if isinstance(value, str):
+                assert value in ("memory", "compute") or value in CATALOG, (label, value)
+            else:
+                assert math.isfinite(value) and value > 0, (name, label, value)
+
+
+def test_classmates_rarely_share_an_answer(thousand):
+    name, answers = thousand
+    for label, values in answers.items():
+        counts = Counter(values)
+        if isinstance(values[0], str):
+            # A word to choose: each choice comes up, none for nearly everyone.
+            assert len(counts) >= 2 and max(counts.values()) < 0.9 * len(STUDENTS), (label, counts)
+        else:
+            assert len(counts) >= 2 and max(counts.values()) <= 0.5 * len(STUDENTS), (label, counts.most_common(3))
+
+
+def test_a_draw_past_the_window_or_the_memory_is_called_out():
+    drawn = variants.numbers("lesson-1-part-1", "S1")
+    assert variants.sense("lesson-1-part-1", {**drawn, "prompt": 8000, "reply": 500}) == [
+        "prompt + reply = 8,500 tokens is past Llama 3 8B's window of 8,192"]
+    drawn = variants.numbers("lesson-1-part-3", "S1")
+    assert "does not fit" in variants.sense("lesson-1-part-3", {**drawn, "big_gpu": "l4"})[0]
+
+
+def test_the_seed_is_the_notebook_and_the_id_and_nothing_else():
+    assert variants.numbers("lesson-1-part-1", " s1 ") == variants.numbers("lesson-1-part-1", "S1")
+    assert variants.numbers("lesson-1-part-1", "S1") != variants.numbers("lesson-1-part-1", "S2")
+    assert variants.seed("lesson-1-part-1", "S1") != variants.seed("lesson-1-part-2", "S1")
+    with pytest.raises(ValueError, match="student_id is empty"):
+        variants.numbers("lesson-1-part-1", "  ")
+    with pytest.raises(TypeError, match="student_id must be your student ID as text"):
+        variants.student_key(None)
+
+
+def test_the_practice_release_and_the_solutions_keep_their_fixed_numbers():
+    for folder in ("exercises", "solutions"):
+        text = (ROOT / folder / "lesson-1-part-1.md").read_text(encoding="utf-8")
+        assert "500-token prompt" in text and "sheet(" not in text and "mine.show" not in text
+    graded = (ROOT / "exercises" / "graded" / "lesson-1-part-1.md").read_text(encoding="utf-8")
+    assert "500-token prompt" not in graded and graded.count("mine.show(") == 6
+
+
+def test_the_graded_notebook_shows_the_students_own_numbers_and_whose_they_are(tmp_path):
+    notebook = jupytext.read(ROOT / "exercises" / "graded" / "lesson-1-part-1.md")
+    setup = next(cell for cell in notebook.cells if 'STUDENT_ID = ""' in cell.source)
+    setup.source = setup.source.replace('STUDENT_ID = ""', 'STUDENT_ID = "S1001"')
+    jupytext.write(notebook, tmp_path / "mine.ipynb")
+    ran = grade.run_notebook(tmp_path / "mine.ipynb", 60)
+    assert ran.problems == [] and ran.shown_ids == ["s1001"]
+    blank = grade.run_notebook(ROOT / "exercises" / "graded" / "lesson-1-part-1.md", 60)
+    assert blank.problems == [] and blank.shown_ids == []
+    shown = variants.Sheet("lesson-1-part-1", "S1001").text("1.1")
+    drawn = variants.numbers("lesson-1-part-1", "S1001")
+    assert shown.startswith("*Student S1001's numbers:* Someone sends a ") and f"{drawn['prompt']:,}-token" in shown
+    assert variants.Sheet("lesson-1-part-1", "").text("1.1").startswith("**Your numbers are not shown yet:** "
+                                                                        "student_id is empty")
+
+
+def test_variant_answers_agree_with_the_worked_arithmetic():
+    """The grader's answers, against the solutions' own working done by hand on each student's numbers."""
+    from servingmath.models import MODELS
+
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-1-part-1", student)
+        by_hand = {"1.1": n["reply"], "1.2": n["reply"] - 1, "1.3": n["summary"], "1.4": n["story"] / n["summary"],
+                   "1.5": n["requests"] * n["day_reply"],
+                   "1.6": n["requests"] * (n["day_prompt"] + n["day_reply"] - 1)}
+        for label, value in by_hand.items():
+            assert variant_answers.expected("lesson-1-part-1", label, student) == pytest.approx(value, rel=1e-12)
+        n = variants.numbers("lesson-1-part-2", student)
+        assert variant_answers.expected("lesson-1-part-2", "2.3", student) == pytest.approx(
+            MODELS[n["model"]].parameters * n["bits"] / 8 / 1e9, rel=1e-12)
+        gpu = CATALOG[n["ridge_gpu"]]
+        assert variant_answers.expected("lesson-1-part-2", "2.4", student) == pytest.approx(
+            gpu.peak_flops / gpu.memory_bandwidth, rel=1e-12)
+        n = variants.numbers("lesson-2-part-2", student)
+        model = MODELS[n["small"]]
+        assert variant_answers.expected("lesson-2-part-2", "2.1", student) == pytest.approx(
+            2 * model.layers * model.kv_heads * model.head_dim * n["small_bits"] / 8, rel=1e-12)
