@@ -14,8 +14,10 @@ CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 # How many processes the CPU-bound pytest stages use (pytest-xdist's -n).
 JOBS ?= 2
-# `make test`'s stages, in the order they run (the book's executed pages serve the notebook check).
-STAGES ?= unit book-check notebooks-check lab-check browser-check
+# `make test`'s stages, in the order they run; `+` runs two side by side (the book's build keeps one
+# processor busy while the JupyterLab test mostly waits on its browser). The notebook check reads
+# the runs of the book's build, and the browser test opens the site it built.
+STAGES ?= unit book-check+lab-check notebooks-check browser-check
 SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make CHROMIUM=/path/to/chromium)
 
 # The make running now, for the stages (named apart from $(MAKE) so that `make -n test` runs nothing).
@@ -67,7 +69,7 @@ book: $(READY) ## the website, into _build/html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
 # Every check, stage by stage (STAGES above), then one line a stage with its time and result.
-test: $(READY) ## every check: unit, book-check, notebooks-check, lab-check, browser-check, then each one's time
+test: $(READY) ## every check: unit, book-check beside lab-check, notebooks-check, browser-check; each one's time
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)

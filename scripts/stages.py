@@ -1,12 +1,15 @@
-"""Run `make test`'s stages one after another and say how long each took.
+"""Run `make test`'s stages and say how long each took.
 
-``stages.py unit book-check ...`` runs ``make <stage>`` for each stage in turn, passing its
-output through as it comes, and stops at the first that fails. At the end it prints one
-line a stage: its seconds and its last pytest summary line (``812 passed in 61.2s``), or the
-stage's last line where it ran no pytest (a skipped browser stage says why). The machine's
-load average and processors are printed with them, since a busy machine slows every stage.
-The figures are also written to ``_build/stage-times.json`` (or the file ``STAGE_TIMES``
-names), which ``make bench`` prints.
+``stages.py unit book-check+lab-check ...`` runs ``make <stage>`` for each stage in turn and
+stops at the first that fails. Stages joined by ``+`` run side by side (the book's build
+keeps one processor busy while the JupyterLab test mostly waits on its browser and kernel);
+each one's output is passed on whole when it ends, so the two never interleave. At the end
+it prints one line a stage: its wall-clock seconds, the processor seconds it used (the
+figure a busy machine changes least), and its last pytest summary line (``812 passed in
+61.2s``), or the stage's last line where it ran no pytest (a skipped browser stage says
+why). The machine's load average and processors are printed with them, since a busy machine
+slows every stage. The figures are also written to ``_build/stage-times.json`` (or the file
+``STAGE_TIMES`` names), which ``make bench`` prints.
 
 ``stages.py --show`` prints the figures of the last run without running anything.
 """
@@ -18,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,20 +42,59 @@ def summary_of(lines: list[str]) -> str:
     return said[-1] if said else ""
 
 
-def run(stage: str) -> tuple[int, float, str]:
-    """``make <stage>``, its output passed through: (exit status, seconds, summary)."""
-    make = os.environ.get("MAKE", "make")
-    start = time.monotonic()
-    process = subprocess.Popen([make, "--no-print-directory", stage], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
-    lines = []
-    for line in process.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        lines.append(line)
-        del lines[:-200]
-    status = process.wait()
-    return status, time.monotonic() - start, summary_of(lines)
+class Stage:
+    """``make <name>`` started; its output passed on as it comes (``log`` None) or kept in ``log`` till it ends."""
+
+    def __init__(self, name: str, log=None):
+        self.name, self.log = name, log
+        make = os.environ.get("MAKE", "make")
+        self.start = time.monotonic()
+        self.process = subprocess.Popen([make, "--no-print-directory", name], cwd=ROOT,
+                                        stdout=subprocess.PIPE if log is None else log, stderr=subprocess.STDOUT)
+        self.lines: list[str] = []
+
+    def follow(self):
+        """Pass the output on line by line as it comes, keeping the last lines for the summary."""
+        for line in iter(self.process.stdout.readline, b""):
+            text = line.decode(errors="replace")
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            self.lines.append(text)
+            del self.lines[:-200]
+
+    def wait(self) -> dict:
+        """Wait for it to end and pass on what it kept; its figures."""
+        _, status, usage = os.wait4(self.process.pid, 0)
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - self.start
+        if self.log is not None:
+            self.log.seek(0)
+            self.lines = self.log.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stdout.write("".join(self.lines))
+            sys.stdout.flush()
+        return {"stage": self.name, "seconds": round(seconds, 1), "cpu": round(usage.ru_utime + usage.ru_stime, 1),
+                "status": self.process.returncode, "summary": summary_of(self.lines[-200:])}
+
+
+def run(group: list[str]) -> list[dict]:
+    """The stages of ``group`` side by side (one alone passes its output on as it comes); their figures, in order."""
+    if len(group) == 1:
+        stage = Stage(group[0])
+        stage.follow()
+        return [stage.wait()]
+    print(f"stages: {', '.join(group)} side by side; each one's output follows when it ends", flush=True)
+    logs = [tempfile.TemporaryFile() for _ in group]
+    try:
+        stages = {stage.process.pid: stage for stage in (Stage(name, log) for name, log in zip(group, logs))}
+        results = {}
+        while stages:
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT).si_pid  # the first to end, not yet reaped
+            stage = stages.pop(ended)
+            results[stage.name] = stage.wait()
+        return [results[name] for name in group]
+    finally:
+        for log in logs:
+            log.close()
 
 
 def load() -> float:
@@ -65,8 +108,10 @@ def table(record: dict) -> list[str]:
     width = max(len(stage["stage"]) for stage in record["stages"])
     for stage in record["stages"]:
         mark = "" if stage["status"] == 0 else f"  FAILED (exit {stage['status']})"
-        lines.append(f"  {stage['stage']:<{width}}  {stage['seconds']:6.1f} s  {stage['summary']}{mark}")
-    lines.append(f"  {'all':<{width}}  {sum(s['seconds'] for s in record['stages']):6.1f} s")
+        beside = f"  (beside {stage['beside']})" if stage.get("beside") else ""
+        lines.append(f"  {stage['stage']:<{width}}  {stage['seconds']:6.1f} s, cpu {stage['cpu']:6.1f} s  "
+                     f"{stage['summary']}{mark}{beside}")
+    lines.append(f"  {'all':<{width}}  {record['seconds']:6.1f} s, cpu {sum(s['cpu'] for s in record['stages']):6.1f} s")
     return lines
 
 
@@ -85,14 +130,18 @@ def main(argv: list[str]) -> int:
         print("usage: stages.py STAGE... | --show", file=sys.stderr)
         return 2
     record = {"when": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": load(),
-              "processors": os.cpu_count(),
-              "stages": []}
+              "processors": os.cpu_count(), "stages": []}
+    start = time.monotonic()
     status = 0
-    for stage in argv:
-        status, seconds, summary = run(stage)
-        record["stages"].append({"stage": stage, "seconds": round(seconds, 1), "status": status, "summary": summary})
+    for group in (argument.split("+") for argument in argv):
+        results = run(group)
+        for result in results:
+            result["beside"] = ", ".join(other for other in group if other != result["stage"])
+        record["stages"] += results
+        status = next((result["status"] for result in results if result["status"] != 0), 0)
         if status != 0:
             break
+    record["seconds"] = round(time.monotonic() - start, 1)
     record["load_after"] = load()
     TIMES.parent.mkdir(parents=True, exist_ok=True)
     TIMES.write_text(json.dumps(record, indent=1) + "\n")

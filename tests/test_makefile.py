@@ -138,11 +138,17 @@ def test_make_test_passes_without_chromium_and_closes_with_each_stages_time(tmp_
     assert lines[1].startswith("browser-check skipped: no Chromium")
     table = lines[lines.index("") + 1:]
     assert table[0].startswith("stage times, ") and "processors" in table[0]
-    assert re.fullmatch(r"  lab-check      +\d+\.\d s  lab-check skipped: no Chromium at .*", table[1])
-    assert re.fullmatch(r"  browser-check  +\d+\.\d s  browser-check skipped: .*", table[2])
-    assert re.fullmatch(r"  all  +\d+\.\d s", table[3]) and len(table) == 4
+    seconds = r" +\d+\.\d s, cpu +\d+\.\d s  "
+    assert re.fullmatch(rf"  lab-check    {seconds}lab-check skipped: no Chromium at .*", table[1])
+    assert re.fullmatch(rf"  browser-check{seconds}browser-check skipped: .*", table[2])
+    assert re.fullmatch(r"  all  +\d+\.\d s, cpu +\d+\.\d s", table[3]) and len(table) == 4
     stages = json.loads(record.read_text())["stages"]
     assert [(s["stage"], s["status"]) for s in stages] == [("lab-check", 0), ("browser-check", 0)]
+    # `make bench` starts with the same figures, read back from the record.
+    shown = subprocess.run([sys.executable, str(ROOT / "scripts" / "stages.py"), "--show"], capture_output=True,
+                           text=True, env={"STAGE_TIMES": str(record)}, check=True).stdout.splitlines()
+    assert shown == table
+    assert "stages.show()" in (ROOT / "scripts" / "bench.py").read_text()
 
 
 def test_make_test_stops_at_the_first_failing_stage_and_says_so(tmp_path):
@@ -153,8 +159,22 @@ def test_make_test_stops_at_the_first_failing_stage_and_says_so(tmp_path):
     assert result.returncode == 2
     assert "browser-check skipped" not in result.stdout
     table = result.stdout.split("\nstage times, ")[1].splitlines()
-    assert re.fullmatch(r"  grade +\d+\.\d s  make(\[\d\])?: \*\*\* .*Error 2  FAILED \(exit 2\)", table[2]), table
+    assert re.fullmatch(r"  grade +\d+\.\d s, cpu +\d+\.\d s  make(\[\d\])?: \*\*\* .*Error 2  FAILED \(exit 2\)", table[2])
     assert [s["stage"] for s in json.loads(record.read_text())["stages"]] == ["lab-check", "grade"]
+
+
+def test_stages_joined_by_a_plus_run_side_by_side_and_their_outputs_do_not_interleave(tmp_path):
+    record = tmp_path / "times.json"
+    result = make("test", "STAGES=python-check+lab-check browser-check", f"CHROMIUM={NO_CHROMIUM}",
+                  env={"STAGE_TIMES": str(record)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "stages: python-check, lab-check side by side; each one's output follows when it ends"
+    assert sorted(line.split()[0] for line in lines[1:3]) == ["lab-check", "python3"]  # each whole, in one piece
+    stages = json.loads(record.read_text())["stages"]
+    assert [(s["stage"], s["beside"]) for s in stages] == [("python-check", "lab-check"), ("lab-check", "python-check"),
+                                                           ("browser-check", "")]
+    assert "(beside lab-check)" in result.stdout.split("stage times, ")[1]
 
 
 @pytest.mark.parametrize("lines, summary", [
