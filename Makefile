@@ -43,7 +43,8 @@ $(READY): requirements.txt pyproject.toml
 	$(check_python)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.txt
+	# --no-compile: bytecode is written as each module is first imported, not for all 160 packages now.
+	$(BIN)/python -m pip install -q --no-compile -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
