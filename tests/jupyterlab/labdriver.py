@@ -47,8 +47,8 @@ def pages() -> list[str]:
             if not path.relative_to(ROOT).as_posix().startswith("solutions/")]
 
 
-# What puts something a reader works in JupyterLab on a page: a widget (an explorer, a quiz) or a live chart.
-CONTROLS = re.compile(r"\b(ipywidgets|widgets|webcharts)\b")
+# What puts something a reader works in JupyterLab on a page: importing widgets (an explorer, a quiz) or live charts.
+CONTROLS = re.compile(r"^[ \t]*(?:from|import)[ \t].*\b(?:ipywidgets|widgets|webcharts)\b", re.M)
 
 
 def has_controls(path: str) -> bool:
