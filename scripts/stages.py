@@ -62,9 +62,17 @@ class Stage:
             self.lines.append(text)
             del self.lines[:-200]
 
+    def ended(self) -> bool:
+        """Whether it has ended (it is then reaped, and ``wait`` returns at once)."""
+        pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+        if pid == 0:
+            return False
+        self._reaped = status, usage
+        return True
+
     def wait(self) -> dict:
         """Wait for it to end and pass on what it kept; its figures."""
-        _, status, usage = os.wait4(self.process.pid, 0)
+        status, usage = getattr(self, "_reaped", None) or os.wait4(self.process.pid, 0)[1:]
         self.process.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - self.start
         if self.log is not None:
@@ -85,12 +93,13 @@ def run(group: list[str]) -> list[dict]:
     print(f"stages: {', '.join(group)} side by side; each one's output follows when it ends", flush=True)
     logs = [tempfile.TemporaryFile() for _ in group]
     try:
-        stages = {stage.process.pid: stage for stage in (Stage(name, log) for name, log in zip(group, logs))}
+        running = [Stage(name, log) for name, log in zip(group, logs)]
         results = {}
-        while stages:
-            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT).si_pid  # the first to end, not yet reaped
-            stage = stages.pop(ended)
-            results[stage.name] = stage.wait()
+        while running:
+            for stage in [stage for stage in running if stage.ended()]:
+                running.remove(stage)
+                results[stage.name] = stage.wait()
+            time.sleep(0.2)
         return [results[name] for name in group]
     finally:
         for log in logs:
