@@ -1,105 +1,146 @@
 # Two commands do everything: `make book` builds the website, `make test` runs every check.
-# Both create .venv with the pinned versions the first time.
+# Both create .venv with the pinned versions the first time. `make help` lists every target.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 READY  := $(VENV)/.ready
+# The oldest Python the pinned versions in requirements.txt install on.
+PYTHON_NEEDED := 3.11
+# What $(PYTHON) is; set it on the command line to try the check below with another version.
+PYTHON_VERSION = $(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null)
+# The browser stages (lab-check, browser-check, screenshots) run in Debian's Chromium, and each
+# says it was skipped, in one line, where there is none: `make test CHROMIUM=/nowhere` tries that.
+CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
+# How many processes the CPU-bound pytest stages use (pytest-xdist's -n).
+JOBS ?= 2
+# `make test`'s stages, in the order they run; `+` runs two side by side (the book's build keeps one
+# processor busy while the JupyterLab test mostly waits on its browser). The notebook check reads
+# the runs of the book's build, and the browser test opens the site it built.
+STAGES ?= unit book-check+lab-check notebooks-check browser-check
+SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make CHROMIUM=/path/to/chromium)
+
+# The make running now, for the stages (named apart from $(MAKE) so that `make -n test` runs nothing).
+STAGE_MAKE := $(MAKE)
 
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
-.PHONY: lab book test unit lab-check notebooks-check book-check browser-check colab-check screenshots bench exercises grade notebooks pins clean
+.PHONY: help python-check lab book test unit lab-check notebooks-check book-check browser-check colab-check \
+	screenshots bench exercises grade notebooks pins clean
+
+# One line: the interpreter's version and what is needed, before the environment is made.
+define check_python
+	@v="$(PYTHON_VERSION)"; \
+	if [ -z "$$v" ]; then \
+		echo "make: no Python runs as '$(PYTHON)'; the course needs Python $(PYTHON_NEEDED) or newer (make PYTHON=/path/to/python3)" >&2; exit 1; \
+	elif ! echo "$$v $(PYTHON_NEEDED)" | awk '{ split($$1, v, "."); split($$2, n, "."); exit !(v[1] > n[1] || (v[1] == n[1] && v[2] >= n[2])) }'; then \
+		echo "make: $(PYTHON) is Python $$v; the course needs Python $(PYTHON_NEEDED) or newer (make PYTHON=/path/to/python3)" >&2; exit 1; \
+	fi
+endef
 
 $(READY): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed, found " + sys.version.split()[0])'
+	$(check_python)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.txt
+	# --no-compile: bytecode is written as each module is first imported, not for all 160 packages now.
+	$(BIN)/python -m pip install -q --no-compile -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
-	for ext in formgrader assignment_list course_list validate_assignment; do \
-		$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$ext >/dev/null 2>&1; done
+	$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.formgrader \
+		nbgrader.server_extensions.assignment_list nbgrader.server_extensions.course_list \
+		nbgrader.server_extensions.validate_assignment >/dev/null 2>&1
 	touch $@
 
-# The chapters, exercises and solutions in JupyterLab, the Markdown pages opening as notebooks.
-lab: $(READY)
+help: ## every target, one line each
+	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+
+python-check: ## say whether the Python that makes .venv is new enough (PYTHON=..., or PYTHON_VERSION=3.10.12 to try one)
+	$(check_python)
+	@echo "$(PYTHON) is Python $(PYTHON_VERSION); the course needs $(PYTHON_NEEDED) or newer"
+
+lab: $(READY) ## the pages, exercises and solutions in JupyterLab, Markdown pages opening as notebooks
 	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupytext-config set-default-viewer markdown myst >/dev/null
 	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupyter lab
 
-book: $(READY)
+book: $(READY) ## the website, into _build/html
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-# Every check: the package, then every page in JupyterLab, then every notebook under nbval, then the
-# book with warnings as errors, then the built site in headless Chromium (the two browser checks are
-# skipped, and say so, where Chromium is missing).
-test: $(READY)
-	$(MAKE) unit lab-check notebooks-check book-check browser-check
+# Every check, stage by stage (STAGES above), then one line a stage with its time and result.
+test: $(READY) ## every check: unit, book-check beside lab-check, notebooks-check, browser-check; each one's time
+	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
-unit: $(READY)
-	$(BIN)/python -m pytest --ignore=tests/jupyterlab
+unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)
+	$(BIN)/python -m pytest -n $(JOBS) --ignore=tests/jupyterlab --ignore=tests/browser
 
-# Every page and exercise notebook run in JupyterLab (started as `make lab` starts it, on a copy of
-# the course) in headless Chromium, and every explorer's controls moved (tests/jupyterlab/).
-lab-check: $(READY)
-	$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider
-
-notebooks-check: $(READY)
-	$(BIN)/python scripts/nbgate.py
-
-book-check: $(READY)
+# The book with warnings as errors: it runs every page once, and notebooks-check reads those runs.
+book-check: $(READY) ## the book built with warnings as errors, then the built site checked
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python scripts/check_site.py _build/html
 	COURSE_SITE=_build/html $(BIN)/python -m pytest tests/test_editorial.py -k built_page -p no:cacheprovider -q
 
-browser-check: $(READY)
-	@if [ -x /usr/bin/chromium ]; then \
+notebooks-check: $(READY) ## every notebook's outputs: no error, no stderr, no figure shown as text
+	$(BIN)/python scripts/nbgate.py
+
+# The pages with controls (explorers, quizzes, exercises' checks) run in JupyterLab (started as
+# `make lab` starts it, on a copy of the course) in headless Chromium, every explorer's controls moved.
+lab-check: $(READY) ## the pages with controls run in JupyterLab in Chromium, every explorer moved
+	@if [ -x "$(CHROMIUM)" ]; then \
+		echo "$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider"; \
+		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider; \
+	else echo "lab-check $(SKIPPED)"; fi
+
+browser-check: $(READY) ## every page of the built site in Chromium, offline, every chart moved
+	@if [ -x "$(CHROMIUM)" ]; then \
+		echo "COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider"; \
 		COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider; \
-	else \
-		echo "browser test skipped: /usr/bin/chromium not found (apt-get install chromium)"; \
-	fi
+	else echo "browser-check $(SKIPPED)"; fi
 
 # Every Colab copy run with nbclient in a clean environment holding Colab's ipywidgets, numpy and
 # matplotlib (it installs them from PyPI, so it is not part of `make test`).
-colab-check: $(READY)
+colab-check: $(READY) ## every Colab copy run in a clean environment with Colab's versions
 	$(BIN)/python scripts/colab_check.py
 
 # What each surface shows, as PNGs under _build/screenshots/: every page of the built site
 # (make book first) at 1,400 and 400 px wide, light and dark, and each live chart on its own;
 # then each explorer in JupyterLab before and after a control moves (jupyterlab/).
-screenshots: $(READY)
-	$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots
-	$(BIN)/python scripts/lab_screenshots.py --out _build/screenshots/jupyterlab
+screenshots: $(READY) ## PNGs of every page and explorer under _build/screenshots (make book first)
+	@if [ -x "$(CHROMIUM)" ]; then \
+		$(BIN)/python scripts/site_screenshots.py _build/html --out _build/screenshots && \
+		$(BIN)/python scripts/lab_screenshots.py --out _build/screenshots/jupyterlab; \
+	else echo "screenshots $(SKIPPED)"; fi
 
 # What Binder and Colab open: .binder/requirements.txt from requirements.txt, and an .ipynb copy
 # of every page under notebooks/. Run it after changing a page; a test fails while they differ.
-notebooks: $(READY)
+notebooks: $(READY) ## refresh notebooks/ and .binder/ (what Colab and Binder open) after editing a page
 	$(BIN)/python scripts/launch_files.py
 
-bench: $(READY)
+bench: $(READY) ## the speed figures, and each stage's time in the last make test
 	$(BIN)/python scripts/bench.py
 
 # The students' notebooks, made from solutions/ (edit those, then run this): the practice release in
 # exercises/, the graded release (its cells record answers, show each student's own numbers) in
 # exercises/graded/. NBGRADER=folder also writes an nbgrader course there, one assignment a lesson.
-exercises: $(READY)
+exercises: $(READY) ## write exercises/ and exercises/graded/ from solutions/ (NBGRADER=folder: an nbgrader course too)
 	$(BIN)/python scripts/make_exercises.py $(if $(NBGRADER),--nbgrader "$(NBGRADER)")
 
 # Grade a term's submissions into a folder of grade files (see chapters/instructors.md):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]
-grade: $(READY)
+grade: $(READY) ## grade a term's submissions: make grade SUBMISSIONS=folder [ROSTER=file] [OUT=grades]
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [RUBRIC=file] [ROSTER=file] [TIMES=file] [OUT=grades]" >&2; exit 2; }
 	@command -v bwrap >/dev/null || echo "grade: bubblewrap is missing (apt-get install bubblewrap); the grader will refuse to run" >&2
 	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --rubric "$(or $(RUBRIC),grading/rubric.yml)" --out "$(or $(OUT),grades)" \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMES),--times "$(TIMES)")
 
-pins:
+pins: ## regenerate requirements.txt from requirements.in, then make notebooks
+	$(check_python)
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in
 	{ head -n 2 requirements.txt; /tmp/servingmath-pins/bin/pip freeze; } > requirements.new && mv requirements.new requirements.txt
 	$(MAKE) notebooks
 
-clean:
+clean: ## remove _build
 	rm -rf _build

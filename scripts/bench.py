@@ -14,6 +14,8 @@
   (target at least 0.5).
 - the words of prose a reader sees on each built page, counted by `../shared/tools/prose-words`,
   against the page's budget (skipped, and said so, where the tool is missing).
+- each stage of the last `make test`: its wall-clock and processor seconds, the machine's
+  load, and its result (``scripts/stages.py``, which times them; `make test` to refresh them).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from check_site import toc_files  # noqa: E402
 from nbgate import is_notebook  # noqa: E402
+import stages  # noqa: E402
 
 
 def median_seconds(action, repeats=15):
@@ -144,6 +147,7 @@ def redraws_in_jupyterlab(moves=20):
 
 
 def main():
+    stages.show()  # the last `make test`, stage by stage, first: it takes no time to print
     assert sweep().shape == (100_000,)
     print(f"sweep of pass time, 100,000 points: {median_seconds(sweep) * 1e3:.2f} ms (target < 20 ms)")
     for name, readouts, figure in explorer_timings():

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's Chromium, or the one `make ... CHROMIUM=/path` names.
+CHROMIUM = Path(os.environ.get("CHROMIUM") or "/usr/bin/chromium")
 # Offline: only the site on 127.0.0.1 can be reached.
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 

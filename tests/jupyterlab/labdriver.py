@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's Chromium, or the one `make ... CHROMIUM=/path` names.
+CHROMIUM = Path(os.environ.get("CHROMIUM") or "/usr/bin/chromium")
 BIN = Path(sys.executable).parent
 # What the copy leaves out: build outputs, caches, the environment, and what JupyterLab itself writes.
 NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints",
@@ -43,6 +45,21 @@ def pages() -> list[str]:
 
     return [path.relative_to(ROOT).as_posix() for path in sources()
             if not path.relative_to(ROOT).as_posix().startswith("solutions/")]
+
+
+# What puts something a reader works in JupyterLab on a page: importing widgets (an explorer, a quiz) or live charts.
+CONTROLS = re.compile(r"^[ \t]*(?:from|import)[ \t].*\b(?:ipywidgets|widgets|webcharts)\b", re.M)
+
+
+def has_controls(path: str) -> bool:
+    """Whether the page ``path`` holds something a reader works in JupyterLab: every exercise notebook (its
+    checks answer the reader), and every page that imports widgets (explorers, quizzes) or live charts."""
+    return path.startswith("exercises/") or bool(CONTROLS.search((ROOT / path).read_text(encoding="utf-8")))
+
+
+def pages_with_controls() -> list[str]:
+    """The pages the JupyterLab test runs; the others' runs are checked in the book's build (scripts/nbgate.py)."""
+    return [path for path in pages() if has_controls(path)]
 
 
 def free_port() -> int:
@@ -159,6 +176,29 @@ STATE = """() => {
           kernel: session && session.kernel ? session.kernel.status : 'none', cells};
 }"""
 
+# How far Run All has gone, without the outputs (read four times a second while it runs).
+PROGRESS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const session = panel.sessionContext.session;
+  const model = panel.content.model;
+  let done = true, failed = false;
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.type !== 'code') continue;
+    if (cell.executionCount === null) done = false;
+    for (let j = 0; j < cell.outputs.length; j++) if (cell.outputs.get(j).type === 'error') failed = true;
+  }
+  return {done, failed, kernel: session && session.kernel ? session.kernel.status : 'none'};
+}"""
+
+# Close every open document without asking to save it (the next page opens in the same JupyterLab).
+CLOSE_ALL = """() => {
+  for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (widget.context && widget.context.model) widget.context.model.dirty = false;
+    widget.dispose();
+  }
+}"""
+
 # The explorers on the page: for each, its name, controls (kind, label, shown value), readouts and figure.
 EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .servingmath-explorer')).map(box => {
   const name = Array.from(box.classList).find(c => c.startsWith('servingmath-explorer-'));
@@ -230,12 +270,10 @@ class Notebook:
         settled = 0
         while time.monotonic() < deadline:
             time.sleep(0.25)
-            state = self.state()
-            done = all(cell["count"] is not None for cell in state["cells"])
-            failed = any(output.get("output_type") == "error" for cell in state["cells"] for output in cell["outputs"])
-            settled = settled + 1 if (done or failed) and state["kernel"] == "idle" else 0
+            progress = self.page.evaluate(PROGRESS)
+            settled = settled + 1 if (progress["done"] or progress["failed"]) and progress["kernel"] == "idle" else 0
             if settled >= 4:  # idle for a second: the widgets' messages have arrived too
-                return state["cells"]
+                return self.state()["cells"]
         raise AssertionError(f"{self.path}: Run All had not finished after {timeout} s")
 
     def explorers(self):
@@ -390,11 +428,23 @@ class Lab:
         self.context = browser.new_context(viewport={"width": 1280, "height": height}, device_scale_factor=1)
         self.page = self.context.new_page()
         self.messages: list[str] = []
+        self.loaded = False
         self.page.on("pageerror", lambda error: self.messages.append(f"page error: {error}"))
 
     def open(self, path: str) -> Notebook:
-        self.server.shut_kernels()
-        self.page.goto(f"{self.server.url}/lab/tree/{path}?reset&token={self.server.token}")
+        """Open ``path`` as a reader opens it, in a fresh kernel; the page before it is closed and its kernel shut.
+
+        JupyterLab loads once; each later notebook opens in it through the file menu's command, as a
+        reader opens a second notebook (reloading the whole application for each would double the time).
+        """
+        if self.loaded:
+            self.page.evaluate(CLOSE_ALL)
+            self.server.shut_kernels()
+            self.page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path)
+        else:
+            self.server.shut_kernels()
+            self.page.goto(f"{self.server.url}/lab/tree/{path}?reset&token={self.server.token}")
+            self.loaded = True
         self.page.wait_for_function(f"() => {PANEL} && {PANEL}.context && {PANEL}.context.path === {json.dumps(path)}",
                                     timeout=120_000)
         notebook = Notebook(self.page, path)

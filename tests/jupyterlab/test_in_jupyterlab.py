@@ -1,8 +1,11 @@
-"""Every page and exercise notebook in a real JupyterLab, in headless Chromium.
+"""Every page with controls, and every exercise notebook, in a real JupyterLab, in headless Chromium.
 
 JupyterLab starts as `make lab` sets it up (Markdown pages open as notebooks through
 jupytext), on a free local port with a token, serving a temporary copy of the course, so
-the work tree is left as it was. Each notebook is opened and run with Run All. Then:
+the work tree is left as it was. It loads once, with one browser, for the whole run. Each
+notebook that a reader works in JupyterLab (every page importing widgets or live charts:
+the explorers, the quizzes; and every exercise notebook, whose checks answer the reader)
+is opened and run with Run All. Then:
 
 - no cell shows an error or writes to stderr, and no figure shows as text instead of an image;
 - every explorer shows its controls, its readouts and its figure, each as the package
@@ -11,7 +14,12 @@ the work tree is left as it was. Each notebook is opened and run with Run All. T
   the keyboard, a dropdown's menu, a button), and the readouts and the figure then show
   what the package computes at the new setting.
 
-Skipped only where Chromium (/usr/bin/chromium) is missing. ``make lab-check`` runs it
+The other pages (no widget, no chart: the glossary, the lessons' front pages...) are run once,
+by the book's build, and ``scripts/nbgate.py`` checks those runs for the same faults (no
+error, no stderr, no figure shown as text, every cell run) and reads every page as a
+notebook through jupytext, as JupyterLab opens it.
+
+Skipped only where Chromium (/usr/bin/chromium, or $CHROMIUM) is missing. ``make lab-check`` runs it
 (part of ``make test``); the explorers' screenshots come from ``scripts/lab_screenshots.py``
 and the redraw times from ``make bench``.
 """
@@ -34,7 +42,7 @@ if not labdriver.CHROMIUM.exists():
     pytest.skip(f"JupyterLab test skipped: {labdriver.CHROMIUM} not found (apt-get install chromium)",
                 allow_module_level=True)
 
-PAGES = labdriver.pages()
+PAGES = labdriver.pages_with_controls()
 # A matplotlib figure that failed to show as an image leaves only its text.
 FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
 # The explorers each page holds.
@@ -48,7 +56,8 @@ def work_tree():
                                 capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    return sorted(line for line in listed.splitlines() if "__pycache__" not in line)
+    # _build/ is the other stages' (the book builds beside this test); JupyterLab serves a copy outside the tree.
+    return sorted(line for line in listed.splitlines() if "__pycache__" not in line and line[3:] != "_build/")
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +92,26 @@ def problems_in(cells):
     return found
 
 
-def test_the_test_covers_every_page_and_exercise():
+def test_the_test_covers_every_page_with_controls_and_every_exercise():
     toc = yaml.safe_load((labdriver.ROOT / "_toc.yml").read_text(encoding="utf-8"))
     listed = [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
-    assert [page for page in listed if f"{page}.md" not in PAGES] == []
-    assert "index.md" in PAGES and any(p.startswith("exercises/") for p in PAGES)
+    every = labdriver.pages()
+    assert [page for page in listed if f"{page}.md" not in every] == []
+    with_widgets = [page for page in every if "servingmath.widgets import" in (labdriver.ROOT / page).read_text()]
+    exercises = [page for page in every if page.startswith("exercises/")]
+    assert len(exercises) >= 20 and "exercises/graded/lesson-1-part-1.md" in exercises
+    assert len(with_widgets) >= 12 and set(with_widgets) | set(exercises) <= set(PAGES)
+    assert {"index.md", "chapters/lesson-1/wrap-up.md", "chapters/lesson-2/wrap-up.md"} <= set(PAGES)  # chart, quizzes
+    # The pages left to the book's build (scripts/nbgate.py checks their runs) build no widget and no chart.
+    plain = set(every) - set(PAGES)
+    uses = re.compile(r"\b(?:ipywidgets|widgets|webcharts)\.\w|_explorer\(|\bQuiz\(")
+    assert plain and not any(uses.search((labdriver.ROOT / page).read_text()) for page in plain)
     assert not any(p.startswith("solutions/") or "/." in p for p in PAGES)
     assert set(EXPLORER_PAGES) <= set(PAGES)
+    # Every explorer a page builds is listed with its page (so the redraw benchmark and the screenshots find it).
+    built = {(page, name) for page in every
+             for name in re.findall(r"\b(\w+)_explorer\(", (labdriver.ROOT / page).read_text())}
+    assert built == {(page, name) for name, page in labdriver.EXPLORER_PAGES.items()}
 
 
 def check_explorer(notebook, index, shown):

@@ -1,0 +1,198 @@
+"""The Makefile as a new user meets it: its list of targets, its Python check, its browser stages
+on a machine without Chromium, and `make test`'s closing table of stage times.
+
+Each test runs `make` itself (with ``-o .venv/.ready``, so the environment is taken as made).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
+NO_CHROMIUM = "/nonexistent/chromium"
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+# The Makefile's own variables, which a `make test PYTHON=...` around this test puts in the environment.
+MAKE_VARIABLES = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON", "PYTHON_VERSION", "CHROMIUM", "STAGES", "JOBS",
+                  "STAGE_TIMES"}
+
+
+def make(*args, cwd=ROOT, env=None):
+    """`make ARGS` in the project, the environment taken as made; the finished process, output as text."""
+    import os
+
+    clean = {name: value for name, value in os.environ.items() if name not in MAKE_VARIABLES}
+    return subprocess.run(["make", "--no-print-directory", "-o", ".venv/.ready", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, env={**clean, **(env or {})})
+
+
+def phony_targets() -> list[str]:
+    declared = re.search(r"^\.PHONY:((?:.*\\\n)*.*)$", MAKEFILE, re.M).group(1)
+    return declared.replace("\\\n", " ").split()
+
+
+def test_help_lists_every_target_once_in_one_line():
+    result = make("help")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    targets = phony_targets()
+    assert len(targets) >= 15 and "test" in targets and "help" in targets
+    for target in targets:
+        mine = [line for line in lines if line.split()[:2] == ["make", target]]
+        assert len(mine) == 1, f"make help: {target!r} in {len(mine)} lines"
+        assert len(mine[0].split()) > 3, f"make help: {target!r} has no description"
+    assert len(lines) == len(targets), "make help lists something that is not a target"
+
+
+def test_every_target_in_help_is_a_target_make_knows():
+    """Each line of help names a target with a rule (a typo in a ## comment would show a target that fails)."""
+    for line in make("help").stdout.splitlines():
+        target = line.split()[1]
+        assert make("-n", target, "SUBMISSIONS=x").returncode == 0, target
+
+
+@pytest.mark.parametrize("version", ["3.10.12", "3.9.1", "2.7.18"])
+def test_too_old_a_python_stops_make_with_one_line_naming_it(version):
+    result = make("python-check", f"PYTHON_VERSION={version}")
+    assert result.returncode != 0
+    ours = [line for line in result.stderr.splitlines() if "***" not in line]
+    assert ours == [f"make: python3 is Python {version}; the course needs Python 3.11 or newer "
+                    f"(make PYTHON=/path/to/python3)"]
+
+
+@pytest.mark.parametrize("version", ["3.11.0", "3.11.2", "3.12.1", "3.14.0rc1", "4.0"])
+def test_every_python_311_or_newer_passes(version):
+    result = make("python-check", f"PYTHON_VERSION={version}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"python3 is Python {version}; the course needs 3.11 or newer\n"
+
+
+def test_a_missing_python_is_named():
+    result = make("python-check", "PYTHON=/nonexistent/python3")
+    assert result.returncode != 0
+    assert "make: no Python runs as '/nonexistent/python3'; the course needs Python 3.11 or newer" in result.stderr
+
+
+def test_the_check_stops_make_before_a_venv_is_made_or_pip_runs(tmp_path):
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    result = subprocess.run(["make", "--no-print-directory", ".venv/.ready", "PYTHON=python3", "PYTHON_VERSION=3.10.12"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert result.stdout == "", "make ran something before the check"
+    assert "is Python 3.10.12; the course needs Python 3.11 or newer" in result.stderr.splitlines()[0]
+    assert not (tmp_path / ".venv").exists()
+
+
+def pins() -> dict[str, str]:
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    found = {}
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            found[requirement.name] = str(requirement.specifier).removeprefix("==")
+    return found
+
+
+def test_every_pinned_version_installs_on_the_oldest_python_the_makefile_allows():
+    """Each pin's own Requires-Python admits 3.11.0 (read from the installed package's metadata)."""
+    needed = re.search(r"^PYTHON_NEEDED := (\S+)$", MAKEFILE, re.M).group(1)
+    oldest = f"{needed}.0"
+    refused = {}
+    for name, version in pins().items():
+        installed = metadata.metadata(name)
+        assert installed["Version"] == version, f"{name}: {installed['Version']} installed, {version} pinned"
+        allowed = installed.get("Requires-Python")
+        if allowed and not SpecifierSet(allowed).contains(oldest, prereleases=True):
+            refused[f"{name}=={version}"] = allowed
+    assert refused == {}, f"pins that refuse Python {oldest}"
+    assert f"Python {needed} or newer" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_check_catches_a_pin_that_needs_a_newer_python():
+    assert not SpecifierSet(">=3.11.5").contains("3.11.0")  # what Soup Sieve 3 asks, which the check above refuses
+
+
+def test_the_browser_stages_say_in_one_line_each_that_they_were_skipped_without_chromium():
+    result = make("lab-check", "browser-check", "screenshots", f"CHROMIUM={NO_CHROMIUM}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = (f"skipped: no Chromium at {NO_CHROMIUM} (apt-get install chromium, "
+            f"or make CHROMIUM=/path/to/chromium)")
+    assert result.stdout.splitlines() == [f"{stage} {said}" for stage in ("lab-check", "browser-check", "screenshots")]
+
+
+def test_make_test_passes_without_chromium_and_closes_with_each_stages_time(tmp_path):
+    record = tmp_path / "times.json"
+    result = make("test", "STAGES=lab-check browser-check", f"CHROMIUM={NO_CHROMIUM}",
+                  env={"STAGE_TIMES": str(record)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("lab-check skipped: no Chromium") and "apt-get install chromium" in lines[0]
+    assert lines[1].startswith("browser-check skipped: no Chromium")
+    table = lines[lines.index("") + 1:]
+    assert table[0].startswith("stage times, ") and "processors" in table[0]
+    seconds = r" +\d+\.\d s, cpu +\d+\.\d s  "
+    assert re.fullmatch(rf"  lab-check    {seconds}lab-check skipped: no Chromium at .*", table[1])
+    assert re.fullmatch(rf"  browser-check{seconds}browser-check skipped: .*", table[2])
+    assert re.fullmatch(r"  all  +\d+\.\d s, cpu +\d+\.\d s", table[3]) and len(table) == 4
+    stages = json.loads(record.read_text())["stages"]
+    assert [(s["stage"], s["status"]) for s in stages] == [("lab-check", 0), ("browser-check", 0)]
+    # `make bench` starts with the same figures, read back from the record.
+    shown = subprocess.run([sys.executable, str(ROOT / "scripts" / "stages.py"), "--show"], capture_output=True,
+                           text=True, env={"STAGE_TIMES": str(record)}, check=True).stdout.splitlines()
+    assert shown == table
+    assert "stages.show()" in (ROOT / "scripts" / "bench.py").read_text()
+
+
+def test_make_test_stops_at_the_first_failing_stage_and_says_so(tmp_path):
+    record = tmp_path / "times.json"
+    # `make grade` without SUBMISSIONS exits 2 with its usage line: a stage that fails at once.
+    result = make("test", "STAGES=lab-check grade browser-check", f"CHROMIUM={NO_CHROMIUM}",
+                  env={"STAGE_TIMES": str(record)})
+    assert result.returncode == 2
+    assert "browser-check skipped" not in result.stdout
+    table = result.stdout.split("\nstage times, ")[1].splitlines()
+    assert re.fullmatch(r"  grade +\d+\.\d s, cpu +\d+\.\d s  make(\[\d\])?: \*\*\* .*Error 2  FAILED \(exit 2\)", table[2])
+    assert [s["stage"] for s in json.loads(record.read_text())["stages"]] == ["lab-check", "grade"]
+
+
+def test_stages_joined_by_a_plus_run_side_by_side_and_their_outputs_do_not_interleave(tmp_path):
+    record = tmp_path / "times.json"
+    result = make("test", "STAGES=python-check+lab-check browser-check", f"CHROMIUM={NO_CHROMIUM}",
+                  env={"STAGE_TIMES": str(record)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "stages: python-check, lab-check side by side; each one's output follows when it ends"
+    assert sorted(line.split()[0] for line in lines[1:3]) == ["lab-check", "python3"]  # each whole, in one piece
+    stages = json.loads(record.read_text())["stages"]
+    assert [(s["stage"], s["beside"]) for s in stages] == [("python-check", "lab-check"), ("lab-check", "python-check"),
+                                                           ("browser-check", "")]
+    assert "(beside lab-check)" in result.stdout.split("stage times, ")[1]
+
+
+@pytest.mark.parametrize("lines, summary", [
+    (["....", "===== 812 passed, 11 skipped in 61.20s (0:01:01) =====", ""],
+     "812 passed, 11 skipped in 61.20s (0:01:01)"),
+    (["\x1b[32m3 passed\x1b[0m\x1b[32m in 4.2s\x1b[0m"], "3 passed in 4.2s"),
+    (["9 passed, 42 deselected in 9.62s", "check_site: 19 pages checked, 0 problems", "done"], "9 passed, 42 deselected in 9.62s"),
+    (["lab-check skipped: no Chromium at /x (apt-get install chromium)"],
+     "lab-check skipped: no Chromium at /x (apt-get install chromium)"),
+    ([], ""),
+])
+def test_a_stage_is_summed_up_by_its_last_pytest_line_or_else_its_last_words(lines, summary):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import stages
+
+    assert stages.summary_of(lines) == summary
