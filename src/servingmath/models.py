@@ -729,6 +729,11 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
     },
+    "deepseek-llm-67b": {  # DeepSeek LLM 67B (arXiv:2401.02954, Table 2): the dense model DeepSeek-V2 is set against
+        "_name_or_path": "DeepSeek LLM 67B", "model_type": "llama", "max_position_embeddings": 4096,
+        "num_hidden_layers": 95, "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "intermediate_size": 22016, "vocab_size": 102400, "tie_word_embeddings": False,
+    },
     "deepseek-v2-lite": {
         "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 27,
         "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
