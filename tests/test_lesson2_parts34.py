@@ -75,9 +75,14 @@ def test_why_decode_stays_memory_bound():
     per_user = (two.decode.cost.flops - one.decode.cost.flops) / (two.decode.cost.bytes - one.decode.cost.bytes)
     assert units.number(per_user) == "45"
     assert sm.serving.compute_bound_batch(M, G, 3000, assumptions=cache.CACHE_READ) is None
-    assert cache.longest_compute_bound_context(M, G) == 419
+    assert cache.longest_compute_bound_context(M, G, reserve=None) == 419
     assert sm.serving.compute_bound_batch(M, G, 419, assumptions=cache.CACHE_READ) is not None
     assert sm.serving.compute_bound_batch(M, G, 420, assumptions=cache.CACHE_READ) is None
+    # With memory counted, the batch that turns must also fit: then 335 tokens is the longest.
+    assert cache.longest_compute_bound_context(M, G) == 335
+    for cached, fits in ((335, True), (336, False)):
+        needed = sm.serving.compute_bound_batch(M, G, cached, assumptions=cache.CACHE_READ)
+        assert (needed <= max_batch(M, G, cached + 1)) is fits
     # Attention over the cache alone: one FLOP a byte for each query head sharing a KV head, in 16 bits.
     assert 4 * M.layers * M.attention_width / kv_cache_bytes(M, 1) == M.heads // M.kv_heads == 4
 
