@@ -455,8 +455,10 @@ def mark(record: dict | None, expected: dict):
     if isinstance(answer, dict) and set(answer) == {"type", "repr"}:
         # What the kernel could not record as a number or a word: told as what it was there.
         answer = type(str(answer["type"]), (), {"__repr__": lambda self, shown=str(answer["repr"]): shown})()
+    slips = expected.get("slips")
     return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
-                 units=expected["units"], choices=expected["choices"])
+                 units=expected["units"], choices=expected["choices"],
+                 slips=None if not slips else {name: (entry[0], entry[1]) for name, entry in slips.items()})
 
 
 # -- who handed in what --------------------------------------------------------------

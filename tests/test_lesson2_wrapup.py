@@ -62,8 +62,8 @@ def test_the_script_prints_the_published_figures(script_source):
     assert run_script(script_source) == [
         "cache: 131,072 bytes a token",
         " 1,000 tokens each: 500 users fit",
+        " 4,000 tokens each: 125 users fit",
         " 8,000 tokens each: 62 users fit",
-        "32,000 tokens each: 15 users fit",
         "32 users of 3,000 tokens: 8.55 ms a step, $0.223 a million tokens",
     ]
 
@@ -74,14 +74,19 @@ def test_the_script_agrees_with_the_package_on_other_gpus(script_source, gpu_key
     call = (f"estimate(gpu_memory={gpu.memory_bytes!r}, gpu_flops={gpu.peak_flops!r}, "
             f"gpu_bandwidth={gpu.memory_bandwidth!r}, price_per_hour={gpu.price_per_hour!r}, users=64)")
     lines = run_script(script_source, call)
-    assert lines[2] == f" 8,000 tokens each: {units.number(max_batch(M, gpu, 8000))} users fit"
+    assert lines[3] == f" 8,000 tokens each: {units.number(max_batch(M, gpu, 8000))} users fit"
     served = cache.cached_decode(M, gpu, 64, 3000)
     assert lines[-1] == (f"64 users of 3,000 tokens: {units.ms(served.step_time)} a step, "
                          f"{units.dollars(served.cost_per_million_tokens, 3)} a million tokens")
 
 
 def test_the_script_with_an_8_bit_cache_fits_twice_the_users(script_source):
-    assert run_script(script_source, "estimate(bits_per_cached_value=8)")[2] == " 8,000 tokens each: 125 users fit"
+    assert run_script(script_source, "estimate(bits_per_cached_value=8)")[3] == " 8,000 tokens each: 125 users fit"
+
+
+def test_the_script_refuses_a_length_past_the_window(script_source):
+    assert run_script(script_source, "estimate(lengths=(32_000,))")[1] == (
+        "32,000 tokens each: past the model's 8,192-token window")
 
 
 def test_the_script_with_multi_head_attention(script_source):

@@ -20,7 +20,11 @@ import numpy as np
 
 from . import _check, units
 from .hardware import GPU
-from .models import Model
+from .models import ContextTooLong, Model  # noqa: F401  (ContextTooLong: raised through kv_cache_bytes)
+
+
+class DoesNotFit(ValueError):
+    """The weights (and the caches asked for) do not fit the GPU's memory, where the question assumes they do."""
 
 # The share of a GPU's memory held back from weights and cache, for activations and the runtime.
 # vLLM lets its engine use ``gpu_memory_utilization`` = 0.9 of the memory by default (a reserve
@@ -49,10 +53,10 @@ def kv_cache_bytes(model: Model, context_tokens, batch=1, kv_bits=16):
     W − 1 entries the next token needs besides its own, one token less). Each held token
     costs the model's ``cache_width`` numbers of ``kv_bits`` bits (a key and a value per KV
     head; in latent attention the compressed vector and the shared rotary key). Numbers or
-    numpy arrays.
+    numpy arrays. A context past the model's window raises ``ContextTooLong``.
     """
     _check.instance("model", model, Model)
-    context_tokens = _check.count("context_tokens", context_tokens)
+    context_tokens = model.check_context(_check.count("context_tokens", context_tokens))
     batch = _check.count("batch", batch)
     kv_bits = _check.finite("kv_bits", kv_bits, above=0)
     held = model.full_layers * context_tokens
@@ -125,9 +129,9 @@ class Fit:
         return bool(np.all(self.fits))
 
     def require(self) -> "Fit":
-        """Return this fit if everything fits; otherwise refuse with a ValueError giving ``message``."""
+        """Return this fit if everything fits; otherwise refuse with ``DoesNotFit`` giving ``message``."""
         if not np.all(self.fits):
-            raise ValueError(self.message)
+            raise DoesNotFit(self.message)
         return self
 
 
@@ -162,5 +166,36 @@ def max_batch(model: Model, gpu: GPU, context_tokens, weight_bits=16, kv_bits=16
     users = np.floor(np.maximum(room, 0) / per_user)
     # Guard the floor against rounding: the batch found must itself fit, one more must not.
     users = np.where(users * per_user > room, users - 1, users)
+    users = np.maximum(users, 0).astype(np.int64)
+    return int(users) if users.ndim == 0 else users
+
+
+# Tokens in one page (block) of the cache: vLLM's default on GPUs.
+BLOCK_TOKENS = 16
+
+
+def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_tokens, block_tokens=BLOCK_TOKENS,
+                             weight_bits=16, kv_bits=16, reserve=RESERVE):
+    """The most users, each holding ``context_tokens`` tokens of which the first ``prefix_tokens`` are the same
+    for all (a shared system prompt), when the cache of that prefix is kept once for all of them.
+
+    Prefix caching shares whole pages: the shared prefix's full pages of ``block_tokens`` tokens are held
+    once (vLLM's automatic prefix caching hashes each full block with the tokens before it); the rest of
+    the prefix, and everything after it, is each user's own. Returns 0 if the weights and the shared pages
+    alone do not fit.
+    """
+    _check.instance("model", model, Model)
+    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    prefix_tokens = _check.count("prefix_tokens", prefix_tokens)
+    block_tokens = _check.count("block_tokens", block_tokens, minimum=1)
+    if np.any(prefix_tokens > context_tokens):
+        raise ValueError(f"prefix_tokens must be at most context_tokens ({context_tokens!r}), got {prefix_tokens!r}")
+    weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    shared = np.floor(prefix_tokens / block_tokens) * block_tokens
+    room = (usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits)
+            - kv_cache_bytes(model, shared, 1, kv_bits))
+    own = kv_cache_bytes(model, context_tokens, 1, kv_bits) - kv_cache_bytes(model, shared, 1, kv_bits)
+    users = np.floor(np.maximum(room, 0) / own)
+    users = np.where(users * own > room, users - 1, users)
     users = np.maximum(users, 0).astype(np.int64)
     return int(users) if users.ndim == 0 else users

@@ -47,6 +47,10 @@ def _whole(name, value, minimum):
     return whole
 
 
+class ContextTooLong(ValueError):
+    """A context (a cache, a prompt and its reply) longer than the model reads."""
+
+
 @dataclass(frozen=True)
 class Model:
     """A decoder-only transformer: Llama, Mistral, Qwen, Gemma, Phi-3 and DeepSeek alike.
@@ -67,6 +71,11 @@ class Model:
 
     Sliding windows: ``sliding_layers`` of the layers attend to (and cache) at most the last
     ``sliding_window`` tokens.
+
+    ``context_window``: the most tokens (prompt and reply together) the model reads, its
+    config's ``max_position_embeddings`` or its family's default. Every model of the catalog
+    and every model read from a config has one; the package refuses a longer context
+    (``ContextTooLong``). None only for a shape built by hand that states none.
     """
 
     name: str
@@ -95,6 +104,7 @@ class Model:
     q_lora_rank: int = 0
     rope_head_dim: int = 0
     v_head_dim: int = 0
+    context_window: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -108,6 +118,8 @@ class Model:
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
             object.__setattr__(self, name, bool(value))
+        if self.context_window is not None:
+            object.__setattr__(self, "context_window", _whole("context_window", self.context_window, 1))
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads ({self.heads}), got {self.kv_heads!r}")
         if self.experts_per_token > self.experts:
@@ -126,6 +138,18 @@ class Model:
         if (self.q_lora_rank or self.rope_head_dim) and not self.kv_lora_rank:
             raise ValueError(f"q_lora_rank and rope_head_dim belong to latent attention: kv_lora_rank must be set, "
                              f"got {self.kv_lora_rank!r}")
+
+    # -- the context it reads -----------------------------------------------------------
+    def check_context(self, tokens, name="context_tokens"):
+        """Return ``tokens`` (a number or an array) if none is past the context window;
+        otherwise raise ``ContextTooLong`` naming the model, its window and the value."""
+        if self.context_window is not None and np.any(np.asarray(tokens) > self.context_window):
+            largest = np.max(tokens)
+            shown = f"{int(largest):,}" if float(largest).is_integer() else f"{float(largest):g}"
+            raise ContextTooLong(
+                f"{name} must be at most {self.name}'s context window of {self.context_window:,} tokens, "
+                f"got {shown}" + ("" if np.ndim(tokens) == 0 else f" (the largest of {np.size(tokens)})"))
+        return tokens
 
     # -- the shape's parts ---------------------------------------------------------------
     @property
@@ -276,9 +300,62 @@ class Model:
         try:
             return FAMILIES[model_type](config, name)
         except TypeError as error:
-            raise TypeError(f"config (model_type {model_type!r}) holds a value of the wrong kind: {error}") from None
+            raise TypeError(f"config (model_type {model_type!r}) holds a value of the wrong kind: "
+                            f"{_in_config_keys(error)}") from None
         except (ValueError, ArithmeticError, KeyError, AttributeError) as error:
-            raise ValueError(f"config (model_type {model_type!r}) does not describe a model: {error}") from None
+            raise ValueError(f"config (model_type {model_type!r}) does not describe a model: "
+                             f"{_in_config_keys(error)}") from None
+
+
+# The config.json key behind each of Model's fields, for messages about a config.
+_CONFIG_KEYS = {
+    "layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads", "ffn": "intermediate_size", "vocab": "vocab_size",
+    "experts_per_token": "num_experts_per_tok", "experts": "num_experts",
+    "expert_ffn": "moe_intermediate_size", "dense_layers": "first_k_dense_replace",
+    "sliding_layers": "layer_types", "rope_head_dim": "qk_rope_head_dim", "kv_lora_rank": "kv_lora_rank",
+    "q_lora_rank": "q_lora_rank", "v_head_dim": "v_head_dim", "context_window": "max_position_embeddings",
+}
+
+
+def _in_config_keys(error) -> str:
+    """An error about a Model field, told in the config's own key names."""
+    text = str(error)
+    for field, key in _CONFIG_KEYS.items():
+        text = text.replace(f"at most {field} (", f"at most config[{key!r}] (").replace(
+            f"divide {field} (", f"divide config[{key!r}] (")
+        if text.startswith(f"{field} must"):
+            text = f"config[{key!r}]" + text[len(field):]
+    return text
+
+
+def _switch(key, value):
+    """A config's true/false value: a JSON boolean, not a string or a number that looks like one."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"config[{key!r}] must be true or false, got {value!r}")
+
+
+def _count(key, value, minimum, optional=False):
+    """A whole-number config value of at least ``minimum`` (None allowed where ``optional``)."""
+    if value is None and optional:
+        return None
+    return _whole(f"config[{key!r}]", value, minimum)
+
+
+_LAYER_KINDS = ("sliding_attention", "full_attention")
+
+
+def _layer_types(values):
+    """The config's ``layer_types``, checked: one of each kind per layer."""
+    kinds = values.get("layer_types")
+    if kinds is None:
+        return None
+    layers = values["num_hidden_layers"]
+    if not isinstance(kinds, (list, tuple)) or len(kinds) != layers or any(k not in _LAYER_KINDS for k in kinds):
+        raise ValueError(f"config['layer_types'] must list {layers} entries, each one of {list(_LAYER_KINDS)}, "
+                         f"got {kinds!r}")
+    return kinds
 
 
 def _read_config(config) -> dict:
@@ -296,6 +373,8 @@ def _read_config(config) -> dict:
             raise ValueError(f"config must be a dict or the path of a config.json, got {config!r} ({error})") from None
         except json.JSONDecodeError as error:
             raise ValueError(f"config {config!r} is not valid JSON: {error}") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"config {config!r} is not UTF-8 text, as a config.json must be: {error}") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"config {config!r} must hold a JSON object, got {type(loaded).__name__}")
         return loaded
@@ -306,38 +385,42 @@ def _read_config(config) -> dict:
 # transformers sets them (LlamaConfig, MistralConfig, ... DeepseekV3Config).
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
               num_attention_heads=32, num_key_value_heads=None, head_dim=None, tie_word_embeddings=False,
-              attention_bias=False, mlp_bias=False)
+              attention_bias=False, mlp_bias=False, max_position_embeddings=2048)
 _MISTRAL = dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                 num_attention_heads=32, num_key_value_heads=8, head_dim=None, tie_word_embeddings=False,
-                sliding_window=4096)
+                sliding_window=4096, max_position_embeddings=4096 * 32)
 _MIXTRAL = dict(_MISTRAL, sliding_window=None, num_local_experts=8, num_experts_per_tok=2)
 _QWEN2 = dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
               num_attention_heads=32, num_key_value_heads=32, head_dim=None, tie_word_embeddings=False,
-              use_sliding_window=False, sliding_window=4096, max_window_layers=28)
+              use_sliding_window=False, sliding_window=4096, max_window_layers=28, max_position_embeddings=32768)
 _QWEN3 = dict(_QWEN2, head_dim=128, attention_bias=False)
 _QWEN2_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
                   num_key_value_heads=16, decoder_sparse_step=1, moe_intermediate_size=1408,
-                  shared_expert_intermediate_size=5632, num_experts_per_tok=4, num_experts=60, mlp_only_layers=None)
+                  shared_expert_intermediate_size=5632, num_experts_per_tok=4, num_experts=60, mlp_only_layers=None,
+                  max_position_embeddings=8192)
 _QWEN3_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24, num_attention_heads=32,
                   num_key_value_heads=4, head_dim=None, attention_bias=False, decoder_sparse_step=1,
                   moe_intermediate_size=768, num_experts_per_tok=8, num_experts=128, mlp_only_layers=None)
 _GEMMA = dict(vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28,
               num_attention_heads=16, num_key_value_heads=16, head_dim=256, tie_word_embeddings=True,
-              attention_bias=False)
+              attention_bias=False, max_position_embeddings=8192)
 _GEMMA2 = dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
                num_key_value_heads=4, sliding_window=4096)
-_GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6)
+_GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6,
+                    max_position_embeddings=131072)
 _PHI3 = dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None)
+             num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None,
+             max_position_embeddings=4096)
 _DEEPSEEK_V2 = dict(vocab_size=102400, hidden_size=4096, intermediate_size=11008, moe_intermediate_size=1407,
                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32, n_shared_experts=2,
                     n_routed_experts=64, num_experts_per_tok=None, first_k_dense_replace=0,
                     kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
-                    qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False)
+                    qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False,
+                    max_position_embeddings=2048)
 _DEEPSEEK_V3 = dict(_DEEPSEEK_V2, vocab_size=129280, hidden_size=7168, intermediate_size=18432,
                     moe_intermediate_size=2048, num_hidden_layers=61, num_attention_heads=128,
                     num_key_value_heads=128, n_shared_experts=1, n_routed_experts=256, num_experts_per_tok=8,
-                    first_k_dense_replace=3)
+                    first_k_dense_replace=3, max_position_embeddings=4096)
 
 
 def _with_defaults(config, defaults):
@@ -348,8 +431,9 @@ def _with_defaults(config, defaults):
 def _sliding_layers(values, every_layer):
     """Layers attending through a window: from ``layer_types`` where the config lists them,
     else every layer when the family slides everywhere and a window is set."""
-    if values.get("layer_types") is not None:
-        return sum(1 for kind in values["layer_types"] if kind == "sliding_attention")
+    kinds = _layer_types(values)
+    if kinds is not None:
+        return sum(1 for kind in kinds if kind == "sliding_attention")
     return values["num_hidden_layers"] if every_layer and values.get("sliding_window") else 0
 
 
@@ -360,13 +444,19 @@ def _core(values, name, config, **extra):
         if values.get(key) is not None:
             values[key] = _whole(f"config[{key!r}]", values[key], 1)
     heads = values["num_attention_heads"]
+    if values.get("head_dim") is None and values["hidden_size"] % heads:
+        raise ValueError(f"config['hidden_size'] must be a multiple of config['num_attention_heads'] ({heads}) "
+                         f"when the config gives no head_dim, got {values['hidden_size']!r}")
+    if values.get("sliding_window") is not None:
+        _count("sliding_window", values["sliding_window"], 0)
     return dict(
         name=name or config.get("_name_or_path") or config.get("model_type"),
         layers=values["num_hidden_layers"], hidden=values["hidden_size"], heads=heads,
         kv_heads=values.get("num_key_value_heads") or heads,
         head_dim=values.get("head_dim") or values["hidden_size"] // heads,
         ffn=values["intermediate_size"], vocab=values["vocab_size"],
-        tied_embeddings=bool(values["tie_word_embeddings"]), **extra)
+        tied_embeddings=_switch("tie_word_embeddings", values["tie_word_embeddings"]),
+        context_window=_whole("config['max_position_embeddings']", values["max_position_embeddings"], 1), **extra)
 
 
 def _window(values, layers):
@@ -375,14 +465,16 @@ def _window(values, layers):
 
 def _llama(config, name):
     values = _with_defaults(config, _LLAMA)
-    bias = bool(values["attention_bias"])
-    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, mlp_bias=bool(values["mlp_bias"])))
+    bias = _switch("attention_bias", values["attention_bias"])
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias,
+                         mlp_bias=_switch("mlp_bias", values["mlp_bias"])))
 
 
 def _mistral(config, name, defaults=_MISTRAL):
     values = _with_defaults(config, defaults)
-    experts = values.get("num_local_experts") or 1
-    moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"]) if experts > 1 else {}
+    experts = _count("num_local_experts", values.get("num_local_experts"), 1, optional=True) or 1
+    moe = dict(experts=experts, experts_per_token=_count("num_experts_per_tok", values["num_experts_per_tok"], 1)
+               ) if experts > 1 else {}
     return Model(**_core(values, name, config, **moe, **_window(values, _sliding_layers(values, True))))
 
 
@@ -393,7 +485,7 @@ def _mixtral(config, name):
 def _qwen_window(values):
     if values.get("layer_types") is not None:
         return _window(values, _sliding_layers(values, False))
-    if not values["use_sliding_window"] or not values.get("sliding_window"):
+    if not _switch("use_sliding_window", values["use_sliding_window"]) or not values.get("sliding_window"):
         return {}
     layers = max(0, values["num_hidden_layers"] - values["max_window_layers"])
     return _window(values, layers)
@@ -402,14 +494,19 @@ def _qwen_window(values):
 def _qwen_moe(values):
     """Mixture-of-experts keys shared by Qwen2-MoE and Qwen3-MoE: a layer is sparse unless listed in
     ``mlp_only_layers`` or off the ``decoder_sparse_step``."""
-    experts = values["num_experts"] or 0
+    experts = _count("num_experts", values["num_experts"], 0, optional=True) or 0
     if experts <= 1:
         return {}
-    dense_only = set(values["mlp_only_layers"] or [])
-    step = values["decoder_sparse_step"]
+    only = values["mlp_only_layers"]
+    if only is not None and (not isinstance(only, (list, tuple)) or not all(isinstance(i, int) for i in only)):
+        raise ValueError(f"config['mlp_only_layers'] must list layer numbers, got {only!r}")
+    dense_only = set(only or [])
+    step = _count("decoder_sparse_step", values["decoder_sparse_step"], 1)
+    _count("moe_intermediate_size", values["moe_intermediate_size"], 1)
     sparse = sum(1 for layer in range(values["num_hidden_layers"])
                  if layer not in dense_only and (layer + 1) % step == 0)
-    shared = values.get("shared_expert_intermediate_size") or 0
+    shared = _count("shared_expert_intermediate_size", values.get("shared_expert_intermediate_size"), 0,
+                    optional=True) or 0
     return dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
                 expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
                 shared_ffn=shared, shared_expert_gate=bool(shared))
@@ -427,7 +524,7 @@ def _qwen2_moe(config, name):
 
 def _qwen3(config, name, defaults=_QWEN3):
     values = _with_defaults(config, defaults)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     moe = _qwen_moe(values) if "num_experts" in defaults else {}
     return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, qk_norm=True, **moe,
                          **_qwen_window(values)))
@@ -439,13 +536,13 @@ def _qwen3_moe(config, name):
 
 def _gemma(config, name):
     values = _with_defaults(config, _GEMMA)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias))
 
 
 def _gemma2(config, name):
     values = _with_defaults(config, _GEMMA2)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     if values.get("layer_types") is not None:
         sliding = _sliding_layers(values, False)
     else:  # every other layer, starting with the first
@@ -456,11 +553,12 @@ def _gemma2(config, name):
 
 def _gemma3_text(config, name):
     values = _with_defaults(config, _GEMMA3_TEXT)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     if values.get("layer_types") is not None:
         sliding = _sliding_layers(values, False)
     elif values.get("sliding_window"):  # all but every ``pattern``-th layer slide
-        pattern = config.get("_sliding_window_pattern") or values["sliding_window_pattern"]
+        pattern = _count("sliding_window_pattern",
+                         config.get("_sliding_window_pattern") or values["sliding_window_pattern"], 1)
         sliding = values["num_hidden_layers"] - values["num_hidden_layers"] // pattern
     else:
         sliding = 0
@@ -474,7 +572,9 @@ def _gemma3(config, name):
     text = config.get("text_config") or {}
     if not isinstance(text, Mapping):
         raise TypeError(f"config['text_config'] must be a dict, got {text!r}")
-    inner = {**text, "_name_or_path": config.get("_name_or_path")}
+    # Absent keys (the whole text_config, or its model_type) take Gemma3TextConfig's defaults.
+    inner = {"model_type": "gemma3_text", **text,
+             "_name_or_path": config.get("_name_or_path") or config.get("model_type")}
     return _gemma3_text(inner, name)
 
 
@@ -485,9 +585,16 @@ def _phi3(config, name):
 
 def _deepseek(config, name, defaults):
     values = _with_defaults(config, defaults)
-    experts = values["n_routed_experts"] or 1
+    experts = _count("n_routed_experts", values["n_routed_experts"], 0, optional=True) or 1
+    _count("kv_lora_rank", values["kv_lora_rank"], 1)
+    _count("q_lora_rank", values["q_lora_rank"], 1, optional=True)   # None: no query bottleneck; 0 is not one
+    _count("v_head_dim", values["v_head_dim"], 1)
+    _count("qk_rope_head_dim", values["qk_rope_head_dim"], 0)
+    _count("qk_nope_head_dim", values["qk_nope_head_dim"], 0)
     moe = {}
     if experts > 1:
+        _count("moe_intermediate_size", values["moe_intermediate_size"], 1)
+        _count("first_k_dense_replace", values["first_k_dense_replace"], 0)
         if not values["num_experts_per_tok"]:
             raise ValueError(f"config must give num_experts_per_tok for its {experts} routed experts, "
                              f"got {values['num_experts_per_tok']!r}")
@@ -496,7 +603,7 @@ def _deepseek(config, name, defaults):
         moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
                    expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
                    shared_ffn=(values["n_shared_experts"] or 0) * values["moe_intermediate_size"])
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     core = _core(values, name, config, qkv_bias=bias, output_bias=bias, **moe,
                  kv_lora_rank=values["kv_lora_rank"], q_lora_rank=values["q_lora_rank"] or 0,
                  rope_head_dim=values["qk_rope_head_dim"], v_head_dim=values["v_head_dim"])
@@ -526,150 +633,156 @@ FAMILIES: Mapping[str, object] = MappingProxyType({
 # The fields of each model's published config.json that the count needs.
 CONFIGS: Mapping[str, Mapping] = MappingProxyType({
     "llama-3-8b": {
-        "_name_or_path": "Llama 3 8B", "model_type": "llama", "num_hidden_layers": 32,
+        "_name_or_path": "Llama 3 8B", "model_type": "llama", "max_position_embeddings": 8192, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": False,
         "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.2-1b": {
-        "_name_or_path": "Llama 3.2 1B", "model_type": "llama", "num_hidden_layers": 16,
+        "_name_or_path": "Llama 3.2 1B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 16,
         "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
         "intermediate_size": 8192, "vocab_size": 128256, "tie_word_embeddings": True,
         "attention_bias": False, "mlp_bias": False,
     },
     "llama-3-70b": {
-        "_name_or_path": "Llama 3 70B", "model_type": "llama", "num_hidden_layers": 80,
+        "_name_or_path": "Llama 3 70B", "model_type": "llama", "max_position_embeddings": 8192, "num_hidden_layers": 80,
         "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
         "intermediate_size": 28672, "vocab_size": 128256, "tie_word_embeddings": False,
     },
     "mistral-7b": {
-        "_name_or_path": "Mistral 7B v0.1", "model_type": "mistral", "num_hidden_layers": 32,
+        "_name_or_path": "Mistral 7B v0.1", "model_type": "mistral", "max_position_embeddings": 32768, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": False,
     },
     "qwen2-7b": {
-        "_name_or_path": "Qwen2 7B", "model_type": "qwen2", "num_hidden_layers": 28,
+        "_name_or_path": "Qwen2 7B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 28,
         "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
         "intermediate_size": 18944, "vocab_size": 152064, "tie_word_embeddings": False,
     },
     "mixtral-8x7b": {
-        "_name_or_path": "Mixtral 8x7B", "model_type": "mixtral", "num_hidden_layers": 32,
+        "_name_or_path": "Mixtral 8x7B", "model_type": "mixtral", "max_position_embeddings": 32768, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": False,
         "num_local_experts": 8, "num_experts_per_tok": 2,
     },
     # -- the families from_hf_config reads, one or two published checkpoints each --------
     "llama-2-7b": {
-        "_name_or_path": "Llama 2 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+        "_name_or_path": "Llama 2 7B", "model_type": "llama", "max_position_embeddings": 4096, "num_hidden_layers": 32, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
         "tie_word_embeddings": False,
     },
     "llama-2-70b": {
-        "_name_or_path": "Llama 2 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Llama 2 70B", "model_type": "llama", "max_position_embeddings": 4096, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
         "tie_word_embeddings": False,
     },
+    "llama-3.1-8b": {
+        "_name_or_path": "Llama 3.1 8B", "model_type": "llama", "max_position_embeddings": 131072,
+        "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": False,
+        "attention_bias": False, "mlp_bias": False,
+    },
     "llama-3.1-405b": {
-        "_name_or_path": "Llama 3.1 405B", "model_type": "llama", "num_hidden_layers": 126, "hidden_size": 16384,
+        "_name_or_path": "Llama 3.1 405B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 126, "hidden_size": 16384,
         "num_attention_heads": 128, "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
         "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.2-3b": {
-        "_name_or_path": "Llama 3.2 3B", "model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072,
+        "_name_or_path": "Llama 3.2 3B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3072,
         "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
         "vocab_size": 128256, "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.3-70b": {
-        "_name_or_path": "Llama 3.3 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Llama 3.3 70B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
         "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
     },
     "mistral-7b-v0.3": {
-        "_name_or_path": "Mistral 7B v0.3", "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+        "_name_or_path": "Mistral 7B v0.3", "model_type": "mistral", "max_position_embeddings": 32768, "num_hidden_layers": 32, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32768,
         "tie_word_embeddings": False, "sliding_window": None,
     },
     "mixtral-8x22b": {
-        "_name_or_path": "Mixtral 8x22B", "model_type": "mixtral", "num_hidden_layers": 56, "hidden_size": 6144,
+        "_name_or_path": "Mixtral 8x22B", "model_type": "mixtral", "max_position_embeddings": 65536, "num_hidden_layers": 56, "hidden_size": 6144,
         "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32768,
         "tie_word_embeddings": False, "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None,
     },
     "qwen2.5-0.5b": {
-        "_name_or_path": "Qwen2.5 0.5B", "model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896,
+        "_name_or_path": "Qwen2.5 0.5B", "model_type": "qwen2", "max_position_embeddings": 32768, "num_hidden_layers": 24, "hidden_size": 896,
         "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
         "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": 32768, "max_window_layers": 21,
     },
     "qwen2.5-7b": {
-        "_name_or_path": "Qwen2.5 7B", "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
+        "_name_or_path": "Qwen2.5 7B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3584,
         "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
         "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 28,
     },
     "qwen2.5-72b": {
-        "_name_or_path": "Qwen2.5 72B", "model_type": "qwen2", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Qwen2.5 72B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064,
         "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 80,
     },
     "qwen3-0.6b": {
-        "_name_or_path": "Qwen3 0.6B", "model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 1024,
+        "_name_or_path": "Qwen3 0.6B", "model_type": "qwen3", "max_position_embeddings": 40960, "num_hidden_layers": 28, "hidden_size": 1024,
         "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
         "vocab_size": 151936, "tie_word_embeddings": True, "attention_bias": False, "use_sliding_window": False,
     },
     "qwen3-8b": {
-        "_name_or_path": "Qwen3 8B", "model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096,
+        "_name_or_path": "Qwen3 8B", "model_type": "qwen3", "max_position_embeddings": 40960, "num_hidden_layers": 36, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
         "vocab_size": 151936, "tie_word_embeddings": False, "attention_bias": False, "use_sliding_window": False,
     },
     "qwen1.5-moe-a2.7b": {
-        "_name_or_path": "Qwen1.5-MoE-A2.7B", "model_type": "qwen2_moe", "num_hidden_layers": 24,
+        "_name_or_path": "Qwen1.5-MoE-A2.7B", "model_type": "qwen2_moe", "max_position_embeddings": 8192, "num_hidden_layers": 24,
         "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
         "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
         "num_experts_per_tok": 4, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen2-57b-a14b": {
-        "_name_or_path": "Qwen2-57B-A14B", "model_type": "qwen2_moe", "num_hidden_layers": 28, "hidden_size": 3584,
+        "_name_or_path": "Qwen2-57B-A14B", "model_type": "qwen2_moe", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3584,
         "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
         "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480, "num_experts": 64,
         "num_experts_per_tok": 8, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen3-30b-a3b": {
-        "_name_or_path": "Qwen3-30B-A3B", "model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+        "_name_or_path": "Qwen3-30B-A3B", "model_type": "qwen3_moe", "max_position_embeddings": 40960, "num_hidden_layers": 48, "hidden_size": 2048,
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
         "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
         "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen3-235b-a22b": {
-        "_name_or_path": "Qwen3-235B-A22B", "model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
+        "_name_or_path": "Qwen3-235B-A22B", "model_type": "qwen3_moe", "max_position_embeddings": 40960, "num_hidden_layers": 94, "hidden_size": 4096,
         "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
         "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
         "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "gemma-2b": {
-        "_name_or_path": "Gemma 2B", "model_type": "gemma", "num_hidden_layers": 18, "hidden_size": 2048,
+        "_name_or_path": "Gemma 2B", "model_type": "gemma", "max_position_embeddings": 8192, "num_hidden_layers": 18, "hidden_size": 2048,
         "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
         "vocab_size": 256000,
     },
     "gemma-7b": {
-        "_name_or_path": "Gemma 7B", "model_type": "gemma", "num_hidden_layers": 28, "hidden_size": 3072,
+        "_name_or_path": "Gemma 7B", "model_type": "gemma", "max_position_embeddings": 8192, "num_hidden_layers": 28, "hidden_size": 3072,
         "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576,
         "vocab_size": 256000,
     },
     "gemma-2-2b": {
-        "_name_or_path": "Gemma 2 2B", "model_type": "gemma2", "num_hidden_layers": 26, "hidden_size": 2304,
+        "_name_or_path": "Gemma 2 2B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 26, "hidden_size": 2304,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-2-9b": {
-        "_name_or_path": "Gemma 2 9B", "model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584,
+        "_name_or_path": "Gemma 2 9B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 42, "hidden_size": 3584,
         "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-2-27b": {
-        "_name_or_path": "Gemma 2 27B", "model_type": "gemma2", "num_hidden_layers": 46, "hidden_size": 4608,
+        "_name_or_path": "Gemma 2 27B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 46, "hidden_size": 4608,
         "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 36864,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-3-1b": {
-        "_name_or_path": "Gemma 3 1B", "model_type": "gemma3_text", "num_hidden_layers": 26, "hidden_size": 1152,
+        "_name_or_path": "Gemma 3 1B", "model_type": "gemma3_text", "max_position_embeddings": 32768, "num_hidden_layers": 26, "hidden_size": 1152,
         "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
         "vocab_size": 262144, "sliding_window": 512, "sliding_window_pattern": 6,
     },
@@ -685,17 +798,22 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
                         "num_key_value_heads": 16, "sliding_window": 1024},
     },
     "phi-3-mini": {
-        "_name_or_path": "Phi-3 mini 4K", "model_type": "phi3", "num_hidden_layers": 32, "hidden_size": 3072,
+        "_name_or_path": "Phi-3 mini 4K", "model_type": "phi3", "max_position_embeddings": 4096, "num_hidden_layers": 32, "hidden_size": 3072,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
     },
     "phi-3-medium": {
-        "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "num_hidden_layers": 40, "hidden_size": 5120,
+        "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "max_position_embeddings": 4096, "num_hidden_layers": 40, "hidden_size": 5120,
         "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
     },
+    "deepseek-llm-67b": {  # DeepSeek LLM 67B (arXiv:2401.02954, Table 2): the dense model DeepSeek-V2 is set against
+        "_name_or_path": "DeepSeek LLM 67B", "model_type": "llama", "max_position_embeddings": 4096,
+        "num_hidden_layers": 95, "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "intermediate_size": 22016, "vocab_size": 102400, "tie_word_embeddings": False,
+    },
     "deepseek-v2-lite": {
-        "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "num_hidden_layers": 27,
+        "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 27,
         "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
         "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
         "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": None,
@@ -703,7 +821,7 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "tie_word_embeddings": False,
     },
     "deepseek-v2": {
-        "_name_or_path": "DeepSeek-V2", "model_type": "deepseek_v2", "num_hidden_layers": 60, "hidden_size": 5120,
+        "_name_or_path": "DeepSeek-V2", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 60, "hidden_size": 5120,
         "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 12288,
         "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2, "num_experts_per_tok": 6,
         "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
@@ -711,7 +829,7 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "tie_word_embeddings": False,
     },
     "deepseek-v3": {
-        "_name_or_path": "DeepSeek-V3", "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+        "_name_or_path": "DeepSeek-V3", "model_type": "deepseek_v3", "max_position_embeddings": 163840, "num_hidden_layers": 61, "hidden_size": 7168,
         "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
         "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
         "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
@@ -723,6 +841,8 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
 MODELS: Mapping[str, Model] = MappingProxyType(
     {key: Model.from_hf_config(config) for key, config in CONFIGS.items()})
 LLAMA_3_8B = MODELS["llama-3-8b"]
+# Llama 3 8B's shape with a 131,072-token window: the model to name where a context is past 8,192 tokens.
+LLAMA_3_1_8B = MODELS["llama-3.1-8b"]
 
 
 def model(key_or_name) -> Model:
