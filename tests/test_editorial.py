@@ -108,12 +108,15 @@ def test_shared_decode_refuses_bad_input_by_name(argument, value, error):
 # -- Part 3: the summary's split and the decode floor's fine print ------------------------------
 
 
-def test_the_20000_token_summary_spends_more_time_decoding_than_prefilling():
-    summary = sm.request(MODEL, H100, 20_000, 100)
-    assert units.ms(summary.ttft, 0) == "325 ms" and units.ms(summary.decode_time, 0) == "475 ms"
-    assert summary.decode_share > 0.5 and units.percent(summary.decode_share) == "59 %"
-    # ... although 99.5 % of its tokens go through prefill.
-    assert units.percent(sm.serving.request_passes(20_000, 100).prefill_share_of_tokens, 1) == "99.5 %"
+def test_the_8000_token_summary_spends_more_time_decoding_than_prefilling_however_it_is_counted():
+    summary = sm.request(MODEL, H100, 8000, 100)
+    assert units.ms(summary.ttft, 0) == "130 ms" and units.ms(summary.decode_time, 0) == "475 ms"
+    assert summary.decode_share > 0.5 and units.percent(summary.decode_share) == "79 %"
+    # ... although 98.8 % of its tokens go through prefill,
+    assert units.percent(sm.serving.request_passes(8000, 100).prefill_share_of_tokens, 1) == "98.8 %"
+    # and whether attention and the cache are counted at the lesson's peaks or under the plate's assumptions.
+    for assumptions in (LESSON_WITH_CACHE, sm.PLATE):
+        assert sm.request(MODEL, H100, 8000, 100, assumptions=assumptions).decode_share > 0.7
 
 
 def test_the_strict_decode_floor_skips_the_embedding_table_looked_up_a_row_at_a_time():
