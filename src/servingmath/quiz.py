@@ -118,15 +118,16 @@ LESSON_1_QUESTIONS = (
         prompt="Which of these requests spends the biggest fraction of its time decoding? "
                "(Llama 3 8B on one H100, timed as in the lesson.)",
         options=(
-            "Summarising a 20,000-token report in 100 tokens.",
+            "Summarising an 8,000-token report in 100 tokens.",
             "Answering a 2,000-token question in 300 tokens.",
             "Writing a 2,000-token story from a one-line, 20-token prompt.",
             "The lesson's own request: a 3,000-token prompt and a 250-token reply.",
         ),
         correct=2,
         feedback=(
-            "Nearly all of this request's work is prefill: one pass carrying 20,000 tokens, then only "
-            f"{_decode_steps(20_000, 100)} decode steps. Prefill takes {_prefill_share(20_000, 100)} of its time, the most of the four.",
+            "Nearly all of this request's tokens go through prefill: one pass carrying 8,000 tokens, then only "
+            f"{_decode_steps(8000, 100)} decode steps. Prefill takes {_prefill_share(8000, 100)} of its time, the "
+            "largest share of the four, and decode is still most of it.",
             f"Prefill takes {_prefill_share(2_000, 300)} of this request's time, so decode has a big share. "
             "But another option has a far shorter prompt and a far longer reply.",
             "The prompt is one short pass; the reply is "
@@ -138,8 +139,9 @@ LESSON_1_QUESTIONS = (
         ),
     ),
     Question(
-        prompt="One model has twice as many weights as another, stored in the same number of bits, "
-               "on the same GPU. With one user, how fast does the larger one decode, compared with the smaller?",
+        prompt="One dense model (every token uses every weight) has twice as many weights as another, stored "
+               "in the same number of bits, on the same GPU. With one user, how fast does the larger one decode, "
+               "compared with the smaller?",
         options=(
             "About as fast: the GPU's arithmetic units sit mostly idle in decode either way.",
             "About half as many tokens a second: every step reads twice the bytes.",
