@@ -281,8 +281,9 @@ def batching(model: Model, gpu: GPU, batch, cached_tokens=0, price_per_hour=None
                     price)
 
 
-# Plate XXIII.1's range: one token (a decode step's worth) up to a 16,384-token prompt.
-WORKSHOP_TOKENS = range(1, 16_385)
+# Plate XXIII.1's range: one token (a decode step's worth) up to an 8,192-token prompt,
+# Llama 3 8B's window.
+WORKSHOP_TOKENS = range(1, 8193)
 
 
 @dataclass(frozen=True)
