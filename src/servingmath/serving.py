@@ -475,7 +475,7 @@ def weight_bytes_read_per_token(model: Model, weight_bits=16):
     return (model.parameters - looked_up) * weight_bits / 8
 
 
-def multiplied_parameters(model: Model):
+def _multiplied_parameters(model: Model):
     """Parameters that do a multiply and an add for every token in a pass, strictly.
 
     Every weight but the input embedding table's: a token looks up its own row there and
@@ -489,12 +489,12 @@ def multiplied_parameters(model: Model):
 
 def strict_prefill_time(model: Model, gpu: GPU, prompt_tokens, weight_bits=16):
     """The least time a prefill of ``prompt_tokens`` can take with the weights alone counted,
-    strictly: 2 FLOPs a token for each multiplied parameter (``multiplied_parameters``) at
+    strictly: 2 FLOPs a token for each multiplied parameter (``_multiplied_parameters``) at
     peak, or the weights a pass must read (``weight_bytes_read_per_token``) at full
     bandwidth, whichever is longer."""
     _check.instance("gpu", gpu, GPU)
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
-    arithmetic = 2 * multiplied_parameters(model) * prompt_tokens / gpu.peak_flops
+    arithmetic = 2 * _multiplied_parameters(model) * prompt_tokens / gpu.peak_flops
     return np.maximum(arithmetic, weight_bytes_read_per_token(model, weight_bits) / gpu.memory_bandwidth)
 
 
