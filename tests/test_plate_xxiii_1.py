@@ -24,11 +24,13 @@ def curve():
 
 
 # -- the data behind the chart -----------------------------------------------------------
-def test_the_curve_runs_from_one_token_to_llama_3_8bs_window_under_the_plate(curve):
+def test_the_curve_runs_from_one_token_to_the_models_window_under_the_plate(curve):
     assert isinstance(curve, TimePerTokenCurve)
     assert curve.assumptions is PLATE
-    np.testing.assert_array_equal(curve.tokens, np.arange(1, 8193))
+    np.testing.assert_array_equal(curve.tokens, np.arange(1, 8193))  # Llama 3 8B reads 8,192 tokens
     assert curve.time.shape == curve.time_per_token.shape == curve.bound.shape == (8192,)
+    longer = time_per_token_curve(sm.MODELS["llama-3.1-8b"], G)  # a longer window: the plate's 16,384
+    assert longer.tokens.max() == 16_384
 
 
 def test_each_point_of_the_curve_is_the_prefill_pass_of_that_many_tokens(curve):
