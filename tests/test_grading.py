@@ -75,7 +75,7 @@ def answered(notebook, answers):
 
 def partial():
     """The graded release: 1.1 right, 1.2 wrong, 1.4 close (8.16 for 8), the rest blank."""
-    return answered(graded_release(), {"1.1": "answer = 1 + (1000 - 1)", "1.2": "answer = 1000",
+    return answered(graded_release(), {"1.1": "answer = 1 + (1500 - 1)", "1.2": "answer = 1500",
                                        "1.4": "answer = 8.16"})
 
 
@@ -276,10 +276,10 @@ def test_each_student_gets_a_feedback_file(graded):
     cy = (feedback / "cy.txt").read_text(encoding="utf-8")
     assert cy.startswith("Lesson 1 problems (4242): feedback for Cy Part\nScore: 0.9 of 5.5 (16%)\n")
     assert "graded Cy Part_2003_assignsubmission_file_/Copy of Lesson_1_Part_1.ipynb (late)" in cy
-    assert "    1.2  0 of 1  ⚠ A usual slip: 1,000 decode steps is one away from the answer" in cy
+    assert "    1.2  0 of 1  ⚠ A usual slip: 1,500 decode steps is one away from the answer" in cy
     assert "    1.4  0.45 of 1  ≈ Close: 8.16 times as many is a little high" in cy
     assert "    1.3  0 of 1  … Not answered yet" in cy
-    assert "1.1  0.5 of 0.5  ✓ Right: 1,000 passes." in (feedback / "ada.txt").read_text(encoding="utf-8")
+    assert "1.1  0.5 of 0.5  ✓ Right: 1,500 passes." in (feedback / "ada.txt").read_text(encoding="utf-8")
     assert "not handed in" in (feedback / "lee.txt").read_text(encoding="utf-8")
     assert "    1.3  0 of 1  not reached: the notebook was stopped before this problem" in (
         feedback / "gus.txt").read_text(encoding="utf-8")

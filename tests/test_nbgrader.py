@@ -40,7 +40,7 @@ def test_generate_assignment_then_autograde_the_worked_and_the_blank_copies(tmp_
     text = nbformat.writes(release)
     # What students get holds no check, no formula, no solution: stubs and submit() lines.
     assert "HIDDEN TESTS" not in text and "check(" not in text and "BEGIN SOLUTION" not in text
-    assert "sm.passes_for_request(500, 1000)" not in text
+    assert "sm.passes_for_request(800, 1500)" not in text
     assert text.count(make_exercises.STUB) == 6 and text.count("submit(answer, label=") == 6
 
     worked = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in source.cells
