@@ -399,8 +399,10 @@ def reference(names: list[str], solutions: Path = SOLUTIONS, time_limit: float =
 def mark(record: dict | None, expected: dict):
     """The student's recorded answer, checked again against the reference's figure: a Result."""
     answer = None if record is None else record.get("answer")
+    slips = expected.get("slips")
     return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
-                 units=expected["units"], choices=expected["choices"])
+                 units=expected["units"], choices=expected["choices"],
+                 slips=None if not slips else {name: (entry[0], entry[1]) for name, entry in slips.items()})
 
 
 # -- who handed in what --------------------------------------------------------------

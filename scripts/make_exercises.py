@@ -117,8 +117,9 @@ def check_call(source: str, where: str = "solution") -> ast.Call:
             and len(call.args) == 2 and getattr(call.args[0], "id", None) == "answer"):
         raise ValueError(f"{where}: a check cell must end with check(answer, expected, label=...), got {source!r}")
     keywords = {keyword.arg for keyword in call.keywords}
-    if "label" not in keywords or not keywords <= {"label", "rel", "units", "choices"}:
-        raise ValueError(f"{where}: a check takes label= and may take rel=, units=, choices=, got {sorted(keywords)}")
+    if "label" not in keywords or not keywords <= {"label", "rel", "units", "choices", "slips"}:
+        raise ValueError(f"{where}: a check takes label= and may take rel=, units=, choices=, slips=, "
+                         f"got {sorted(keywords)}")
     return call
 
 

@@ -256,6 +256,11 @@ EVERY_CALL = [
      dict(context_tokens=WHOLE, price_per_hour=NOT_NEGATIVE, weight_bits=POSITIVE, kv_bits=POSITIVE)),
     (cache.longest_compute_bound_context, dict(model=M, gpu=G, weight_bits=16, kv_bits=16),
      dict(weight_bits=POSITIVE, kv_bits=POSITIVE)),
+    (cache.decode_attention_intensity, dict(model=M, kv_bits=16), dict(kv_bits=POSITIVE)),
+    (memory.max_batch_sharing_prefix, dict(model=M, gpu=G, context_tokens=3000, prefix_tokens=1000, block_tokens=16,
+                                           weight_bits=16, kv_bits=16, reserve=0.05),
+     dict(context_tokens=WHOLE_FROM_1, prefix_tokens=WHOLE, block_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
+          kv_bits=POSITIVE)),
 ] + [
     (function, dict(value=1.0, digits=2), dict(value=REAL if name in ("number", "percent") else NOT_NEGATIVE,
                                                digits=WHOLE))

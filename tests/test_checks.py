@@ -414,3 +414,35 @@ def test_submit_records_without_judging_and_reads_each_answer_once():
 def test_called_from_a_function_a_check_leaves_the_callers_names_alone():
     answer = 5.0
     assert check(answer, 5.0).status == "right" and answer == 5.0
+
+
+# -- slips a problem names itself: counts no single factor describes ------------------------------
+def test_a_count_problem_names_its_own_slips():
+    model, gpu = sm.LLAMA_3_8B, sm.H100_SXM
+    right = sm.max_batch(model, gpu, 7000, kv_bits=8)
+    slips = {"a 16-bit cache": (sm.max_batch(model, gpu, 7000), "8 bits: 1 byte a value."),
+             "decimal gigabytes for the memory": (sm.max_batch(model, gpu.with_changes(memory_bytes=80e9), 7000,
+                                                               kv_bits=8), "80 × 2³⁰ bytes."),
+             "the reserve forgotten": (sm.max_batch(model, gpu, 7000, kv_bits=8, reserve=0), "0.95 × memory.")}
+    assert check(right, right, rel=0, units="users", slips=slips).status == "right"
+    for name, (value, hint) in slips.items():
+        assert value != right
+        result = check(value, right, rel=0, units="users", slips=slips)
+        assert (result.status, result.slip, result.score) == ("slip", name, 0) and hint in result.message
+        assert result.record["slips"][name] == [value, hint]
+    assert check(right + 1, right, rel=0, units="users", slips=slips).slip == "off by one"
+
+
+def test_binary_and_decimal_gigabytes_are_told_apart_both_ways():
+    room = 65.54
+    smaller = check(room / GIB_IN_GB, room, units="GB")
+    larger = check(room * GIB_IN_GB, room, units="GB")
+    assert smaller.slip == larger.slip == "GiB for GB"
+    assert "divide bytes by 10⁹, not by 2³⁰" in smaller.message
+    assert "multiplied" in larger.message and "divide bytes by 10⁹" not in larger.message
+
+
+@pytest.mark.parametrize("bad", [[1, 2], {"x": 1}, {"x": (1,)}, {"x": ("one", "hint")}, {1: (1, "hint")}])
+def test_a_problem_with_malformed_slips_is_refused(bad):
+    with pytest.raises((TypeError, ValueError)):
+        check(1, 2, slips=bad)

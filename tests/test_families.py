@@ -230,3 +230,66 @@ def test_mixture_decode_reads_about_26_gb_for_one_user_and_compute_counts_the_ac
     users = np.array([1, 2, 8, 64, 1024])
     read = sm.decode_step(mixtral, sm.H100_SXM, batch=users).cost.weight_bytes
     assert np.all(np.diff(read) > 0) and read[-1] == pytest.approx(2 * mixtral.parameters)
+
+
+# -- configs the count refuses, each naming the config key and the value it got ---------------------
+_L, _Q, _D, _G = (dict(models.CONFIGS[k]) for k in ("llama-3.1-8b", "qwen2-57b-a14b", "deepseek-v2-lite", "gemma-3-1b"))
+
+
+@pytest.mark.parametrize("config, key, shown", [
+    ({**_L, "tie_word_embeddings": "false"}, "tie_word_embeddings", "'false'"),      # a string, not a boolean
+    ({**_L, "attention_bias": 0}, "attention_bias", "0"),
+    ({**_Q, "use_sliding_window": "no"}, "use_sliding_window", "'no'"),
+    ({**_Q, "moe_intermediate_size": 0}, "moe_intermediate_size", "0"),              # 0 is not "the default"
+    ({**_D, "v_head_dim": 0}, "v_head_dim", "0"),
+    ({**_D, "q_lora_rank": 0}, "q_lora_rank", "0"),
+    ({**_G, "layer_types": 5}, "layer_types", "5"),                                  # not a list
+    ({**_G, "layer_types": ["sliding_attention"] * 3}, "layer_types", "sliding_attention"),  # not one a layer
+    ({**_G, "layer_types": ["sliding"] * 26}, "layer_types", "'sliding'"),            # not a kind of layer
+    ({**_Q, "num_experts": -3}, "num_experts", "-3"),
+    ({**_Q, "decoder_sparse_step": -1}, "decoder_sparse_step", "-1"),
+    ({**_Q, "decoder_sparse_step": 0}, "decoder_sparse_step", "0"),
+    ({**_Q, "mlp_only_layers": 3}, "mlp_only_layers", "3"),
+    ({**_L, "hidden_size": 4097}, "hidden_size", "4097"),                            # the heads don't divide it
+    ({**_L, "num_key_value_heads": 5}, "num_key_value_heads", "5"),                  # told in config keys
+    ({**dict(models.CONFIGS["mixtral-8x7b"]), "num_experts_per_tok": 9}, "num_experts_per_tok", "9"),
+    ({**_G, "sliding_window_pattern": 0}, "sliding_window_pattern", "0"),
+    ({**_L, "max_position_embeddings": 0}, "max_position_embeddings", "0"),
+])
+def test_a_config_that_describes_no_model_is_refused_by_its_key_and_value(config, key, shown):
+    with pytest.raises(ValueError) as refused:
+        sm.Model.from_hf_config(config)
+    message = str(refused.value)
+    assert f"config[{key!r}]" in message and shown in message, message
+    for field in ("kv_heads", "experts_per_token", "expert_ffn"):
+        assert not message.split(": ", 1)[1].startswith(field), message
+
+
+def test_the_two_gemma_3_forms_transformers_reads_are_read():
+    # A multimodal config with no text_config: every key takes Gemma3TextConfig's default.
+    bare = sm.Model.from_hf_config({"model_type": "gemma3"})
+    defaults = sm.Model.from_hf_config({"model_type": "gemma3_text"}, name=bare.name)
+    assert bare == defaults and bare.context_window == 131_072
+    # A text_config without its own model_type is the same as one with it.
+    nested = dict(models.CONFIGS["gemma-3-4b"])
+    untyped = {**nested, "text_config": {k: v for k, v in nested["text_config"].items() if k != "model_type"}}
+    assert sm.Model.from_hf_config(untyped) == sm.Model.from_hf_config(nested)
+
+
+def test_a_config_file_that_is_not_utf_8_is_refused_by_name(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"model_type": "llama", "note": "\xff"}')
+    with pytest.raises(ValueError, match="not UTF-8"):
+        sm.Model.from_hf_config(path)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        sm.Model.from_hf_config(tmp_path)
+
+
+def test_every_catalog_config_gives_its_context_window():
+    for key, config in models.CONFIGS.items():
+        model = sm.MODELS[key]
+        given = config.get("max_position_embeddings", (config.get("text_config") or {}).get("max_position_embeddings"))
+        assert model.context_window == (given or 131_072), key  # Gemma 3's multimodal configs leave it to the default
+    assert (sm.LLAMA_3_8B.context_window, sm.MODELS["llama-3.1-8b"].context_window) == (8192, 131_072)
+    assert sm.MODELS["llama-2-7b"].context_window == sm.MODELS["phi-3-mini"].context_window == 4096
+    assert sm.MODELS["llama-3.1-8b"].parameters == sm.LLAMA_3_8B.parameters

@@ -14,12 +14,13 @@ pass's FLOPs and bytes in ``passes``. This module asks the lesson's questions of
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 
 from . import _check
 from .hardware import GPU
-from .memory import kv_cache_bytes, weight_bytes
+from .memory import RESERVE, kv_cache_bytes, max_batch, weight_bytes
 from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
@@ -116,19 +117,59 @@ def cheapest_cost_per_million(model: Model, gpu: GPU, context_tokens, price_per_
 
 
 def longest_compute_bound_context(model: Model, gpu: GPU, weight_bits=16, kv_bits=16,
-                                  assumptions: Assumptions = CACHE_READ):
-    """The longest cache, in tokens, at which enough users still turn a decode step compute-bound.
+                                  assumptions: Assumptions = CACHE_READ, reserve=RESERVE):
+    """The longest cache, in tokens, at which a batch that fits the GPU still turns decode compute-bound.
 
-    Each user brings its arithmetic and its cache's bytes; once the cache is long, the
-    bytes win however many users share the weights, so decode stays memory-bound. One token
-    short of ``serving.memory_bound_from_cache``. Returns None if even an empty cache never
-    turns compute-bound.
+    Each user brings arithmetic and its cache's bytes; the longer the cache, the more users a step
+    needs before arithmetic sets its time, and the fewer fit beside the weights (``memory.max_batch``
+    with ``reserve``, each cache one token longer after the step). Past this length no batch that
+    fits is compute-bound. ``reserve=None`` leaves memory out: then it is one token short of
+    ``serving.memory_bound_from_cache``. Returns None if even an empty cache never turns
+    compute-bound (or, with memory counted, if no batch that does fits).
     """
     _check.instance("gpu", gpu, GPU)
+    _check.instance("model", model, Model)
     if not assumptions.kv_cache:
         raise ValueError(f"assumptions must count the cache (kv_cache=True), got {assumptions!r}")
-    never_from = memory_bound_from_cache(model, gpu, weight_bits, kv_bits, assumptions)
-    return never_from - 1 if never_from else None
+    if reserve is None:
+        never_from = memory_bound_from_cache(model, gpu, weight_bits, kv_bits, assumptions)
+        return never_from - 1 if never_from else None
+
+    def holds(cached):
+        needed = compute_bound_batch(model, gpu, cached, weight_bits, kv_bits, assumptions)
+        return needed is not None and needed <= max_batch(model, gpu, cached + 1, weight_bits, kv_bits, reserve)
+
+    longest = (model.context_window if model.context_window is not None else 2**20) - 1
+    if not holds(0):
+        return None
+    if holds(longest):
+        return longest
+    below, at = 0, longest  # holds at below, fails at at; the first failure less one is the answer
+    while at - below > 1:
+        middle = (below + at) // 2
+        if holds(middle):
+            below = middle
+        else:
+            at = middle
+    return below
+
+
+def decode_attention_intensity(model: Model, kv_bits=16):
+    """FLOPs a decode step's attention does for each byte of cache it reads.
+
+    Keys and values per KV head: each cached number is used by every query head sharing its
+    KV head, so the ratio is heads ÷ KV heads in 16 bits (twice that in 8). Latent attention
+    (MLA) at decode folds the key and value up-projections into the query and output weights, so
+    every head scores and sums over the one cached latent (and the shared rotary key):
+    heads × (2 × (latent + rotary) + 2 × latent) FLOPs against (latent + rotary) × bytes.
+    """
+    _check.instance("model", model, Model)
+    kv_bits = _check.finite("kv_bits", kv_bits, above=0)
+    if model.latent_attention:
+        per_position = model.heads * (2 * (model.kv_lora_rank + model.rope_head_dim) + 2 * model.kv_lora_rank)
+    else:
+        per_position = 2 * (model.attention_width + model.value_width)
+    return per_position / (model.cache_width * kv_bits / 8)
 
 
 @dataclass(frozen=True)
@@ -158,9 +199,23 @@ WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
 
 # Figures the lesson quotes from its sources, as they state them.
 # Kwon et al. 2023 (PagedAttention), section 1 and figure 2: the share of the memory earlier serving
-# systems set aside for the KV cache that held tokens' keys and values, at the lowest and the highest.
+# systems set aside for the KV cache that held tokens' keys and values, at the lowest and the highest,
+# as the vLLM authors measured them on their own re-implementation of Orca (FasterTransformer and
+# Orca's code were not public for this).
 MEASURED_SHARE_HOLDING_TOKENS = (0.204, 0.382)
 # vLLM's documentation: the share of a GPU's memory its engine fills unless told otherwise.
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 # DeepSeek-AI 2024 (DeepSeek-V2), abstract: how much smaller its KV cache is than DeepSeek 67B's.
 DEEPSEEK_V2_CACHE_REDUCTION = 0.933
+
+
+# A published vLLM start-up log (V0 engine, 2025-03-21) for Llama 2 7B (its 12.55 GiB of 16-bit weights are
+# 6,738,415,616 parameters) on an 80 GB card, at vLLM's defaults: how vLLM shares out the memory.
+# Source: https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550 (the log in its thread):
+#   "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB ... model weights take 12.55GiB;
+#    non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes 2.38GiB; the rest of the memory
+#    reserved for KV Cache is 56.18GiB." then "# cuda blocks: 7191" (16 tokens a block).
+VLLM_LOG_LLAMA_2_7B = MappingProxyType(dict(
+    model="llama-2-7b", total_gib=79.19, gpu_memory_utilization=0.90, weights_gib=12.55, non_torch_gib=0.16,
+    activation_peak_gib=2.38, kv_cache_gib=56.18, blocks=7191, block_tokens=16,
+    source="https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"))

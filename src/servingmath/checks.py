@@ -114,6 +114,7 @@ class Result:
     units: str = ""
     slip: str | None = None
     choices: Mapping[str, tuple] | None = None
+    slips: Mapping[str, tuple] | None = None
 
     @property
     def score(self) -> int:
@@ -123,11 +124,14 @@ class Result:
     @property
     def record(self) -> dict:
         """The outcome as plain JSON values, for the grader."""
-        return {
+        record = {
             "label": self.label, "status": self.status, "score": self.score, "slip": self.slip,
             "answer": self.answer, "expected": self.expected, "rel": self.rel, "units": self.units,
             "choices": None if self.choices is None else {key: list(value) for key, value in self.choices.items()},
         }
+        if self.slips:  # the problem's own slips, so the grader names them too
+            record["slips"] = {name: list(entry) for name, entry in self.slips.items()}
+        return record
 
     def __str__(self):
         name = f"[{self.label}] " if self.label else ""
@@ -187,7 +191,7 @@ def submitted(label: str):
     return _READ.get(_text("label", label))
 
 
-def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Result:
+def check(answer, expected, *, rel=0.02, label="", units="", choices=None, slips=None) -> Result:
     """Compare a student's ``answer`` with ``expected`` and return the feedback.
 
     ``expected`` is a number, or a word for a categorical answer ("memory", a GPU's
@@ -197,11 +201,16 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     a dict from each answer to other spellings of it; with choices, any unambiguous
     part of one is accepted ("A100" for "a100-80gb"), and case, hyphens and a trailing
     "bound" never matter.
+
+    ``slips`` names the mistakes of this problem that no single factor describes, as a dict from
+    each slip's name to ``(the answer that mistake gives, what to look at again)``: a count of
+    users worked out with decimal gigabytes for a binary memory, or with the reserve forgotten.
     """
     label = _text("label", label)
     units = _text("units", units)
     answer = _take_answer(sys._getframe(1), answer, label)
     rel = _check.number("rel", rel, minimum=0, maximum=1)
+    slips = _named_slips(slips)
     if not isinstance(rel, float):
         raise TypeError(f"rel must be one number, got {rel!r}")
     answer, expected = _unwrapped(answer), _unwrapped(expected)
@@ -213,7 +222,22 @@ def check(answer, expected, *, rel=0.02, label="", units="", choices=None) -> Re
     expected = _check.finite("expected", expected)
     if not isinstance(expected, float):
         raise TypeError(f"expected must be one number or one word, got {expected!r}")
-    return _check_number(answer, expected, rel, label, units)
+    return _check_number(answer, expected, rel, label, units, slips)
+
+
+def _named_slips(slips):
+    """The problem's own slips, checked: {name: (value, hint)}."""
+    if slips is None:
+        return {}
+    if not isinstance(slips, Mapping):
+        raise TypeError(f"slips must be a dict from a slip's name to (its answer, a hint), got {slips!r}")
+    named = {}
+    for name, entry in slips.items():
+        if not isinstance(name, str) or not isinstance(entry, tuple) or len(entry) != 2 \
+                or not isinstance(entry[1], str):
+            raise TypeError(f"slips must map a name to (its answer, a hint), got {name!r}: {entry!r}")
+        named[name] = (_check.finite(f"slips[{name!r}]", entry[0]), entry[1])
+    return named
 
 
 def submit(answer, *, label, units="", choices=None) -> Result:
@@ -257,9 +281,9 @@ def submit(answer, *, label, units="", choices=None) -> Result:
 
 
 # -- numbers -------------------------------------------------------------------------
-def _check_number(answer, expected, rel, label, units):
+def _check_number(answer, expected, rel, label, units, slips=None):
     def result(status, message, shown_answer, slip=None):
-        return Result(label, status, message, shown_answer, expected, rel, units, slip)
+        return Result(label, status, message, shown_answer, expected, rel, units, slip, None, slips or None)
 
     if answer is None:
         return result("unanswered", "set `answer = ...` in the cell above, run it, then run this cell again.", None)
@@ -272,6 +296,9 @@ def _check_number(answer, expected, rel, label, units):
         precise = _show(expected, units)
         exact = "" if precise == shown else f" (the package's figure: {precise})"
         return result("right", f"{shown}{exact}.", value)
+    for name, (slipped, hint) in (slips or {}).items():
+        if not _near(slipped, expected, tolerance) and _near(value, slipped, tolerance):
+            return result("slip", f"{shown} is what {name} gives. {hint}", value, name)
     slip = _slip(value, expected, tolerance, units)
     if slip is not None:
         if slip is OFF_BY_ONE:
@@ -280,8 +307,17 @@ def _check_number(answer, expected, rel, label, units):
             message = f"{shown}: {slip.hint}"
         else:
             size = "larger" if abs(value) > abs(expected) else "smaller"
+            hint = slip.hint
+            if slip.name == "GiB for GB" and size == "larger":
+                hint = (f"you may have multiplied by {GIB_IN_GB:.3f} where you should divide: 1 GiB = 2³⁰ bytes is "
+                        f"{GIB_IN_GB:.9f} GB, so a figure in GB is the larger one; the course counts decimal "
+                        f"gigabytes, 1 GB = 10⁹ bytes.")
+            elif slip.name == "GiB for GB":
+                hint = (f"you may have given gibibytes: divide bytes by 10⁹, not by 2³⁰. 1 GiB = 2³⁰ bytes = "
+                        f"{GIB_IN_GB:.9f} GB, about {percent(GIB_IN_GB - 1, 1)} more; the course counts "
+                        f"decimal gigabytes.")
             message = (f"{shown} is {_show(slip.factor, '')} times {size} than the answer. "
-                       f"Off by {slip.name}? {slip.hint}")
+                       f"Off by {slip.name}? {hint}")
         return result("slip", message, value, slip.name)
     if _close(value, expected, rel):
         direction = "high" if value > expected else "low"

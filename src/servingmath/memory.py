@@ -168,3 +168,34 @@ def max_batch(model: Model, gpu: GPU, context_tokens, weight_bits=16, kv_bits=16
     users = np.where(users * per_user > room, users - 1, users)
     users = np.maximum(users, 0).astype(np.int64)
     return int(users) if users.ndim == 0 else users
+
+
+# Tokens in one page (block) of the cache: vLLM's default on GPUs.
+BLOCK_TOKENS = 16
+
+
+def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_tokens, block_tokens=BLOCK_TOKENS,
+                             weight_bits=16, kv_bits=16, reserve=RESERVE):
+    """The most users, each holding ``context_tokens`` tokens of which the first ``prefix_tokens`` are the same
+    for all (a shared system prompt), when the cache of that prefix is kept once for all of them.
+
+    Prefix caching shares whole pages: the shared prefix's full pages of ``block_tokens`` tokens are held
+    once (vLLM's automatic prefix caching hashes each full block with the tokens before it); the rest of
+    the prefix, and everything after it, is each user's own. Returns 0 if the weights and the shared pages
+    alone do not fit.
+    """
+    _check.instance("model", model, Model)
+    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    prefix_tokens = _check.count("prefix_tokens", prefix_tokens)
+    block_tokens = _check.count("block_tokens", block_tokens, minimum=1)
+    if np.any(prefix_tokens > context_tokens):
+        raise ValueError(f"prefix_tokens must be at most context_tokens ({context_tokens!r}), got {prefix_tokens!r}")
+    weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    shared = np.floor(prefix_tokens / block_tokens) * block_tokens
+    room = (usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits)
+            - kv_cache_bytes(model, shared, 1, kv_bits))
+    own = kv_cache_bytes(model, context_tokens, 1, kv_bits) - kv_cache_bytes(model, shared, 1, kv_bits)
+    users = np.floor(np.maximum(room, 0) / own)
+    users = np.where(users * own > room, users - 1, users)
+    users = np.maximum(users, 0).astype(np.int64)
+    return int(users) if users.ndim == 0 else users

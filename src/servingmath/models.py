@@ -300,9 +300,62 @@ class Model:
         try:
             return FAMILIES[model_type](config, name)
         except TypeError as error:
-            raise TypeError(f"config (model_type {model_type!r}) holds a value of the wrong kind: {error}") from None
+            raise TypeError(f"config (model_type {model_type!r}) holds a value of the wrong kind: "
+                            f"{_in_config_keys(error)}") from None
         except (ValueError, ArithmeticError, KeyError, AttributeError) as error:
-            raise ValueError(f"config (model_type {model_type!r}) does not describe a model: {error}") from None
+            raise ValueError(f"config (model_type {model_type!r}) does not describe a model: "
+                             f"{_in_config_keys(error)}") from None
+
+
+# The config.json key behind each of Model's fields, for messages about a config.
+_CONFIG_KEYS = {
+    "layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads", "ffn": "intermediate_size", "vocab": "vocab_size",
+    "experts_per_token": "num_experts_per_tok", "experts": "num_experts",
+    "expert_ffn": "moe_intermediate_size", "dense_layers": "first_k_dense_replace",
+    "sliding_layers": "layer_types", "rope_head_dim": "qk_rope_head_dim", "kv_lora_rank": "kv_lora_rank",
+    "q_lora_rank": "q_lora_rank", "v_head_dim": "v_head_dim", "context_window": "max_position_embeddings",
+}
+
+
+def _in_config_keys(error) -> str:
+    """An error about a Model field, told in the config's own key names."""
+    text = str(error)
+    for field, key in _CONFIG_KEYS.items():
+        text = text.replace(f"at most {field} (", f"at most config[{key!r}] (").replace(
+            f"divide {field} (", f"divide config[{key!r}] (")
+        if text.startswith(f"{field} must"):
+            text = f"config[{key!r}]" + text[len(field):]
+    return text
+
+
+def _switch(key, value):
+    """A config's true/false value: a JSON boolean, not a string or a number that looks like one."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"config[{key!r}] must be true or false, got {value!r}")
+
+
+def _count(key, value, minimum, optional=False):
+    """A whole-number config value of at least ``minimum`` (None allowed where ``optional``)."""
+    if value is None and optional:
+        return None
+    return _whole(f"config[{key!r}]", value, minimum)
+
+
+_LAYER_KINDS = ("sliding_attention", "full_attention")
+
+
+def _layer_types(values):
+    """The config's ``layer_types``, checked: one of each kind per layer."""
+    kinds = values.get("layer_types")
+    if kinds is None:
+        return None
+    layers = values["num_hidden_layers"]
+    if not isinstance(kinds, (list, tuple)) or len(kinds) != layers or any(k not in _LAYER_KINDS for k in kinds):
+        raise ValueError(f"config['layer_types'] must list {layers} entries, each one of {list(_LAYER_KINDS)}, "
+                         f"got {kinds!r}")
+    return kinds
 
 
 def _read_config(config) -> dict:
@@ -320,6 +373,8 @@ def _read_config(config) -> dict:
             raise ValueError(f"config must be a dict or the path of a config.json, got {config!r} ({error})") from None
         except json.JSONDecodeError as error:
             raise ValueError(f"config {config!r} is not valid JSON: {error}") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"config {config!r} is not UTF-8 text, as a config.json must be: {error}") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"config {config!r} must hold a JSON object, got {type(loaded).__name__}")
         return loaded
@@ -376,8 +431,9 @@ def _with_defaults(config, defaults):
 def _sliding_layers(values, every_layer):
     """Layers attending through a window: from ``layer_types`` where the config lists them,
     else every layer when the family slides everywhere and a window is set."""
-    if values.get("layer_types") is not None:
-        return sum(1 for kind in values["layer_types"] if kind == "sliding_attention")
+    kinds = _layer_types(values)
+    if kinds is not None:
+        return sum(1 for kind in kinds if kind == "sliding_attention")
     return values["num_hidden_layers"] if every_layer and values.get("sliding_window") else 0
 
 
@@ -388,13 +444,18 @@ def _core(values, name, config, **extra):
         if values.get(key) is not None:
             values[key] = _whole(f"config[{key!r}]", values[key], 1)
     heads = values["num_attention_heads"]
+    if values.get("head_dim") is None and values["hidden_size"] % heads:
+        raise ValueError(f"config['hidden_size'] must be a multiple of config['num_attention_heads'] ({heads}) "
+                         f"when the config gives no head_dim, got {values['hidden_size']!r}")
+    if values.get("sliding_window") is not None:
+        _count("sliding_window", values["sliding_window"], 0)
     return dict(
         name=name or config.get("_name_or_path") or config.get("model_type"),
         layers=values["num_hidden_layers"], hidden=values["hidden_size"], heads=heads,
         kv_heads=values.get("num_key_value_heads") or heads,
         head_dim=values.get("head_dim") or values["hidden_size"] // heads,
         ffn=values["intermediate_size"], vocab=values["vocab_size"],
-        tied_embeddings=bool(values["tie_word_embeddings"]),
+        tied_embeddings=_switch("tie_word_embeddings", values["tie_word_embeddings"]),
         context_window=_whole("config['max_position_embeddings']", values["max_position_embeddings"], 1), **extra)
 
 
@@ -404,14 +465,16 @@ def _window(values, layers):
 
 def _llama(config, name):
     values = _with_defaults(config, _LLAMA)
-    bias = bool(values["attention_bias"])
-    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, mlp_bias=bool(values["mlp_bias"])))
+    bias = _switch("attention_bias", values["attention_bias"])
+    return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias,
+                         mlp_bias=_switch("mlp_bias", values["mlp_bias"])))
 
 
 def _mistral(config, name, defaults=_MISTRAL):
     values = _with_defaults(config, defaults)
-    experts = values.get("num_local_experts") or 1
-    moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"]) if experts > 1 else {}
+    experts = _count("num_local_experts", values.get("num_local_experts"), 1, optional=True) or 1
+    moe = dict(experts=experts, experts_per_token=_count("num_experts_per_tok", values["num_experts_per_tok"], 1)
+               ) if experts > 1 else {}
     return Model(**_core(values, name, config, **moe, **_window(values, _sliding_layers(values, True))))
 
 
@@ -422,7 +485,7 @@ def _mixtral(config, name):
 def _qwen_window(values):
     if values.get("layer_types") is not None:
         return _window(values, _sliding_layers(values, False))
-    if not values["use_sliding_window"] or not values.get("sliding_window"):
+    if not _switch("use_sliding_window", values["use_sliding_window"]) or not values.get("sliding_window"):
         return {}
     layers = max(0, values["num_hidden_layers"] - values["max_window_layers"])
     return _window(values, layers)
@@ -431,14 +494,19 @@ def _qwen_window(values):
 def _qwen_moe(values):
     """Mixture-of-experts keys shared by Qwen2-MoE and Qwen3-MoE: a layer is sparse unless listed in
     ``mlp_only_layers`` or off the ``decoder_sparse_step``."""
-    experts = values["num_experts"] or 0
+    experts = _count("num_experts", values["num_experts"], 0, optional=True) or 0
     if experts <= 1:
         return {}
-    dense_only = set(values["mlp_only_layers"] or [])
-    step = values["decoder_sparse_step"]
+    only = values["mlp_only_layers"]
+    if only is not None and (not isinstance(only, (list, tuple)) or not all(isinstance(i, int) for i in only)):
+        raise ValueError(f"config['mlp_only_layers'] must list layer numbers, got {only!r}")
+    dense_only = set(only or [])
+    step = _count("decoder_sparse_step", values["decoder_sparse_step"], 1)
+    _count("moe_intermediate_size", values["moe_intermediate_size"], 1)
     sparse = sum(1 for layer in range(values["num_hidden_layers"])
                  if layer not in dense_only and (layer + 1) % step == 0)
-    shared = values.get("shared_expert_intermediate_size") or 0
+    shared = _count("shared_expert_intermediate_size", values.get("shared_expert_intermediate_size"), 0,
+                    optional=True) or 0
     return dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
                 expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
                 shared_ffn=shared, shared_expert_gate=bool(shared))
@@ -456,7 +524,7 @@ def _qwen2_moe(config, name):
 
 def _qwen3(config, name, defaults=_QWEN3):
     values = _with_defaults(config, defaults)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     moe = _qwen_moe(values) if "num_experts" in defaults else {}
     return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, qk_norm=True, **moe,
                          **_qwen_window(values)))
@@ -468,13 +536,13 @@ def _qwen3_moe(config, name):
 
 def _gemma(config, name):
     values = _with_defaults(config, _GEMMA)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias))
 
 
 def _gemma2(config, name):
     values = _with_defaults(config, _GEMMA2)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     if values.get("layer_types") is not None:
         sliding = _sliding_layers(values, False)
     else:  # every other layer, starting with the first
@@ -485,11 +553,12 @@ def _gemma2(config, name):
 
 def _gemma3_text(config, name):
     values = _with_defaults(config, _GEMMA3_TEXT)
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     if values.get("layer_types") is not None:
         sliding = _sliding_layers(values, False)
     elif values.get("sliding_window"):  # all but every ``pattern``-th layer slide
-        pattern = config.get("_sliding_window_pattern") or values["sliding_window_pattern"]
+        pattern = _count("sliding_window_pattern",
+                         config.get("_sliding_window_pattern") or values["sliding_window_pattern"], 1)
         sliding = values["num_hidden_layers"] - values["num_hidden_layers"] // pattern
     else:
         sliding = 0
@@ -503,7 +572,9 @@ def _gemma3(config, name):
     text = config.get("text_config") or {}
     if not isinstance(text, Mapping):
         raise TypeError(f"config['text_config'] must be a dict, got {text!r}")
-    inner = {**text, "_name_or_path": config.get("_name_or_path")}
+    # Absent keys (the whole text_config, or its model_type) take Gemma3TextConfig's defaults.
+    inner = {"model_type": "gemma3_text", **text,
+             "_name_or_path": config.get("_name_or_path") or config.get("model_type")}
     return _gemma3_text(inner, name)
 
 
@@ -514,9 +585,16 @@ def _phi3(config, name):
 
 def _deepseek(config, name, defaults):
     values = _with_defaults(config, defaults)
-    experts = values["n_routed_experts"] or 1
+    experts = _count("n_routed_experts", values["n_routed_experts"], 0, optional=True) or 1
+    _count("kv_lora_rank", values["kv_lora_rank"], 1)
+    _count("q_lora_rank", values["q_lora_rank"], 1, optional=True)   # None: no query bottleneck; 0 is not one
+    _count("v_head_dim", values["v_head_dim"], 1)
+    _count("qk_rope_head_dim", values["qk_rope_head_dim"], 0)
+    _count("qk_nope_head_dim", values["qk_nope_head_dim"], 0)
     moe = {}
     if experts > 1:
+        _count("moe_intermediate_size", values["moe_intermediate_size"], 1)
+        _count("first_k_dense_replace", values["first_k_dense_replace"], 0)
         if not values["num_experts_per_tok"]:
             raise ValueError(f"config must give num_experts_per_tok for its {experts} routed experts, "
                              f"got {values['num_experts_per_tok']!r}")
@@ -525,7 +603,7 @@ def _deepseek(config, name, defaults):
         moe = dict(experts=experts, experts_per_token=values["num_experts_per_tok"],
                    expert_ffn=values["moe_intermediate_size"], dense_layers=values["num_hidden_layers"] - sparse,
                    shared_ffn=(values["n_shared_experts"] or 0) * values["moe_intermediate_size"])
-    bias = bool(values["attention_bias"])
+    bias = _switch("attention_bias", values["attention_bias"])
     core = _core(values, name, config, qkv_bias=bias, output_bias=bias, **moe,
                  kv_lora_rank=values["kv_lora_rank"], q_lora_rank=values["q_lora_rank"] or 0,
                  rope_head_dim=values["qk_rope_head_dim"], v_head_dim=values["v_head_dim"])
@@ -728,6 +806,11 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "max_position_embeddings": 4096, "num_hidden_layers": 40, "hidden_size": 5120,
         "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
+    },
+    "deepseek-llm-67b": {  # DeepSeek LLM 67B (arXiv:2401.02954, Table 2): the dense model DeepSeek-V2 is set against
+        "_name_or_path": "DeepSeek LLM 67B", "model_type": "llama", "max_position_embeddings": 4096,
+        "num_hidden_layers": 95, "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "intermediate_size": 22016, "vocab_size": 102400, "tie_word_embeddings": False,
     },
     "deepseek-v2-lite": {
         "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 27,

@@ -1,0 +1,44 @@
+"""Lesson 2's general sentences, held against every model and GPU of the catalog they speak of."""
+import pytest
+
+import servingmath as sm
+from servingmath import cache
+from servingmath.memory import kv_cache_bytes
+
+# Models whose every layer caches keys and values per KV head for every token (no latent, no window).
+KEYS_AND_VALUES = [m for m in sm.MODELS.values() if not m.latent_attention and not m.sliding_layers]
+RENTED = [g for g in sm.CATALOG.values() if g.price_per_hour is not None]  # the data-centre GPUs
+LATENT = [m for m in sm.MODELS.values() if m.latent_attention]
+
+
+@pytest.mark.parametrize("model", KEYS_AND_VALUES, ids=[m.name for m in KEYS_AND_VALUES])
+def test_grouped_query_and_multi_head_decode_over_a_full_window_never_turns_compute_bound(model):
+    """Part 4: "for grouped-query and multi-head models without sliding windows, decode over a
+    conversation that fills the window stays memory-bound at any batch on every data-centre GPU of
+    the catalog", with a 16-bit cache; and attention alone does heads ÷ KV heads FLOPs a byte, under
+    every ridge of the catalog, laptops included."""
+    for gpu in sm.CATALOG.values():
+        ridge = sm.ridge_point(gpu.peak_flops, gpu.memory_bandwidth)
+        assert cache.decode_attention_intensity(model) == model.heads / model.kv_heads < ridge
+    for gpu in RENTED:
+        assert sm.serving.compute_bound_batch(model, gpu, model.context_window - 1,
+                                              assumptions=cache.CACHE_READ) is None, (model.name, gpu.name)
+
+
+def test_latent_attention_is_the_exception_the_page_names():
+    v2 = sm.MODELS["deepseek-v2"]
+    h100 = sm.H100_SXM
+    ridge = sm.ridge_point(h100.peak_flops, h100.memory_bandwidth)
+    assert round(cache.decode_attention_intensity(v2)) == 242 < ridge < round(cache.decode_attention_intensity(v2, 8))
+    assert all(cache.decode_attention_intensity(m) > 16 for m in LATENT)
+
+
+def test_every_cache_with_a_sliding_window_stops_growing_at_it():
+    """Part 2: a cache is a straight line in the tokens only where every layer keeps every token."""
+    for model in sm.MODELS.values():
+        window = model.context_window
+        full, half = kv_cache_bytes(model, window), kv_cache_bytes(model, window // 2)
+        if model.sliding_layers and model.sliding_window < window:
+            assert full < 2 * half, model.name  # bends: the sliding layers hold only their window
+        else:
+            assert full == 2 * half, model.name  # a straight line through zero
