@@ -37,10 +37,8 @@ FULL_PROMPT_TIMING_FROM = "0.12.7"
 # 44b466e, April 2025), 4,096 since; from v0.15.5 (January 2026) 4,096 on machines with under
 # 24 GiB of GPU memory, 32,768 up to 48 GiB and 262,144 above. A longer prompt is cut to fit,
 # with a warning in the server's log only ("truncating input prompt").
-DEFAULT_CONTEXT_BEFORE_0_6_7 = 2048
 DEFAULT_CONTEXT_SMALL_MACHINES = 4096
 SMALL_MACHINE_GPU_MEMORY = 24 * 2**30   # bytes: below it, v0.15.5 and later keep the 4,096 default
-LARGER_DEFAULT_CONTEXT_FROM = "0.6.7"
 # The context the lesson asks for before pasting an article of a few thousand tokens.
 ARTICLE_CONTEXT = 8192
 
