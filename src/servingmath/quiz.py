@@ -138,7 +138,7 @@ LESSON_1_QUESTIONS = (
             f"Prefill takes only {_prefill_share(20, 2_000)} of the time. Reply length adds passes; "
             "prompt length only makes the first pass bigger.",
             f"Decode is most of the lesson's example too, with prefill at {_prefill_share(3_000, 250)} of the "
-            "time. Look for the request whose prompt is shortest and whose reply is longest.",
+            "time. Look for the shortest prompt with the longest reply.",
         ),
     ),
     Question(
@@ -178,10 +178,10 @@ LESSON_1_QUESTIONS = (
         feedback=(
             "Every prompt token is known before the model starts; the reply is a chain in which each "
             "token waits on the one before it.",
-            "The causal mask is at work in prefill too, and prefill still takes the whole prompt in one "
-            "pass: the mask only stops each token from looking ahead. What decode lacks is the tokens.",
-            "Prefill and decode use the very same weights, and a decode pass can carry many tokens: "
-            "batching fills it with other users' tokens. What it can't have is this reply's next ones.",
+            "The causal mask works in prefill too, which still takes the whole prompt in one pass. What "
+            "decode lacks is the tokens.",
+            "Prefill and decode use the same weights, and batching fills a decode pass with other users' "
+            "tokens. What it can't have is this reply's next ones.",
             f"Ten tokens a pass is far below the H100's ridge of {_RIDGE} operations per byte: carrying them "
             "together would cost almost nothing. The trouble is that they don't exist yet.",
         ),
@@ -200,8 +200,8 @@ LESSON_1_QUESTIONS = (
             f"The pass still reads all {_WEIGHTS} once, and now 8 tokens use it. At {_EIGHT_USER_INTENSITY} "
             f"operations per byte, far below the ridge of {_RIDGE}, the step takes about as long as before, "
             f"so a million tokens at {_PRICE} an hour cost {_COST_EIGHT_USERS} instead of {_COST_ONE_USER}.",
-            "Each user does need every weight, but all 8 use the same copy, read once in the same pass. "
-            "Reads happen per pass, not per user.",
+            "Each user needs every weight, but all 8 use the copy read once in the pass. Reads happen per "
+            "pass, not per user.",
             "The arithmetic grows eightfold; the bytes of weights read do not. A pass reads each weight "
             "once, however many tokens it carries.",
             f"The reads per token do fall to an eighth, but the step doesn't slow down: at "
