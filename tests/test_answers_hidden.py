@@ -29,38 +29,32 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_exercises import check_call  # noqa: E402
 
-# Pages whose exercises and problems this test holds to the rule now.
+# Pages whose exercises and problems this test holds to the rule.
 CHECKED_PAGES = [
-    "chapters/lesson-2/part-1-what-the-cache-holds.md",
-    "chapters/lesson-2/part-2-its-size.md",
-    "chapters/lesson-2/part-3-how-many-users-fit.md",
-    "chapters/lesson-2/part-4-decode-and-price.md",
-    "chapters/plates/xxiii-2-the-kv-cache.md",
-]
-# Lesson 1, plate XXIII.1 and the lab: their pages are being reworked; they join CHECKED_PAGES
-# (and their problem notebooks PROBLEM_PAGES) once they pass.
-LESSON_1_PAGES_TO_ENABLE = [
     "chapters/lesson-1/part-1-prompt-and-reply.md",
     "chapters/lesson-1/part-2-same-weights-different-work.md",
     "chapters/lesson-1/part-3-time-on-the-clock.md",
     "chapters/lesson-1/part-4-batching.md",
     "chapters/plates/xxiii-1-prefill-and-decode.md",
     "chapters/lab/measure-your-machine.md",
+    "chapters/lesson-2/part-1-what-the-cache-holds.md",
+    "chapters/lesson-2/part-2-its-size.md",
+    "chapters/lesson-2/part-3-how-many-users-fit.md",
+    "chapters/lesson-2/part-4-decode-and-price.md",
+    "chapters/plates/xxiii-2-the-kv-cache.md",
 ]
 # Each problem notebook, and the page it belongs to.
 PROBLEM_PAGES = {
-    "solutions/lesson-2-part-1.md": "chapters/lesson-2/part-1-what-the-cache-holds.md",
-    "solutions/lesson-2-part-2.md": "chapters/lesson-2/part-2-its-size.md",
-    "solutions/lesson-2-part-3.md": "chapters/lesson-2/part-3-how-many-users-fit.md",
-    "solutions/lesson-2-part-4.md": "chapters/lesson-2/part-4-decode-and-price.md",
-    "solutions/plate-xxiii-2.md": "chapters/plates/xxiii-2-the-kv-cache.md",
-}
-LESSON_1_PROBLEMS_TO_ENABLE = {
     "solutions/lesson-1-part-1.md": "chapters/lesson-1/part-1-prompt-and-reply.md",
     "solutions/lesson-1-part-2.md": "chapters/lesson-1/part-2-same-weights-different-work.md",
     "solutions/lesson-1-part-3.md": "chapters/lesson-1/part-3-time-on-the-clock.md",
     "solutions/lesson-1-part-4.md": "chapters/lesson-1/part-4-batching.md",
     "solutions/plate-xxiii-1.md": "chapters/plates/xxiii-1-prefill-and-decode.md",
+    "solutions/lesson-2-part-1.md": "chapters/lesson-2/part-1-what-the-cache-holds.md",
+    "solutions/lesson-2-part-2.md": "chapters/lesson-2/part-2-its-size.md",
+    "solutions/lesson-2-part-3.md": "chapters/lesson-2/part-3-how-many-users-fit.md",
+    "solutions/lesson-2-part-4.md": "chapters/lesson-2/part-4-decode-and-price.md",
+    "solutions/plate-xxiii-2.md": "chapters/plates/xxiii-2-the-kv-cache.md",
 }
 
 GLUE_CALL = re.compile(r"""glue\(\s*f?["']([^"']+)["']""")

@@ -228,6 +228,8 @@ EVERY_CALL = [
           weight_bits=POSITIVE, kv_bits=POSITIVE)),
     (serving.weight_bytes_read_per_token, dict(model=M, weight_bits=16), dict(weight_bits=POSITIVE)),
     (serving.strict_decode_floor, dict(model=M, gpu=G, weight_bits=16), dict(weight_bits=POSITIVE)),
+    (serving.strict_prefill_time, dict(model=M, gpu=G, prompt_tokens=10, weight_bits=16),
+     dict(prompt_tokens=WHOLE_FROM_1, weight_bits=POSITIVE)),
     (serving.memory_bound_from_cache, dict(model=M, gpu=G, weight_bits=16, kv_bits=16, longest=4096),
      dict(weight_bits=POSITIVE, kv_bits=POSITIVE, longest=WHOLE_FROM_1)),
     (M.kv_bytes_per_token, dict(kv_bits=16), dict(kv_bits=POSITIVE)),

@@ -28,6 +28,20 @@ FIELDS = {
 # Without these two there is nothing to compare.
 REQUIRED = ("prompt eval rate", "eval rate")
 
+# What the lesson's experiment has to know about Ollama's versions, each from its source.
+# Ollama's older runner, which serves llama3.2, timed only the last batch of a prompt until
+# pull request #12742 (merged October 2025, first released in v0.12.7), so earlier versions
+# overstate the prompt eval rate of any prompt longer than one batch.
+FULL_PROMPT_TIMING_FROM = "0.12.7"
+# The context Ollama keeps unless told otherwise (num_ctx): 2,048 tokens until v0.6.7 (commit
+# 44b466e, April 2025), 4,096 since; from v0.15.5 (January 2026) 4,096 on machines with under
+# 24 GiB of GPU memory, 32,768 up to 48 GiB and 262,144 above. A longer prompt is cut to fit,
+# with a warning in the server's log only ("truncating input prompt").
+DEFAULT_CONTEXT_SMALL_MACHINES = 4096
+SMALL_MACHINE_GPU_MEMORY = 24 * 2**30   # bytes: below it, v0.15.5 and later keep the 4,096 default
+# The context the lesson asks for before pasting an article of a few thousand tokens.
+ARTICLE_CONTEXT = 8192
+
 HOW_TO_PASTE = ("paste every line Ollama prints after a reply when run with --verbose, "
                 "from 'total duration:' to 'eval rate:'")
 

@@ -121,15 +121,16 @@ LESSON_1_QUESTIONS = (
                f"(Llama 3.1 8B on one H100, timed as in the lesson: Llama 3 8B's shape, reading up to "
                f"{units.number(LLAMA_3_1_8B.context_window)} tokens.)",
         options=(
-            "Summarising a 20,000-token report in 100 tokens.",
+            "Summarising an 8,000-token report in 100 tokens.",
             "Answering a 2,000-token question in 300 tokens.",
             "Writing a 2,000-token story from a one-line, 20-token prompt.",
             "The lesson's own request: a 3,000-token prompt and a 250-token reply.",
         ),
         correct=2,
         feedback=(
-            "Nearly all of this request's work is prefill: one pass carrying 20,000 tokens, then only "
-            f"{_decode_steps(20_000, 100)} decode steps. Prefill takes {_prefill_share(20_000, 100)} of its time, the most of the four.",
+            "Nearly all of this request's tokens go through prefill: one pass carrying 8,000 tokens, then only "
+            f"{_decode_steps(8000, 100)} decode steps. Prefill takes {_prefill_share(8000, 100)} of its time, the "
+            "largest share of the four, and decode is still most of it.",
             f"Prefill takes {_prefill_share(2_000, 300)} of this request's time, so decode has a big share. "
             "But another option has a far shorter prompt and a far longer reply.",
             "The prompt is one short pass; the reply is "
@@ -137,12 +138,13 @@ LESSON_1_QUESTIONS = (
             f"Prefill takes only {_prefill_share(20, 2_000)} of the time. Reply length adds passes; "
             "prompt length only makes the first pass bigger.",
             f"Decode is most of the lesson's example too, with prefill at {_prefill_share(3_000, 250)} of the "
-            "time. Look for the request whose prompt is shortest and whose reply is longest.",
+            "time. Look for the shortest prompt with the longest reply.",
         ),
     ),
     Question(
-        prompt="One model has twice as many weights as another, stored in the same number of bits, "
-               "on the same GPU. With one user, how fast does the larger one decode, compared with the smaller?",
+        prompt="One dense model (every token uses every weight) has twice as many weights as another, stored "
+               "in the same number of bits, on the same GPU. With one user, how fast does the larger one decode, "
+               "compared with the smaller?",
         options=(
             "About as fast: the GPU's arithmetic units sit mostly idle in decode either way.",
             "About half as many tokens a second: every step reads twice the bytes.",
@@ -176,10 +178,10 @@ LESSON_1_QUESTIONS = (
         feedback=(
             "Every prompt token is known before the model starts; the reply is a chain in which each "
             "token waits on the one before it.",
-            "The causal mask is at work in prefill too, and prefill still takes the whole prompt in one "
-            "pass: the mask only stops each token from looking ahead. What decode lacks is the tokens.",
-            "Prefill and decode use the very same weights, and a decode pass can carry many tokens: "
-            "batching fills it with other users' tokens. What it can't have is this reply's next ones.",
+            "The causal mask works in prefill too, which still takes the whole prompt in one pass. What "
+            "decode lacks is the tokens.",
+            "Prefill and decode use the same weights, and batching fills a decode pass with other users' "
+            "tokens. What it can't have is this reply's next ones.",
             f"Ten tokens a pass is far below the H100's ridge of {_RIDGE} operations per byte: carrying them "
             "together would cost almost nothing. The trouble is that they don't exist yet.",
         ),
@@ -198,8 +200,8 @@ LESSON_1_QUESTIONS = (
             f"The pass still reads all {_WEIGHTS} once, and now 8 tokens use it. At {_EIGHT_USER_INTENSITY} "
             f"operations per byte, far below the ridge of {_RIDGE}, the step takes about as long as before, "
             f"so a million tokens at {_PRICE} an hour cost {_COST_EIGHT_USERS} instead of {_COST_ONE_USER}.",
-            "Each user does need every weight, but all 8 use the same copy, read once in the same pass. "
-            "Reads happen per pass, not per user.",
+            "Each user needs every weight, but all 8 use the copy read once in the pass. Reads happen per "
+            "pass, not per user.",
             "The arithmetic grows eightfold; the bytes of weights read do not. A pass reads each weight "
             "once, however many tokens it carries.",
             f"The reads per token do fall to an eighth, but the step doesn't slow down: at "

@@ -499,6 +499,29 @@ def weight_bytes_read_per_token(model: Model, weight_bits=16):
     return (model.parameters - looked_up) * weight_bits / 8
 
 
+def _multiplied_parameters(model: Model):
+    """Parameters that do a multiply and an add for every token in a pass, strictly.
+
+    Every weight but the input embedding table's: a token looks up its own row there and
+    multiplies by none of it. Where the table is tied to the output layer, the output
+    layer multiplies by all of it, so nothing is left out. (``linear_flops`` counts 2 FLOPs
+    for every parameter, the lesson's simpler convention.)
+    """
+    _check.instance("model", model, Model)
+    return model.parameters - (0 if model.tied_embeddings else model.vocab * model.hidden)
+
+
+def strict_prefill_time(model: Model, gpu: GPU, prompt_tokens, weight_bits=16):
+    """The least time a prefill of ``prompt_tokens`` can take with the weights alone counted,
+    strictly: 2 FLOPs a token for each multiplied parameter (``_multiplied_parameters``) at
+    peak, or the weights a pass must read (``weight_bytes_read_per_token``) at full
+    bandwidth, whichever is longer."""
+    _check.instance("gpu", gpu, GPU)
+    prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    arithmetic = 2 * _multiplied_parameters(model) * prompt_tokens / gpu.peak_flops
+    return np.maximum(arithmetic, weight_bytes_read_per_token(model, weight_bits) / gpu.memory_bandwidth)
+
+
 def strict_decode_floor(model: Model, gpu: GPU, weight_bits=16):
     """The least time one user's decode step can take at one token a pass: the weights it
     must read (``weight_bytes_read_per_token``) at the GPU's full memory bandwidth."""

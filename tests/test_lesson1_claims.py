@@ -1,0 +1,156 @@
+"""Lesson 1's general sentences, each held over the whole catalog or tied to the case it names.
+
+The lesson's rules are stated for dense models: every pass reads every weight, a 16-bit pass
+does about one FLOP a byte for each token it carries, and one user's token takes at least the
+weights' read. Each is checked here for every dense model of the catalog on every GPU, and
+the mixture-of-experts models for which each fails are named, which is why the pages say
+"dense". Batching is said to be nearly free while the weights are most of what a step reads,
+and the page's "decode never turns compute-bound" is tied to the model and GPU it names.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import servingmath as sm
+from servingmath import units
+from servingmath.roofline import LESSON, PLATE
+from servingmath.serving import LESSON_WITH_CACHE, memory_bound_from_cache, weight_bytes_read_per_token
+
+ROOT = Path(__file__).resolve().parent.parent
+DENSE = [m for m in sm.MODELS.values() if not m.mixture_of_experts]
+MIXTURES = [m for m in sm.MODELS.values() if m.mixture_of_experts]
+GPUS = list(sm.CATALOG.values())
+
+
+def prose(path):
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return re.sub(r"\s+", " ", text)
+
+
+def test_the_catalog_holds_both_kinds_so_the_word_dense_matters():
+    assert len(DENSE) >= 20 and len(MIXTURES) == 9
+    assert sm.LLAMA_3_8B in DENSE
+
+
+# -- "every pass of a dense model reads every weight" ------------------------------------------
+@pytest.mark.parametrize("model", DENSE, ids=lambda m: m.name)
+def test_a_dense_pass_reads_every_weight_however_many_tokens(model):
+    for tokens in (1, 8, 3000):
+        assert model.parameters_read(tokens) == model.parameters
+        cost = sm.forward_pass(model, tokens, attention="none", kv_cache=False)
+        assert cost.weight_bytes == sm.weight_bytes(model.parameters)
+
+
+@pytest.mark.parametrize("model", MIXTURES, ids=lambda m: m.name)
+def test_a_mixture_of_experts_decode_step_reads_only_the_experts_its_token_reaches(model):
+    assert model.parameters_read(1) < model.parameters
+
+
+# -- "dense model, 16-bit weights: FLOP per byte ≈ tokens in the pass" -------------------------
+@pytest.mark.parametrize("model", DENSE, ids=lambda m: m.name)
+def test_a_dense_16_bit_pass_does_one_flop_a_byte_for_each_token(model):
+    for tokens in (1, 200, 3000):
+        cost = sm.forward_pass(model, tokens, attention="none", kv_cache=False)
+        assert cost.intensity == pytest.approx(tokens, rel=1e-12)
+
+
+def test_the_rule_fails_for_a_mixture_of_experts():
+    # DeepSeek-V3's 3,000-token prefill does far fewer FLOPs a byte than tokens: it is memory-bound.
+    deepseek = sm.MODELS["deepseek-v3"]
+    cost = sm.forward_pass(deepseek, 3000, attention="none", kv_cache=False)
+    assert cost.intensity < 3000 / 10
+    assert sm.prefill(deepseek, sm.H100_SXM, 3000).bound == "memory"
+
+
+# -- "time per token ≥ weight bytes read ÷ memory bandwidth" (one user, a dense model) ---------
+@pytest.mark.parametrize("model", DENSE, ids=lambda m: m.name)
+def test_no_dense_decode_step_beats_the_read_of_its_weights_on_any_gpu(model):
+    for gpu in GPUS:
+        floor = weight_bytes_read_per_token(model) / gpu.memory_bandwidth
+        for assumptions in (LESSON, LESSON_WITH_CACHE, PLATE):
+            for cached in (0, 1000):
+                assert sm.decode_step(model, gpu, cached, assumptions=assumptions).time >= floor
+
+
+def test_a_mixture_of_experts_beats_the_floor_its_total_weights_would_set():
+    mixtral = sm.MODELS["mixtral-8x7b"]
+    step = sm.decode_step(mixtral, sm.H100_SXM)
+    whole_read = sm.weight_bytes(mixtral.parameters) / sm.H100_SXM.memory_bandwidth
+    assert units.ms(step.time) == "7.69 ms" and units.ms(whole_read, 1) == "27.9 ms"
+
+
+def test_the_strict_prefill_leaves_out_only_the_looked_up_embedding_table():
+    h100 = sm.H100_SXM
+    assert units.ms(sm.serving.strict_prefill_time(sm.LLAMA_3_8B, h100, 3000), 1) == "45.5 ms"
+    assert units.ms(sm.request(sm.LLAMA_3_8B, h100, 3000, 250).ttft, 0) == "49 ms"
+    for model in DENSE:
+        for gpu in GPUS:
+            strict = sm.serving.strict_prefill_time(model, gpu, 3000)
+            assert strict <= sm.prefill(model, gpu, 3000).time
+            if model.tied_embeddings:  # the output layer multiplies by the whole table: nothing is left out
+                assert strict == sm.prefill(model, gpu, 3000).time
+
+
+@pytest.mark.parametrize("bad, error", [("3000", TypeError), (0, ValueError), (-5, ValueError)])
+def test_the_strict_prefill_refuses_bad_input_by_name(bad, error):
+    with pytest.raises(error, match="prompt_tokens"):
+        sm.serving.strict_prefill_time(sm.LLAMA_3_8B, sm.H100_SXM, bad)
+
+
+# -- "batching barely slows anyone while the weights are most of what a step reads" ------------
+@pytest.mark.parametrize("gpu", [g for g in GPUS if sm.memory.fit(sm.LLAMA_3_8B, g).fits], ids=lambda g: g.key)
+def test_while_the_caches_are_a_tenth_of_the_weights_each_user_loses_at_most_a_tenth(gpu):
+    model = sm.LLAMA_3_8B
+    weights = sm.weight_bytes(model.parameters)
+    for cached in (0, 100, 1000, 3000):
+        alone = sm.batching(model, gpu, 1, cached, price_per_hour=1.0, assumptions=LESSON_WITH_CACHE)
+        for users in (2, 8, 32, 128):
+            shared = sm.batching(model, gpu, users, cached, price_per_hour=1.0, assumptions=LESSON_WITH_CACHE)
+            caches = sm.kv_cache_bytes(model, cached, users)
+            if shared.decode.bound == "memory" and caches <= 0.1 * weights:
+                assert shared.step_time <= 1.1 * alone.step_time
+
+
+def test_memory_bound_is_not_enough_each_user_slows_as_the_caches_grow():
+    model, h100 = sm.LLAMA_3_8B, sm.H100_SXM
+    conversation = 3000 + 250 // 2
+    alone = sm.batching(model, h100, 1, conversation, assumptions=LESSON_WITH_CACHE)
+    shared = sm.batching(model, h100, 32, conversation, assumptions=LESSON_WITH_CACHE)
+    assert alone.decode.bound == shared.decode.bound == "memory"
+    # 32 caches of 3,125 tokens weigh most of what the weights do: each user is far slower.
+    assert sm.kv_cache_bytes(model, conversation, 32) > 0.8 * sm.weight_bytes(model.parameters)
+    assert shared.tokens_per_second_per_user < 0.6 * alone.tokens_per_second_per_user
+    for page in (ROOT / "chapters" / "glossary.md", ROOT / "chapters" / "lesson-1" / "part-4-batching.md",
+                 ROOT / "chapters" / "lesson-1" / "wrap-up.md"):
+        text = prose(page)
+        assert "while the pass stays memory-bound" not in text and "while the pass stays {term}`memory-bound`" \
+            not in text, page.name
+        assert "until the step turns compute-bound" not in text, page.name
+        assert "small beside the weights" in text, page.name
+
+
+# -- "from 420 cached tokens on, no batch turns compute-bound": Llama 3 8B on the H100 ---------
+def test_the_never_compute_bound_length_is_stated_for_the_case_it_holds_for():
+    assert memory_bound_from_cache(sm.LLAMA_3_8B, sm.H100_SXM) == 420
+    # It differs by GPU and by model, so the page names both.
+    assert memory_bound_from_cache(sm.LLAMA_3_8B, sm.CATALOG["a100-80gb"]) == 822
+    assert memory_bound_from_cache(sm.MODELS["llama-3-70b"], sm.H100_SXM) == 1498
+    text = prose(ROOT / "chapters" / "lesson-1" / "part-4-batching.md")
+    assert "Llama 3 8B's step on the H100 turns at {glue:}`p4_turn_at_100`" in text
+    assert "at real context lengths" not in text
+
+
+# -- pages that state a rule name dense models ---------------------------------------------------
+def test_the_pages_that_state_the_rules_say_they_are_for_dense_models():
+    part_2 = prose(ROOT / "chapters" / "lesson-1" / "part-2-same-weights-different-work.md")
+    assert "*dense* model" in part_2 and "mixture-of-experts" in part_2
+    assert r"\text{dense model, 16-bit weights:}" in part_2
+    assert "dense model" in prose(ROOT / "chapters" / "lesson-1" / "part-3-time-on-the-clock.md")
+    assert "dense model" in prose(ROOT / "chapters" / "plates" / "xxiii-1-prefill-and-decode.md")
+    glossary = prose(ROOT / "chapters" / "glossary.md")
+    assert "a pass of a dense model reads every weight" in glossary
+    assert "rebuilds the heads' keys and values" not in glossary
+
