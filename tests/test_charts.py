@@ -107,11 +107,12 @@ def test_every_setting_is_priced_only_where_it_can_happen(built, name):
     refusals = set(made.refuse.values())
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        for setting in every_setting(made):
+        for k, setting in enumerate(every_setting(made)):
             shown = made.readouts_at(**setting)
             texts = set(shown.values())
             assert not (texts & refusals) or len(texts) == 1, (name, setting, shown)
-            well_formed(made.svg_at(**setting))
+            if texts & refusals or k % 5 == 0:   # every refusal drawn, and a fifth of the rest
+                well_formed(made.svg_at(**setting))
 
 
 def test_a_refused_setting_reads_as_the_refusal_and_prices_nothing():
@@ -150,7 +151,7 @@ def test_the_live_explorer_has_every_control_and_redraws_the_same_figure(built, 
     box = live.widget()
     assert isinstance(box, widgets.VBox) and f"servingmath-explorer-{name}" in box._dom_classes
     with pytest.raises(ValueError, match="controls must be among"):
-        live.set(bandwidth=3)
+        live.set(nothing=3)
 
 
 def test_a_new_explorer_from_the_general_api():

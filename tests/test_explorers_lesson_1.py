@@ -7,6 +7,10 @@ import pytest
 import servingmath as sm
 from servingmath import serving, units
 from servingmath.explorers import lesson_1
+from servingmath.models import Model
+from servingmath.serving import request_passes
+
+WINDOWS = pytest.mark.skipif(not hasattr(Model, "context_window"), reason="the package names no context window yet")
 
 
 def texts(svg):
@@ -20,7 +24,8 @@ def test_passes_shows_example_1_1_and_the_two_flavours():
                                   "share of the tokens that go through in prefill": "87.0 %"}
     share = "share of the tokens that go through in prefill"
     assert made.readouts_at(prompt_tokens=500, reply_tokens=1000)["forward passes"] == "1,000"
-    assert made.readouts_at(prompt_tokens=20_000, reply_tokens=100)[share] == "99.5 %"
+    assert made.readouts_at(prompt_tokens=8000, reply_tokens=100)[share] == units.percent(
+        request_passes(8000, 100).prefill_share_of_tokens, 1)
     assert made.readouts_at(prompt_tokens=20, reply_tokens=2000)[share] == "1.0 %"
     shown = texts(made.svg_at())
     assert "decode: 299 passes, 1 token each" in shown and "284 more" in shown and "300" in shown
@@ -59,13 +64,18 @@ def test_request_shows_example_3_1_8_bit_weights_and_the_h200():
     assert made.readouts_at() == {
         "time to first token (TTFT)": "49 ms, compute-bound", "time per output token (TPOT)": "4.79 ms, memory-bound",
         "tokens a second": "209", "whole reply": "1.24 s", "share spent in decode": "96 %",
-        "weights read each pass": "16.06 GB; fits in the GPU's 80 GB"}
+        "weights read each pass": "16.06 GB; they fit in the GPU's 80 GB, with the cache"}
     assert made.readouts_at(weight_bits=8)["tokens a second"] == "417"
     assert made.readouts_at(weight_bits=8)["time per output token (TPOT)"] == "2.40 ms, memory-bound"
     h200 = made.readouts_at(gpu="h200")
     assert h200["time to first token (TTFT)"] == "49 ms, compute-bound" and h200["tokens a second"] == "299"
     assert made.readouts_at(prompt_tokens=200)["time to first token (TTFT)"].endswith("memory-bound")
-    assert made.readouts_at(prompt_tokens=20_000)["share spent in decode"] == "79 %"
+    assert made.readouts_at(prompt_tokens=6000)["share spent in decode"] == units.percent(
+        serving.request(sm.LLAMA_3_8B, sm.H100_SXM, 6000, 250).decode_share)
+    # Where the weights and the cache do not fit the GPU, nothing is timed.
+    for key, gpu in sm.CATALOG.items():
+        fits = serving.request(sm.LLAMA_3_8B, gpu, 3000, 250).fits
+        assert (set(made.readouts_at(gpu=key).values()) == {"does not fit"}) == (not fits), key
 
 
 def test_request_draws_the_split_the_package_computes():
@@ -114,3 +124,12 @@ def test_each_users_rate_falls_only_past_the_compute_bound_point():
         rate = int(shown["each user's tokens a second"])
         assert (rate == 209) == (users < first) and shown["one decode step"].endswith(
             "memory-bound" if users < first else "compute-bound")
+
+
+@WINDOWS
+def test_a_request_past_the_window_is_counted_nowhere():
+    made = lesson_1.passes()
+    window = sm.LLAMA_3_8B.context_window
+    assert set(made.readouts_at(prompt_tokens=8000, reply_tokens=1000).values()) == {"past the model's window"}
+    assert made.readouts_at(prompt_tokens=8000, reply_tokens=100)["forward passes"] == units.number(100)
+    assert 8000 + 100 <= window < 8000 + 1000

@@ -4,7 +4,8 @@ It declares **controls** (``slider``, ``menu``, ``buttons``: each a short list o
 the steps the website precomputes; a slider may offer Jupyter ``fine`` steps between them),
 **readouts** (a function of every control's value, by name, giving label -> text) and
 **layers** (``Layer(depends, draw)``: SVG markup that changes only with the controls it
-names) over a fixed **background**. A setting the idea cannot hold (a context past the
+names) over a fixed **background**; with ``details``, the page shows the note of a mark a reader
+hovers over, focuses or taps (``kit.Panel.dot``). A setting the idea cannot hold (a context past the
 model's window, weights that do not fit) raises one of the errors named in ``refuse``: it
 then reads as that error's words and prices nothing. From the one declaration:
 
@@ -98,9 +99,9 @@ def menu(name, label, choices: Mapping, default, site=True) -> Control:
     return _choice("menu", name, label, choices, choices.values(), default, site=site)
 
 
-def buttons(name, label, choices: Mapping, default) -> Control:
+def buttons(name, label, choices: Mapping, default, site=True) -> Control:
     """A row of two to four buttons: ``choices`` maps each value to its text."""
-    return _choice("buttons", name, label, choices, choices.values(), default)
+    return _choice("buttons", name, label, choices, choices.values(), default, site=site)
 
 
 def steps(low: int, high: int, per_doubling: int, default: int, extra: Sequence[int] = ()) -> list[int]:
@@ -133,7 +134,7 @@ class Explorer:
 
     def __init__(self, name: str, title: str, controls: Sequence[Control], readouts: Callable[..., Mapping],
                  layers: Sequence[Layer] = (), background: str = "", height: int = 300, note: str = "",
-                 refuse: Mapping[type, str] | None = None):
+                 refuse: Mapping[type, str] | None = None, details: bool = False):
         names = [c.name for c in controls]
         if not controls or len(set(names)) != len(names):
             raise ValueError(f"controls must be at least one, each named once, got {names}")
@@ -142,7 +143,7 @@ class Explorer:
                 raise ValueError(f"a layer depends on {layer.depends}, not all among the controls {names}")
         self.name, self.title, self.controls, self.layers = name, title, tuple(controls), tuple(layers)
         self.background, self.height, self.note = background, int(height), note
-        self._readouts, self.refuse = readouts, dict(refuse or {})
+        self._readouts, self.refuse, self.details = readouts, dict(refuse or {}), details
         self.call = _CALL.get()
         self.labels = tuple(readouts(**self.default))
 

@@ -164,6 +164,31 @@ class Panel:
         return (f'<circle cx="{_f(self.x(x))}" cy="{_f(self.y(y))}" r="{radius}" fill="{PALETTE[colour][0]}" '
                 f'stroke="#fff" stroke-width="2" class="webchart-marker sm-f-{colour} sm-ring"/>')
 
+    def dot(self, x, y, colour, note, kind="") -> str:
+        """A point a reader can hover over, focus or tap, whose ``note`` (its row) the page then shows."""
+        words = html.escape(note, quote=True)
+        return (f'<circle cx="{_f(self.x(x))}" cy="{_f(self.y(y))}" r="5.5" fill="{PALETTE[colour][0]}" '
+                f'stroke="#fff" stroke-width="1" class="sm-f-{colour} sm-ring {kind}" tabindex="0" role="img" '
+                f'aria-label="{words}" data-note="{words}"><title>{words}</title></circle>')
+
+    def symbol(self, x, y, marker, filled, note) -> str:
+        """A star (``"*"``) or a diamond (``"D"``), filled in the text's colour or open, with its ``note``."""
+        px, py, words = float(self.x(x)), float(self.y(y)), html.escape(note, quote=True)
+        if marker == "*":
+            corners = [(px + r * math.sin(k * math.pi / 5), py - r * math.cos(k * math.pi / 5))
+                       for k, r in zip(range(10), [11, 4.5] * 5)]
+        else:
+            corners = [(px, py - 9), (px + 9, py), (px, py + 9), (px - 9, py)]
+        fill = 'fill="currentColor"' if filled else 'fill="none"'
+        return (f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in corners)}" {fill} stroke="currentColor" '
+                f'stroke-width="1.5" tabindex="0" role="img" aria-label="{words}" data-note="{words}"><title>{words}'
+                f'</title></polygon>')
+
+    def area(self, xs, ys, colour, opacity=0.12) -> str:
+        """The polygon through (xs, ys), shaded."""
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(self.x(xs), self.y(ys)))
+        return f'<polygon points="{points}" {_paint(colour)} fill-opacity="{opacity}"/>'
+
     def label(self, x, y, words, colour=None, anchor="start", size=TICK) -> str:
         """Words at data coordinates (x, y)."""
         return text(self.x(x), self.y(y), words, colour, anchor, size)

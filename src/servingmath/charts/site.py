@@ -89,6 +89,7 @@ def html(explorer) -> str:
             f'<figcaption class="webchart-title" id="{ident}-title">{markup.escape(explorer.title)}</figcaption>{svg}'
             f'<div class="webchart-controls">{"".join(_control(ident, k, c) for k, c in enumerate(explorer.site_controls))}'
             f'</div><dl class="webchart-readouts" id="{ident}-readouts" aria-live="polite">{rows}</dl>'
+            + ('<p class="webchart-detail" data-detail aria-live="polite"></p>' if explorer.details else "")
             + (f'<p class="webchart-note">{markup.escape(explorer.note)}</p>' if explorer.note else "")
             + '<p class="webchart-nojs">The controls move on the course website; in a notebook, the live '
             'explorer below does the same.</p>'

@@ -10,9 +10,32 @@ from ..charts import buttons, menu, slider
 from ..hardware import CATALOG
 from ..models import MODELS
 
-# A setting the idea cannot hold reads as these words and prices nothing.
-REFUSE = {error: words for error, words in ((getattr(models, "ContextTooLong", None), "past the model's window"),
-                                            (getattr(memory, "DoesNotFit", None), "does not fit")) if error}
+# The package's refusals of a case that cannot happen (ValueErrors); a setting that raises one reads as its
+# words and prices nothing.
+ContextTooLong = getattr(models, "ContextTooLong", None) or type("ContextTooLong", (ValueError,), {})
+DoesNotFit = getattr(memory, "DoesNotFit", None) or type("DoesNotFit", (ValueError,), {})
+REFUSE = {ContextTooLong: "past the model's window", DoesNotFit: "does not fit"}
+
+
+def within_window(model, tokens):
+    """Refuse ``tokens`` of context past ``model``'s window (where the model names one)."""
+    window = getattr(model, "context_window", None)
+    if window is not None and tokens > window:
+        raise ContextTooLong(f"tokens must be at most {model.name}'s window of {window:,}, got {tokens:,}")
+    return tokens
+
+
+def fitting(found):
+    """A ``memory.Fit`` that fits, or the refusal."""
+    if not found.fits:
+        raise DoesNotFit(found.summary)
+    return found
+
+
+def windows_at_least(tokens, keys=None, dense=False):
+    """The catalog's models (or ``keys``) whose window holds ``tokens`` (all, where models name none yet)."""
+    return [k for k in (keys or MODELS) if getattr(MODELS[k], "context_window", tokens) >= tokens
+            and not (dense and MODELS[k].mixture_of_experts)]
 
 
 def figures(value, count):
@@ -57,8 +80,8 @@ def gpu_menu(default, keys=None, priced=False):
                                else CATALOG[k].name for k in keys}, default)
 
 
-def bits(name, label, default, choices=(16, 8, 4)):
-    return buttons(name, label, {b: str(b) for b in choices}, default)
+def bits(name, label, default, choices=(16, 8, 4), site=True):
+    return buttons(name, label, {b: str(b) for b in choices}, default, site)
 
 
 def models_menu(default, keys=None, site=False):
@@ -81,4 +104,4 @@ def price_of(price):
     return None if price == LISTED else price
 
 
-from . import lesson_1, lesson_2  # noqa: E402,F401  (each module registers its explorers)
+from . import lesson_1, lesson_2, plates, reality_check  # noqa: E402,F401  (each module registers its explorers)

@@ -8,14 +8,15 @@ import math
 import numpy as np
 
 from .. import units
-from ..charts import Explorer, Layer, explorer, kit, menu, slider, steps
+from ..charts import Explorer, Layer, explorer, kit, slider, steps
 from ..hardware import CATALOG
-from ..models import MODELS
 from ..roofline import LESSON, attainable_flops, ridge_point
 from ..serving import batching as batched
 from ..serving import compute_bound_batch, request as timed_request, request_passes, step
-from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, gpu_menu, ms, price_of, price_slider,
-               tokens_text)
+from ..memory import fit
+from ..models import LLAMA_3_8B
+from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, fitting, gpu_menu, models_menu, ms,
+               price_of, price_slider, tokens_text, windows_at_least, within_window)
 
 # A timeline's slots, not to scale: a prefill pass would be thousands of times wider than a decode pass.
 _FIRST, _LAST = 12, 3
@@ -60,6 +61,7 @@ def passes(prompt_tokens: int = 2000, reply_tokens: int = 300) -> Explorer:
                                          kit.DECODE, size=kit.LABEL)
 
     def readouts(prompt_tokens, reply_tokens):
+        within_window(LLAMA_3_8B, prompt_tokens + reply_tokens)   # the page's model
         found = request_passes(prompt_tokens, reply_tokens)
         return {"forward passes": units.number(found.passes),
                 "tokens in the prefill pass": units.number(found.prefill_tokens),
@@ -67,10 +69,10 @@ def passes(prompt_tokens: int = 2000, reply_tokens: int = 300) -> Explorer:
                 "share of the tokens that go through in prefill": units.percent(found.prefill_share_of_tokens, 1)}
 
     return Explorer("passes", "One request, counted in forward passes", [
-        slider("prompt_tokens", "tokens in the prompt", steps(1, 20_000, 2, prompt_tokens, (20, 200, 500, 2000, 3000)),
-               prompt_tokens, tokens_text, fine=range(1, 20_001)),
-        slider("reply_tokens", "tokens in the reply", steps(1, 4000, 2, reply_tokens, (20, 100, 250, 300, 1000, 2000)),
-               reply_tokens, tokens_text, fine=range(1, 4001))],
+        slider("prompt_tokens", "tokens in the prompt", steps(1, 8000, 2, prompt_tokens, (20, 200, 500, 2000, 3000)),
+               prompt_tokens, tokens_text, fine=range(1, 8001)),
+        slider("reply_tokens", "tokens in the reply", steps(1, 2000, 2, reply_tokens, (20, 100, 250, 300, 1000)),
+               reply_tokens, tokens_text, fine=range(1, 2001))],
         readouts, [Layer(("prompt_tokens",), prefill), Layer(("reply_tokens",), decode)],
         height=top + bar + 66, refuse=REFUSE)
 
@@ -90,7 +92,9 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
 
     @functools.lru_cache(maxsize=None)
     def one_pass(tokens, gpu, weight_bits):
-        return step(served, find_gpu(gpu), round(tokens), weight_bits=weight_bits, assumptions=LESSON)
+        fitting(fit(served, find_gpu(gpu), weight_bits=weight_bits))
+        return step(served, find_gpu(gpu), within_window(served, round(tokens)), weight_bits=weight_bits,
+                    assumptions=LESSON)
 
     def roof(gpu):
         chosen = find_gpu(gpu)
@@ -116,8 +120,8 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
                 "FLOP/s it can reach": f"{units.tflops(reached)} of {units.tflops(chosen.peak_flops)}"}
 
     return Explorer("roofline", f"One pass of {served.name} on the roofline", [
-        slider("tokens", "tokens in the pass", steps(1, 100_000, 3, tokens, (200, 3000)), tokens, tokens_text,
-               fine=steps(1, 100_000, 24, tokens)),
+        slider("tokens", "tokens in the pass", steps(1, 8192, 3, tokens, (200, 3000)), tokens, tokens_text,
+               fine=steps(1, 8192, 24, tokens, (200, 3000))),
         gpu_menu(gpu), bits("weight_bits", "bits a weight", weight_bits)],
         readouts, [Layer(("gpu",), roof), Layer(("tokens", "gpu", "weight_bits"), point)],
         panel.axes(), panel.bottom, refuse=REFUSE,
@@ -125,17 +129,16 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
              "fewer bits raise a pass's FLOP per byte.")
 
 
-def dense_models(default):
-    """The catalog's dense models (lesson 1 counts a pass's weights as all read, all used)."""
-    return menu("model", "model", {k: m.name for k, m in MODELS.items() if not m.mixture_of_experts}, default, site=False)
-
-
 @explorer
 def request(model: str = "llama-3-8b", gpu: str = "h100-sxm", weight_bits: int = 16,
             prompt_tokens: int = 3000, reply_tokens: int = 250) -> Explorer:
     """A request's time split into its prefill pass and its decode steps: the bar is the whole reply."""
-    timed = functools.lru_cache(maxsize=None)(
-        lambda m, g, b, p, r: timed_request(find_model(m), find_gpu(g), p, r, weight_bits=b))
+    @functools.lru_cache(maxsize=None)
+    def timed(model, gpu, weight_bits, prompt_tokens, reply_tokens):
+        within_window(find_model(model), prompt_tokens + reply_tokens)
+        result = timed_request(find_model(model), find_gpu(gpu), prompt_tokens, reply_tokens, weight_bits=weight_bits)
+        fitting(result.fit)
+        return result
     panel = kit.Panel.make((0, 1), (0, 1), 40, 56, x_label="share of the whole reply's time")
     panel.x_ticks = [(t, units.percent(t)) for t in (0, 0.25, 0.5, 0.75, 1)]
     width = panel.x.end - panel.x.start
@@ -152,20 +155,19 @@ def request(model: str = "llama-3-8b", gpu: str = "h100-sxm", weight_bits: int =
 
     def readouts(model, gpu, weight_bits, prompt_tokens, reply_tokens):
         result = timed(model, gpu, weight_bits, prompt_tokens, reply_tokens)
-        fits = "fits in" if result.fits else "does not fit in"
         return {"time to first token (TTFT)": f"{ms(result.ttft, 2)}, {result.prefill.bound}-bound",
                 "time per output token (TPOT)": f"{ms(result.tpot)}, {result.decode.bound}-bound",
                 "tokens a second": units.number(result.tokens_per_second),
                 "whole reply": clock(result.total_time),
                 "share spent in decode": units.percent(result.decode_share),
-                "weights read each pass": f"{units.gb(result.decode.cost.weight_bytes)}; {fits} the GPU's "
-                                          f"{CATALOG[gpu].listed_memory}"}
+                "weights read each pass": f"{units.gb(result.decode.cost.weight_bytes)}; they fit in the GPU's "
+                                          f"{CATALOG[gpu].listed_memory}, with the cache"}
 
     return Explorer("request", "Where a request's time goes", [
-        dense_models(model), gpu_menu(gpu), bits("weight_bits", "bits a weight", weight_bits),
-        slider("prompt_tokens", "tokens in the prompt",
-               sorted({1, 20, 100, 200, 500, 1000, 2000, 3000, 6000, 10_000, 20_000, prompt_tokens}), prompt_tokens,
-               tokens_text, fine=range(1, 20_001)),
+        # Lesson 1 counts dense models (every weight read, every weight used), each window holding 8,000 tokens.
+        models_menu(model, windows_at_least(8000, dense=True)), gpu_menu(gpu), bits("weight_bits", "bits a weight", weight_bits),
+        slider("prompt_tokens", "tokens in the prompt", sorted({1, 20, 100, 200, 500, 1000, 2000, 3000, 6000, prompt_tokens}),
+               prompt_tokens, tokens_text, fine=range(1, 6001)),
         slider("reply_tokens", "tokens in the reply", sorted({1, 20, 100, 250, 300, 500, 1000, 2000, reply_tokens}),
                reply_tokens, tokens_text, fine=range(1, 2001))],
         readouts, [Layer(("model", "gpu", "weight_bits", "prompt_tokens", "reply_tokens"), bar)],
@@ -178,9 +180,9 @@ def batching(users: int = 32, gpu: str = "h100-sxm", model: str = "llama-3-8b") 
     price. Past the compute-bound point every extra user slows every step."""
     served = find_model(model)
     users_steps = steps(1, 1024, 3, users, (8, 32))
-    priced = [k for k, g in CATALOG.items() if g.price_per_hour is not None]
+    priced = [k for k, g in CATALOG.items() if g.price_per_hour is not None and fit(served, g).fits]
     sweeps = {k: batched(served, CATALOG[k], np.array(users_steps)) for k in priced}
-    fine_users = steps(1, 4096, 6, users)
+    fine_users = steps(1, 1024, 6, users, (8, 32))
     turns = {k: compute_bound_batch(served, CATALOG[k]) for k in priced}
     costs = np.concatenate([np.atleast_1d(s.cost_per_million_tokens) for s in sweeps.values()])
     rates = np.concatenate([np.atleast_1d(s.tokens_per_second_per_user) for s in sweeps.values()])
@@ -225,7 +227,7 @@ def batching(users: int = 32, gpu: str = "h100-sxm", model: str = "llama-3-8b") 
 
     return Explorer("batching", f"Decode for many users at once: {served.name}", [
         slider("users", "users per pass", users_steps, users, lambda n: counted(n, "user", "users"),
-               fine=fine_users), gpu_menu(gpu, priced=True),
+               fine=fine_users), gpu_menu(gpu, priced, priced=True),
         price_slider()],
         readouts, [Layer(("gpu", "price"), curves), Layer(("users", "gpu", "price"), markers)],
         cost.axes() + rate.axes(), rate.bottom, refuse=REFUSE,
