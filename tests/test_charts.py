@@ -87,6 +87,13 @@ def test_the_fragment_is_still_readable_without_its_script(built, name):
     well_formed(svg)
 
 
+def test_print_and_text_views_get_the_default_figure_and_its_readouts(built):
+    made = built["passes"]
+    bundle = made._repr_mimebundle_()
+    assert bundle["text/html"] == made._repr_html_() and bundle["image/svg+xml"] == made.svg_at()
+    assert bundle["text/plain"].splitlines() == [made.title, *(f"{k}: {v}" for k, v in made.readouts_at().items())]
+
+
 def every_setting(made):
     """Every setting the website holds, then every option of each control the website holds still."""
     yield from made.settings()

@@ -197,15 +197,15 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
      ["NVIDIA H100 SXM", "3,000 tokens", "250 tokens"]),
     ("chapters/plates/xxiii-1-prefill-and-decode", "workshop", {"tokens": 1024, "assumptions": "plate"},
      ["1,024 tokens", "NVIDIA H100 SXM", "28.4 ms", "0.0277 ms", "1,033", "compute-bound"]),
-    ("chapters/lesson-2/part-1-what-the-cache-holds", "cache-saving", {"tokens": 3000, "gpu": "h100-sxm"},
+    ("chapters/lesson-2/part-1-what-the-cache-holds", "cache_saving", {"tokens": 3000, "gpu": "h100-sxm"},
      ["3,000 tokens", "NVIDIA H100 SXM", "50.56 T", "17.6 billion", "2,867"]),
-    ("chapters/lesson-2/part-2-its-size", "cache-size", {"tokens": 8000, "kv_bits": 16},
+    ("chapters/lesson-2/part-2-its-size", "cache_size", {"tokens": 8000, "kv_bits": 16},
      ["8,000 tokens", "4.19 GB", "1.05 GB", "0.13 GB", "6.5 %"]),
-    ("chapters/lesson-2/part-3-how-many-users-fit", "users-fit", {"tokens": 8000, "kv_bits": 8},
+    ("chapters/lesson-2/part-3-how-many-users-fit", "users_that_fit", {"tokens": 8000, "kv_bits": 8},
      ["8,000 tokens", "NVIDIA H100 SXM", "65.54 GB", "0.52 GB", "125"]),
-    ("chapters/lesson-2/part-4-decode-and-price", "cached-batching", {"users": 32, "tokens": 3000},
+    ("chapters/lesson-2/part-4-decode-and-price", "cached_batching", {"users": 32, "tokens": 3000},
      ["32 users", "3,000 tokens", "8.55 ms, memory-bound", "117", "$0.223", "$0.125"]),
-    ("chapters/plates/xxiii-2-the-kv-cache", "kv-workshop", {"tokens": 8000, "gpu": "h100-sxm"},
+    ("chapters/plates/xxiii-2-the-kv-cache", "kv_workshop", {"tokens": 8000, "gpu": "h100-sxm"},
      ["8,000 tokens", "NVIDIA H100 SXM", "62; caches outweigh the weights from 16 users"]),
 ])
 def test_each_lessons_chart_shows_its_examples(browser, site, page, kind, setting, expected):
@@ -224,7 +224,7 @@ def test_charts_answer_the_keyboard(chromium, site):
         prompt = figure.locator('[data-control="2"] input')
         prompt.focus()
         tab.page.keyboard.press("End")
-        assert figure.locator('[data-control="2"] output').text_content() == "20,000 tokens"
+        assert figure.locator('[data-control="2"] output').text_content() == "6,000 tokens"
         tab.page.keyboard.press("Home")
         tab.page.keyboard.press("ArrowRight")
         assert figure.locator('[data-control="2"] output').text_content() == "20 tokens"

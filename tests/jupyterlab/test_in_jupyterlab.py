@@ -140,7 +140,7 @@ def test_a_broken_callback_a_blank_figure_and_a_figure_shown_as_text_fail_the_ch
     problems = problems_in(notebook.run_all())
     assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
     deaf, blank = notebook.explorers()
-    with pytest.raises(AssertionError, match="after moving 'reply tokens' to its last setting, the figure did not"):
+    with pytest.raises(AssertionError, match="after moving 'tokens in the reply' to its last setting, the figure did not"):
         check_explorer(notebook, 0, deaf)
     with pytest.raises(AssertionError, match="passes: the figure is not on screen"):
         check_explorer(notebook, 1, blank)

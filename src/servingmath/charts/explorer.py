@@ -144,7 +144,7 @@ class Explorer:
         self.name, self.title, self.controls, self.layers = name, title, tuple(controls), tuple(layers)
         self.background, self.height, self.note = background, int(height), note
         self._readouts, self.refuse, self.details = readouts, dict(refuse or {}), details
-        self.call = _CALL.get()
+        self.call, self._drawn, self._read = _CALL.get(), {}, {}
         self.labels = tuple(readouts(**self.default))
 
     def __repr__(self):
@@ -184,9 +184,16 @@ class Explorer:
         return next((words for kind, words in self.refuse.items() if isinstance(error, kind)), None)
 
     def readouts_at(self, **values) -> dict[str, str]:
-        """The readouts at a setting, computed anew; a refused setting reads as the refusal throughout."""
+        """The readouts at a setting; a refused setting reads as the refusal throughout."""
+        setting = self.setting(values)
+        key = tuple(setting.values())
+        if key not in self._read:
+            self._read[key] = self._compute_readouts(setting)
+        return dict(self._read[key])
+
+    def _compute_readouts(self, setting):
         try:
-            shown = dict(self._readouts(**self.setting(values)))
+            shown = dict(self._readouts(**setting))
         except Exception as error:
             words = self.refused(error)
             if words is None:
@@ -198,14 +205,20 @@ class Explorer:
         return {label: str(text) for label, text in shown.items()}
 
     def draw_layer(self, layer: Layer, setting: Mapping) -> str:
-        """One layer at a setting; where the setting is refused, the refusal written across the figure."""
-        try:
-            return layer.draw(**{name: setting[name] for name in layer.depends})
-        except Exception as error:
-            words = self.refused(error)
-            if words is None:
-                raise
-            return kit.text(kit.WIDTH / 2, self.height / 2, words, anchor="middle", size=kit.LABEL, bold=True)
+        """One layer at a setting, drawn once for its controls' values (a move redraws only the layers that
+        depend on the control moved); where the setting is refused, the refusal written across the figure."""
+        values = {name: setting[name] for name in layer.depends}
+        key = (id(layer), *values.values())
+        if key not in self._drawn:
+            try:
+                self._drawn[key] = layer.draw(**values)
+            except Exception as error:
+                words = self.refused(error)
+                if words is None:
+                    raise
+                self._drawn[key] = kit.text(kit.WIDTH / 2, self.height / 2, words, anchor="middle", size=kit.LABEL,
+                                            bold=True)
+        return self._drawn[key]
 
     def layers_at(self, **values) -> list[str]:
         setting = self.setting(values)
@@ -224,6 +237,12 @@ class Explorer:
     def _repr_html_(self):
         from . import site
         return site.html(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The website's chart; for a view without HTML (PDF, a text view) the default setting's figure and
+        its readouts as text."""
+        text = "\n".join([self.title, *(f"{label}: {shown}" for label, shown in self.readouts_at().items())])
+        return {"text/html": self._repr_html_(), "image/svg+xml": str(self.figure), "text/plain": text}
 
     def live(self):
         """The explorer in Jupyter: controls generated from the declaration, redrawn at every move."""

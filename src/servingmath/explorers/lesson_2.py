@@ -27,15 +27,6 @@ def _log_ticks(panel, x_ticks, y_format, every=1):
     panel.y_ticks = [(t, y_format(t)) for t in kit.decades(panel.y.low, panel.y.high)][::every]
 
 
-def _tokens(name, label, default, low, high, extra=(), per_doubling=2):
-    return slider(name, label, steps(low, high, per_doubling, default, extra), default, tokens_text,
-                  fine=sorted({*FINE_TOKENS, *steps(low, high, per_doubling, default, extra)}))
-
-
-def users(u):
-    return units.number(u) if u >= 1 else f"{u:g}"
-
-
 @explorer
 def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-3-8b") -> Explorer:
     """The next decode step's FLOPs with the KV cache and without it, and both steps' times on the GPU."""
@@ -134,7 +125,7 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
     high = max(max_batch(find_model(model), g, 256, weight_bits=4, kv_bits=4) for g in CATALOG.values())
     panel = kit.Panel.make((256, 131_072), kit.around(0.5, max(high, 10)), x_log=True, y_log=True,
                            x_label="tokens each user holds", y_label="users that fit")
-    _log_ticks(panel, (256, 4096, 65_536), users)
+    _log_ticks(panel, (256, 4096, 65_536), lambda u: units.number(u) if u >= 1 else f"{u:g}")
     colours = {16: kit.PREFILL, 8: kit.COMPUTE, 4: kit.EXTRA}
 
     def count(model, gpu, t, weight_bits, kv_bits):
@@ -160,7 +151,8 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
                 "users that fit": units.number(max_batch(served, chosen, tokens, weight_bits, kv_bits))}
 
     return Explorer("users_that_fit", "Users whose caches fit on one GPU", [
-        _tokens("tokens", "tokens each user holds", tokens, 256, 131_072, (1000, 8000, 32_000)),
+        slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
+               fine=sorted({*range(256, 131_073, 256), *lengths.tolist()})),
         gpu_menu(gpu, [k for k, g in CATALOG.items() if max_batch(find_model(model), g, 256) > 0]),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model),
         bits("weight_bits", "bits a weight", weight_bits)],

@@ -23,10 +23,6 @@ MOST = 8192   # a prefill past Llama 3 8B's window is no case
 _LINE = np.unique(np.round(np.geomspace(1, MOST, 48)).astype(int))
 
 
-def _share(value):
-    return units.percent(value)
-
-
 @explorer
 def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plate", model: str = "llama-3-8b",
              cached: int = 1000) -> Explorer:
@@ -38,7 +34,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
         if assumptions == "lesson":
             return LESSON
         return replace(PLATE, compute_efficiency=compute, bandwidth_efficiency=bandwidth, overhead=overhead,
-                       label=f"plate: {_share(compute)} compute, {_share(bandwidth)} bandwidth, {units.ms(overhead)} a pass")
+                       label=f"plate: {units.percent(compute)} compute, {units.percent(bandwidth)} bandwidth, {units.ms(overhead)} a pass")
 
     @functools.lru_cache(maxsize=None)
     def curve(model, gpu, assumptions, compute, bandwidth, overhead, every=False):
@@ -95,8 +91,8 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
         models_menu(model, windows_at_least(MOST, dense=True)),
         slider("cached", "decode: tokens cached", (0, 1000, 4000, 8000), cached, units.number, range(0, 8001, 250),
                site=False),
-        slider("compute", "compute efficiency", efficiency, PLATE.compute_efficiency, _share, site=False),
-        slider("bandwidth", "bandwidth efficiency", efficiency, PLATE.bandwidth_efficiency, _share, site=False),
+        slider("compute", "compute efficiency", efficiency, PLATE.compute_efficiency, units.percent, site=False),
+        slider("bandwidth", "bandwidth efficiency", efficiency, PLATE.bandwidth_efficiency, units.percent, site=False),
         slider("overhead", "overhead a pass", [k / 20_000 for k in range(21)], PLATE.overhead, units.ms, site=False)],
         readouts, [Layer(("gpu", "assumptions", "model", "cached", "compute", "bandwidth", "overhead"), lines),
                    Layer(("tokens", "gpu", "assumptions", "model", "compute", "bandwidth", "overhead"), marker)],
