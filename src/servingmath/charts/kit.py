@@ -96,6 +96,18 @@ def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=F
             f'{html.escape(str(words))}</text>')
 
 
+def wrapped(x, y, words, colour=None, size=TICK, leading=18) -> tuple[str, int]:
+    """Words from (x, y) broken into lines that end inside the figure; the markup and how many lines."""
+    lines = [""]
+    for word in str(words).split():
+        joined = f"{lines[-1]} {word}".strip()
+        if lines[-1] and x + text_width(joined, size) > WIDTH - RIGHT:
+            lines.append(word)
+        else:
+            lines[-1] = joined
+    return "".join(text(x, y + leading * k, line, colour, size=size) for k, line in enumerate(lines)), len(lines)
+
+
 def rect(x, y, width, height, colour, opacity=1.0) -> str:
     shade = f' fill-opacity="{opacity}"' if opacity != 1 else ""
     return (f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(max(width, 0))}" height="{_f(max(height, 0))}" '

@@ -16,11 +16,13 @@ def _panel_markup(top, prediction, measured=None, title=""):
     times = np.concatenate([np.asarray(c.time_per_token, dtype=float) for c in curves]
                            + [[c.decode_time for c in curves]]) * 1e3
     last = max(float(np.max(c.tokens)) for c in curves)
-    panel = kit.Panel.make((0.7, last * 1.5), kit.around(times.min() / 1.5, times.max() * 1.5), top + 34, 200, True, True,
+    heading, lines = kit.wrapped(16, top + 16, title, size=kit.LABEL)
+    panel = kit.Panel.make((0.7, last * 1.5), kit.around(times.min() / 1.5, times.max() * 1.5), top + 16 + 18 * lines,
+                           200, True, True,
                            "tokens per pass", "ms per token")
     panel.x_ticks = [(t, units.number(t)) for t in kit.decades(1, last)]
     panel.y_ticks = [(t, f"{t:g}") for t in kit.decades(panel.y.low, panel.y.high)]
-    parts = [kit.text(kit.LEFT, top + 16, title, size=kit.LABEL), panel.axes(),
+    parts = [heading, panel.axes(),
              panel.line(prediction.tokens, np.asarray(prediction.time_per_token) * 1e3, kit.PREFILL),
              panel.symbol(1, prediction.decode_time * 1e3, "D", False,
                           f"predicted decode step, {units.number(prediction.cached_tokens)} cached tokens")]
@@ -37,8 +39,11 @@ def _panel_markup(top, prediction, measured=None, title=""):
         legend += [(kit.PREFILL, f"● {measured.label}"),
                    (None, f"◆ measured decode step, {units.number(measured.cached_tokens)} cached tokens"),
                    (kit.NEUTRAL, f"{measured.knee_label}: {units.number(measured.knee)}")]
-    parts += [kit.text(kit.LEFT, panel.bottom + 10 + 18 * k, words, colour) for k, (colour, words) in enumerate(legend)]
-    return "".join(parts), panel.bottom + 10 + 18 * len(legend)
+    below = panel.bottom + 10
+    for colour, words in legend:
+        markup, lines = kit.wrapped(kit.LEFT, below, words, colour)
+        parts, below = parts + [markup], below + 18 * lines
+    return "".join(parts), below
 
 
 def panel(prediction, measured=None, title="") -> kit.SVG:

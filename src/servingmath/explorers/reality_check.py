@@ -51,8 +51,10 @@ def scatter(points: list | None = None) -> Explorer:
     # The colours named under the chart, a kind a line, the lab's and the reader's marks after them.
     legend = "".join(kit.rect(kit.LEFT, panel.bottom + 14 + 20 * k - 11, 12, 12, colours[kind])
                      + kit.text(kit.LEFT + 20, panel.bottom + 14 + 20 * k, kind, colours[kind]) for k, kind in enumerate(kinds))
-    legend += "".join(kit.text(kit.LEFT, panel.bottom + 14 + 20 * (len(kinds) + k), f"{'★' if p[3] == '*' else '◇'} {p[0]}")
-                      for k, p in enumerate(points))
+    below = panel.bottom + 14 + 20 * len(kinds)
+    for p in points:
+        markup, lines = kit.wrapped(kit.LEFT, below, f"{'★' if p[3] == '*' else '◇'} {p[0]}")
+        legend, below = legend + markup, below + 18 * lines
     background = (panel.axes() + panel.area([low, high, high], [low, high, low], kit.NEUTRAL, 0.12)
                   + panel.line([low, high], [low, high], None, width=1.5)
                   + panel.label(low * 1.3, low * 1.3 * 1.25, "the floor (100 %)")
@@ -78,6 +80,6 @@ def scatter(points: list | None = None) -> Explorer:
     return Explorer("scatter", "Published measurements against their floors", [
         menu("kind", "kind of system", {ALL: "every kind", **{k: k for k in kinds}}, ALL),
         menu("hardware", "hardware", {ALL: "every machine", **machines}, ALL)],
-        readouts, [Layer(("kind", "hardware"), shown)], background, panel.bottom + 14 + 20 * (len(kinds) + len(points)),
+        readouts, [Layer(("kind", "hardware"), shown)], background, below,
         details=True,
         note="Hover over a dot, focus it with the Tab key or tap it to read its row.")
