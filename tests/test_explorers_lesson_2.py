@@ -15,7 +15,7 @@ def test_cache_saving_shows_example_1_1_and_follows_its_controls():
     shown = made.readouts_at()
     assert shown["FLOPs without the cache"] == "50.56 T" and shown["FLOPs with the cache"] == "17.6 billion"
     assert shown["the step with the cache"] == "4.91 ms, memory-bound"
-    for tokens, gpu in [(1000, "h100-sxm"), (32_768, "l4"), (1, "b200")]:
+    for tokens, gpu in [(1000, "h100-sxm"), (8191, "l4"), (1, "b200")]:
         saving = cache.decode_with_and_without_cache(M, tokens)
         assert made.readouts_at(tokens=tokens, gpu=gpu)["times fewer with the cache"] == units.number(saving.flops_saved)
     live = made.live().set(tokens=1280, gpu="l4")
@@ -44,7 +44,7 @@ def test_users_that_fit_shows_example_3_1_and_follows_every_control():
     assert made.readouts_at() == {"room for caches": "65.54 GB", "cache a user": "1.05 GB", "users that fit": "62"}
     assert made.readouts_at(kv_bits=8)["users that fit"] == "125"
     assert made.readouts_at(tokens=1000)["users that fit"] == "500"
-    assert made.readouts_at(tokens=32_000)["users that fit"] == "15"
+    assert made.readouts_at(tokens=8192)["users that fit"] == "61"   # the chart ends at Llama 3 8B's window
     for gpu in ("h200", "a100-80gb", "l4"):
         assert made.readouts_at(gpu=gpu, tokens=4096)["users that fit"] == units.number(max_batch(M, sm.CATALOG[gpu], 4096))
     live = made.live().set(gpu="h200", tokens=1024, kv_bits=8, weight_bits=8)
@@ -58,7 +58,7 @@ def test_cached_batching_shows_example_4_1_and_a_batch_too_big():
     assert shown["one decode step"] == "8.55 ms, memory-bound" and shown["caches weigh as much as the weights at"] == "41 users"
     assert made.readouts_at(users=8)["cost per million tokens"] == "$0.597"
     assert made.readouts_at(users=512, tokens=8000)["users that fit"] == "62: this batch does not fit"
-    for users, tokens, bits, gpu in [(64, 1000, 8, "h200"), (1, 32_000, 16, "l40s")]:
+    for users, tokens, bits, gpu in [(64, 1000, 8, "h200"), (1, 8000, 16, "l40s")]:
         expected = cache.cached_decode(M, sm.CATALOG[gpu], users, tokens, kv_bits=bits)
         assert made.readouts_at(users=users, tokens=tokens, kv_bits=bits, gpu=gpu)["cost per million tokens"] == \
             units.dollars(expected.cost_per_million_tokens, 3)
@@ -93,8 +93,8 @@ def test_the_plate_xxiii_1_workshop_live_moves_the_plates_assumptions():
 
 def test_the_plate_xxiii_2_workshop_counts_the_users_of_each_model():
     made = plates.kv_workshop()
-    assert made.readouts_at()["Llama 3 8B: users that fit"] == "62; caches outweigh the weights from 16 users"
-    for tokens, gpu, bits in [(1000, "h100-sxm", 16), (32_000, "h200", 8), (256, "mi300x", 16)]:
+    assert made.readouts_at()["Llama 3 8B: users that fit"] == "125; caches outweigh the weights from 31 users"
+    for tokens, gpu, bits in [(1000, "h100-sxm", 16), (4096, "h200", 8), (256, "mi300x", 16)]:
         shown = made.readouts_at(tokens=tokens, gpu=gpu, kv_bits=bits)
         for key in cache.WORKSHOP_MODELS:
             m = sm.MODELS[key]
@@ -102,4 +102,12 @@ def test_the_plate_xxiii_2_workshop_counts_the_users_of_each_model():
                 units.number(max_batch(m, sm.CATALOG[gpu], tokens, kv_bits=bits)) + ";")
     live = made.live().set(reserve=0.10, kv_bits=8, gpu="h200")
     assert live.readouts["Llama 2 7B: users that fit"].startswith(
-        units.number(max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG["h200"], 8000, kv_bits=8, reserve=0.10)))
+        units.number(max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG["h200"], 4000, kv_bits=8, reserve=0.10)))
+
+
+def test_a_context_past_a_models_window_reads_as_such_in_jupyter():
+    live = lesson_2.cache_saving().live().set(model="llama-2-7b", tokens=6144)
+    assert set(live.readouts.values()) == {"past the model's window"} and "past the model&#x27;s window" in live.svg
+    live.set(tokens=3000)
+    assert live.readouts["times fewer with the cache"] == units.number(
+        cache.decode_with_and_without_cache(sm.MODELS["llama-2-7b"], 3000).flops_saved)

@@ -38,7 +38,7 @@ def test_without_the_cache_a_step_is_a_prefill_of_the_whole_sequence():
 
 
 def test_the_saving_grows_with_the_conversation_and_is_near_the_tokens():
-    tokens = np.array([0, 10, 100, 1000, 10_000])
+    tokens = np.array([0, 10, 100, 1000, 8000])
     saved = cache.decode_with_and_without_cache(M, tokens).flops_saved
     assert saved[0] == pytest.approx(1) and np.all(np.diff(saved) > 0)
     assert np.all(saved <= tokens + 1)

@@ -12,6 +12,7 @@ from servingmath import cache, units
 from servingmath.memory import RESERVE, fit, kv_cache_bytes, max_batch
 
 M, G = sm.LLAMA_3_8B, sm.H100_SXM
+LONG = sm.MODELS["llama-3.1-8b"]  # Llama 3 8B's shape, reading up to 131,072 tokens
 
 
 # -- part 3: users that fit --------------------------------------------------------------
@@ -23,10 +24,11 @@ def test_the_h100s_memory_and_the_reserve():
 
 
 def test_example_3_1_the_largest_batch_at_1k_8k_and_32k_tokens():
-    assert [max_batch(M, G, tokens) for tokens in (1000, 8000, 32_000)] == [500, 62, 15]
-    for tokens in (1000, 8000, 32_000):
-        users = max_batch(M, G, tokens)
-        assert fit(M, G, tokens, users).fits and not fit(M, G, tokens, users + 1).fits
+    assert [max_batch(M, G, tokens) for tokens in (1000, 8000)] == [500, 62]
+    assert max_batch(LONG, G, 32_000) == 15  # past Llama 3 8B's window: Llama 3.1 8B
+    for model, tokens in ((M, 1000), (M, 8000), (LONG, 32_000)):
+        users = max_batch(model, G, tokens)
+        assert fit(model, G, tokens, users).fits and not fit(model, G, tokens, users + 1).fits
 
 
 def test_lesson_1s_batches_with_their_caches():
@@ -46,8 +48,9 @@ def test_paging_against_reserving_the_whole_window():
 
 def test_an_8_bit_cache_fits_about_twice_the_users():
     assert max_batch(M, G, 8000, kv_bits=8) == 125
-    for tokens in (1000, 8000, 32_000):
-        assert max_batch(M, G, tokens, kv_bits=8) in (2 * max_batch(M, G, tokens), 2 * max_batch(M, G, tokens) + 1)
+    for model, tokens in ((M, 1000), (M, 8000), (LONG, 32_000)):
+        assert max_batch(model, G, tokens, kv_bits=8) in (2 * max_batch(model, G, tokens),
+                                                          2 * max_batch(model, G, tokens) + 1)
 
 
 # -- part 4: decode with every user's cache ----------------------------------------------
@@ -99,15 +102,15 @@ def test_part_4_your_turn_eight_users():
 @settings(max_examples=40, deadline=None)
 @given(users=st.integers(1, 2000), tokens=st.integers(1, 100_000))
 def test_more_users_never_cost_more_and_never_go_below_the_floor(users, tokens):
-    fewer, more = (cache.cached_decode(M, G, n, tokens).cost_per_million_tokens for n in (users, users + 1))
+    fewer, more = (cache.cached_decode(LONG, G, n, tokens).cost_per_million_tokens for n in (users, users + 1))
     assert more <= fewer * (1 + 1e-12)
-    assert more >= cache.cheapest_cost_per_million(M, G, tokens) * (1 - 1e-12)
+    assert more >= cache.cheapest_cost_per_million(LONG, G, tokens) * (1 - 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
 @given(tokens=st.integers(1, 100_000), more=st.integers(1, 10_000))
 def test_a_longer_cache_never_makes_a_step_cheaper(tokens, more):
-    shorter, longer = (cache.cached_decode(M, G, 16, t).step_time for t in (tokens, tokens + more))
+    shorter, longer = (cache.cached_decode(LONG, G, 16, t).step_time for t in (tokens, tokens + more))
     assert longer >= shorter
 
 

@@ -20,23 +20,25 @@ def test_one_model_for_each_design_of_attention():
 
 
 def test_the_pinned_users_that_fit():
-    assert [[max_batch(m, G, t) for t in (1000, 8000, 32_000)] for m in MODELS] == [
-        [500, 62, 15], [129, 16, 4], [1613, 201, 50]]
+    # 1,000 and 4,000 tokens: inside every one of the three windows (Llama 2 7B reads 4,096).
+    assert min(m.context_window for m in MODELS) == 4096
+    assert [[max_batch(m, G, t) for t in (1000, 4000)] for m in MODELS] == [
+        [500, 125], [129, 32], [1613, 403]]
     assert units.gb(fit(MODELS[0], G).usable_bytes) == "81.60 GB" and RESERVE == 0.05
 
 
-def test_where_the_caches_outweigh_the_weights_at_8000_tokens():
-    crossings = [cache.cache_matches_weights_batch(m, 8000) for m in MODELS]
-    assert [units.number(c) for c in crossings] == ["15", "3", "126"]
+def test_where_the_caches_outweigh_the_weights_at_4000_tokens():
+    crossings = [cache.cache_matches_weights_batch(m, 4000) for m in MODELS]
+    assert [units.number(c) for c in crossings] == ["31", "6", "252"]
     for m, crossing in zip(MODELS, crossings):
-        assert crossing == pytest.approx(weight_bytes(m.parameters) / kv_cache_bytes(m, 8000))
+        assert crossing == pytest.approx(weight_bytes(m.parameters) / kv_cache_bytes(m, 4000))
         # A full GPU always holds more cache than weights for these models.
-        assert max_batch(m, G, 8000) > crossing
+        assert max_batch(m, G, 4000) > crossing
 
 
 def test_the_lines_fall_a_decade_a_decade():
     for m in MODELS:
-        users = np.asarray(max_batch(m, G, np.array([1000, 10_000])), dtype=float)
+        users = np.asarray(max_batch(m, G, np.array([400, 4000])), dtype=float)
         assert abs(users[1] - users[0] / 10) <= 1  # a tenth of the users, but for rounding down to whole ones
 
 

@@ -205,8 +205,8 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
      ["8,000 tokens", "NVIDIA H100 SXM", "65.54 GB", "0.52 GB", "125"]),
     ("chapters/lesson-2/part-4-decode-and-price", "cached_batching", {"users": 32, "tokens": 3000},
      ["32 users", "3,000 tokens", "8.55 ms, memory-bound", "117", "$0.223", "$0.125"]),
-    ("chapters/plates/xxiii-2-the-kv-cache", "kv_workshop", {"tokens": 8000, "gpu": "h100-sxm"},
-     ["8,000 tokens", "NVIDIA H100 SXM", "62; caches outweigh the weights from 16 users"]),
+    ("chapters/plates/xxiii-2-the-kv-cache", "kv_workshop", {"tokens": 4000, "gpu": "h100-sxm"},
+     ["4,000 tokens", "NVIDIA H100 SXM", "125; caches outweigh the weights from 31 users"]),
 ])
 def test_each_lessons_chart_shows_its_examples(browser, site, page, kind, setting, expected):
     browser.open(f"{site}{page}.html")

@@ -18,8 +18,16 @@ from ..serving import batching
 from . import REFUSE, bits, counted, figures, find_gpu, find_model, gpu_menu, models_menu, ms, price_of, price_slider, tokens_text
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-# The lengths of conversation the lesson's charts run over (Jupyter's sliders move in 256-token steps).
-FINE_TOKENS = range(256, 32_769, 256)
+
+
+def longest(model, most):
+    """The longest context the chart offers: ``most``, or the model's window if shorter."""
+    return min(most, find_model(model).context_window)
+
+
+def inside(tokens, model, spare=0):
+    """The lengths in ``tokens`` that, with ``spare`` more, fit the model's window."""
+    return tokens[tokens + spare <= find_model(model).context_window]
 
 
 def _log_ticks(panel, x_ticks, y_format, every=1):
@@ -30,20 +38,22 @@ def _log_ticks(panel, x_ticks, y_format, every=1):
 @explorer
 def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-3-8b") -> Explorer:
     """The next decode step's FLOPs with the KV cache and without it, and both steps' times on the GPU."""
-    line_tokens = np.unique(np.round(np.geomspace(1, 32_768, 60)).astype(int))
+    most = longest(model, 32_768) - 1   # the cache a step reads, and the new token, inside the window
+    line_tokens = np.unique(np.round(np.geomspace(1, most, 60)).astype(int))
     lines = decode_with_and_without_cache(find_model(model), line_tokens)
-    panel = kit.Panel.make((1, 32_768), kit.around(np.min(lines.with_cache.flops), np.max(lines.without_cache.flops)),
+    panel = kit.Panel.make((1, most), kit.around(np.min(lines.with_cache.flops), np.max(lines.without_cache.flops)),
                            x_log=True, y_log=True, x_label="tokens already in the sequence",
                            y_label="FLOPs of the next step")
     _log_ticks(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS), 2)
 
     @functools.lru_cache(maxsize=None)
     def curves(model):
-        swept = decode_with_and_without_cache(find_model(model), line_tokens)
+        drawn = inside(line_tokens, model, 1)
+        swept = decode_with_and_without_cache(find_model(model), drawn)
         without, with_ = np.asarray(swept.without_cache.flops), np.asarray(swept.with_cache.flops)
-        return (panel.line(line_tokens, without, kit.PREFILL) + panel.line(line_tokens, with_, kit.DECODE)
+        return (panel.line(drawn, without, kit.PREFILL) + panel.line(drawn, with_, kit.DECODE)
                 + panel.label(1.5, float(without[0]) * 6, "without the cache", kit.PREFILL)
-                + panel.label(20_000, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
+                + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
 
     def markers(tokens, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
@@ -61,8 +71,8 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
                 "the step with the cache": f"{ms(timed.with_cache.time)}, {bound[timed.with_cache.compute_bound]}"}
 
     return Explorer("cache_saving", "The next decode step, with the KV cache and without it", [
-        slider("tokens", "tokens already in the sequence", steps(1, 32_768, 2, tokens, (1000,)), tokens, tokens_text,
-               fine=sorted({1, *FINE_TOKENS, *steps(1, 32_768, 2, tokens, (1000,))})),
+        slider("tokens", "tokens already in the sequence", steps(1, most, 2, tokens, (1000,)), tokens, tokens_text,
+               fine=sorted({1, *range(256, most + 1, 256), *steps(1, most, 2, tokens, (1000,))})),
         gpu_menu(gpu), models_menu(model)],
         readouts, [Layer(("model",), curves), Layer(("tokens", "model"), markers)], panel.axes(), panel.bottom,
         CACHE_READ.label, REFUSE)
@@ -78,17 +88,16 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
                 "multi-query": replace(served, kv_heads=1)}
 
     colours = (kit.DECODE, kit.PREFILL, kit.COMPUTE)
-    ends = np.array([256, 131_072])
-    every = [kv_cache_bytes(s, t, kv_bits=b) for m in (model, "llama-3-8b") for s in shapes(m).values()
-             for t in (256, 131_072) for b in (16, 4)] + [weight_bytes(find_model(model).parameters)]
-    panel = kit.Panel.make((256, 131_072), kit.around(min(every), max(every)), x_log=True, y_log=True,
-                           x_label="tokens in the conversation", y_label="KV cache")
-    _log_ticks(panel, (256, 4096, 65_536), lambda b: units.gb(b, figures(b / 1e9, 1)))
+    most = longest(model, 131_072)   # a conversation inside the model's window
+    every = [kv_cache_bytes(s, t, kv_bits=b) for s in shapes(model).values() for t in (256, most) for b in (16, 4)]
+    panel = kit.Panel.make((256, most), kit.around(min(every), max(every + [weight_bytes(find_model(model).parameters)])),
+                           x_log=True, y_log=True, x_label="tokens in the conversation", y_label="KV cache")
+    _log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most], lambda b: units.gb(b, figures(b / 1e9, 1)))
     panel.y_ticks = panel.y_ticks[1::2]
 
     def lines(kv_bits, model):
-        weights = weight_bytes(find_model(model).parameters)
-        parts = [panel.line(ends, [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
+        weights, ends = weight_bytes(find_model(model).parameters), inside(np.array([256, most]), model)
+        parts = [panel.line([256, most], [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
                  panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", kit.NEUTRAL)]
         for k, (name, shape) in enumerate(shapes(model).items()):
             parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colours[k]),
@@ -109,8 +118,8 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
         return shown
 
     return Explorer("cache_size", "The KV cache of one conversation", [
-        slider("tokens", "tokens in the conversation", steps(256, 131_072, 2, tokens, (8000,)), tokens, tokens_text,
-               fine=sorted({*range(256, 131_073, 256), tokens})),
+        slider("tokens", "tokens in the conversation", steps(256, most, 2, tokens, (8000,)), tokens, tokens_text,
+               fine=sorted({*range(256, most + 1, 256), tokens})),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model)],
         readouts, [Layer(("kv_bits", "model"), lines), Layer(("tokens", "kv_bits", "model"), markers)],
         panel.axes(), panel.bottom, "The same layers and head dim; only the key-value heads differ. 16-bit weights.",
@@ -121,23 +130,26 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
 def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16, model: str = "llama-3-8b",
                    weight_bits: int = 16) -> Explorer:
     """The most users whose caches fit beside the weights on one GPU, against the tokens each holds."""
-    lengths = np.array(steps(256, 131_072, 2, tokens, (1000, 8000, 32_000)))
+    most = longest(model, 131_072)   # a conversation inside the model's window
+    lengths = np.array(steps(256, most, 2, tokens, [t for t in (1000, 8000, 32_000) if t <= most]))
     high = max(max_batch(find_model(model), g, 256, weight_bits=4, kv_bits=4) for g in CATALOG.values())
-    panel = kit.Panel.make((256, 131_072), kit.around(0.5, max(high, 10)), x_log=True, y_log=True,
+    panel = kit.Panel.make((256, most), kit.around(0.5, max(high, 10)), x_log=True, y_log=True,
                            x_label="tokens each user holds", y_label="users that fit")
-    _log_ticks(panel, (256, 4096, 65_536), lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    _log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most],
+               lambda u: units.number(u) if u >= 1 else f"{u:g}")
     colours = {16: kit.PREFILL, 8: kit.COMPUTE, 4: kit.EXTRA}
 
     def count(model, gpu, t, weight_bits, kv_bits):
         return np.maximum(max_batch(find_model(model), find_gpu(gpu), t, weight_bits, kv_bits), 0.5)
 
     def lines(gpu, model, weight_bits):
-        parts = [panel.line(lengths, count(model, gpu, lengths, weight_bits, b), colour, width=2.5 if b == 16 else 1.8)
+        drawn = inside(lengths, model)
+        parts = [panel.line(drawn, count(model, gpu, drawn, weight_bits, b), colour, width=2.5 if b == 16 else 1.8)
                  for b, colour in colours.items()]
         # The 4-bit line named above its left end, the 16-bit one under its right end: clear of the lines.
         return "".join(parts) + (
             panel.label(300, float(count(model, gpu, 256, weight_bits, 4)) * 2.5, "4-bit cache", kit.EXTRA)
-            + panel.label(120_000, float(count(model, gpu, 131_072, weight_bits, 16)) * 0.3, "16-bit cache",
+            + panel.label(drawn[-1] * 0.92, float(count(model, gpu, drawn[-1], weight_bits, 16)) * 0.3, "16-bit cache",
                           kit.PREFILL, "end"))
 
     def marker(tokens, gpu, kv_bits, model, weight_bits):
@@ -152,7 +164,7 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
 
     return Explorer("users_that_fit", "Users whose caches fit on one GPU", [
         slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
-               fine=sorted({*range(256, 131_073, 256), *lengths.tolist()})),
+               fine=sorted({*range(256, most + 1, 256), *lengths.tolist()})),
         gpu_menu(gpu, [k for k, g in CATALOG.items() if max_batch(find_model(model), g, 256) > 0]),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model),
         bits("weight_bits", "bits a weight", weight_bits)],
@@ -169,8 +181,9 @@ def cached_batching(users: int = 32, tokens: int = 3000, kv_bits: int = 16, gpu:
     served = find_model(model)
     batches = np.array(steps(1, 1024, 2, users, (8, 32, 41)))
     priced = [k for k, g in CATALOG.items() if g.price_per_hour is not None and max_batch(served, g, 1000) > 0]
+    lengths = [t for t in (1000, 3000, 8000, 32_000) if t < served.context_window]   # a step inside the window
     every = [batching(served, CATALOG[g], batches).cost_per_million_tokens for g in priced] + [
-        cached_decode(served, CATALOG[g], batches, 32_000, kv_bits=8).cost_per_million_tokens for g in priced]
+        cached_decode(served, CATALOG[g], batches, lengths[-1], kv_bits=8).cost_per_million_tokens for g in priced]
     panel = kit.Panel.make((1, 1024), kit.around(np.min(every), np.max(every) * 10), x_log=True, y_log=True,
                            x_label="users per pass", y_label="$ a million tokens")
     _log_ticks(panel, (1, 8, 64, 512), lambda c: units.dollars(c, figures(c, 1)))
@@ -210,8 +223,8 @@ def cached_batching(users: int = 32, tokens: int = 3000, kv_bits: int = 16, gpu:
     return Explorer("cached_batching", f"Decode with every user's cache read: {served.name}", [
         slider("users", "users per pass", batches, users, lambda n: counted(n, "user", "users"),
                fine=steps(1, 4096, 6, users, (41,))),
-        slider("tokens", "tokens each user holds", (1000, 3000, 8000, 32_000), tokens, tokens_text,
-               fine=sorted({1000, 3000, 8000, *FINE_TOKENS})),
+        slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
+               fine=sorted({*lengths, *range(256, served.context_window, 256)})),
         bits("kv_bits", "bits a cached value", kv_bits, (16, 8)), gpu_menu(gpu, priced, priced=True), price_slider()],
         readouts, [Layer(("tokens", "kv_bits", "gpu", "price"), lines),
                    Layer(("users", "tokens", "kv_bits", "gpu", "price"), marker)],

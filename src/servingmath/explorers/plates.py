@@ -19,7 +19,7 @@ from ..memory import fit
 from . import (REFUSE, bits, counted, find_gpu, find_model, fitting, gpu_menu, models_menu, ms, tokens_text,
                windows_at_least, within_window)
 
-MOST = 8192   # a prefill past Llama 3 8B's window is no case
+MOST = 8192   # Llama 3 8B's window: a longer prefill is no case
 _LINE = np.unique(np.round(np.geomspace(1, MOST, 48)).astype(int))
 
 
@@ -102,19 +102,20 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
 
 
 @explorer
-def kv_workshop(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16, weight_bits: int = 16,
+def kv_workshop(tokens: int = 4000, gpu: str = "h100-sxm", kv_bits: int = 16, weight_bits: int = 16,
                 reserve: float = RESERVE) -> Explorer:
     """Plate XXIII.2: the most users whose caches fit beside each of three models' weights (solid), and the
     batch whose caches weigh as much as the weights (dashed), against the tokens each user holds."""
     chosen = [find_model(key) for key in WORKSHOP_MODELS]
     colours = dict(zip((m.name for m in chosen), (kit.PREFILL, kit.DECODE, kit.COMPUTE)))
-    lengths = np.array(steps(256, 32_768, 2, tokens, (1000, 8000, 32_000)))
+    most = min([32_768] + [m.context_window for m in chosen])   # inside every model's window
+    lengths = np.array(steps(256, most, 2, tokens, [t for t in (1000, 4000, 8000, 32_000) if t <= most]))
     gpus = [k for k, g in CATALOG.items() if all(max_batch(m, g, 256) > 0 for m in chosen)]
     every = [max_batch(m, CATALOG[g], 256, 4, 4, 0) for m in chosen for g in gpus] + \
-        [cache_matches_weights_batch(m, t, 16, b) for m in chosen for t in (256, 32_768) for b in (16, 4)]
-    panel = kit.Panel.make((256, 32_768), kit.around(min(min(every), 1), max(every)), height=260, x_log=True,
+        [cache_matches_weights_batch(m, t, 16, b) for m in chosen for t in (256, most) for b in (16, 4)]
+    panel = kit.Panel.make((256, most), kit.around(min(min(every), 1), max(every)), height=260, x_log=True,
                            y_log=True, x_label="tokens each user holds", y_label="users")
-    panel.x_ticks = [(t, units.number(t)) for t in (256, 1024, 4096, 16_384)]
+    panel.x_ticks = [(t, units.number(t)) for t in (256, 1024, 4096, 16_384) if t <= most]
     panel.y_ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(panel.y.low, panel.y.high)]
 
     def fits(m, gpu, t, weight_bits, kv_bits, reserve):
@@ -141,7 +142,8 @@ def kv_workshop(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16, we
         return shown
 
     return Explorer("kv_workshop", "Users whose caches fit on one GPU, three designs of attention", [
-        slider("tokens", "tokens each user holds", lengths, tokens, tokens_text, fine=range(256, 32_769, 256)),
+        slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
+               fine=sorted({*lengths.tolist(), *range(256, most + 1, 256)})),
         gpu_menu(gpu, gpus), bits("kv_bits", "bits a cached value", kv_bits),
         bits("weight_bits", "bits a weight", weight_bits, site=False),
         slider("reserve", "memory held back", [k / 100 for k in range(21)], reserve, units.percent, site=False)],
