@@ -39,7 +39,7 @@ def scatter(points: list | None = None) -> Explorer:
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
     colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
-                     + panel.label(low * 1.3, low * 1.3 / share * 1.25, units.percent(share), kit.NEUTRAL)
+                     + panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end")
                      for share in reality.SHARE_GUIDES)
     dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
                              f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}")
