@@ -184,7 +184,7 @@ def cached_batching(users: int = 32, tokens: int = 3000, kv_bits: int = 16, gpu:
     lengths = [t for t in (1000, 3000, 8000, 32_000) if t < served.context_window]   # a step inside the window
     every = [batching(served, CATALOG[g], batches).cost_per_million_tokens for g in priced] + [
         cached_decode(served, CATALOG[g], batches, lengths[-1], kv_bits=8).cost_per_million_tokens for g in priced]
-    panel = kit.Panel.make((1, 1024), kit.around(np.min(every), np.max(every) * 10), x_log=True, y_log=True,
+    panel = kit.Panel.make((1, 1024), kit.around(np.min(every), np.max(every)), x_log=True, y_log=True,
                            x_label="users per pass", y_label="$ a million tokens")
     _log_ticks(panel, (1, 8, 64, 512), lambda c: units.dollars(c, figures(c, 1)))
 
