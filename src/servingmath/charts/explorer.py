@@ -1,22 +1,11 @@
-"""An explorer: one idea declared once, shown on the website, in Jupyter and in print.
+"""An explorer: one idea declared once (see AUTHORING.md), shown on the website, in Jupyter and in print.
 
-It declares **controls** (``slider``, ``menu``, ``buttons``: each a short list of options,
-the steps the website precomputes; a slider may offer Jupyter ``fine`` steps between them),
-**readouts** (a function of every control's value, by name, giving label -> text) and
-**layers** (``Layer(depends, draw)``: SVG markup that changes only with the controls it
-names) over a fixed **background**; with ``details``, the page shows the note of a mark a reader
-hovers over, focuses or taps (``kit.Panel.dot``). A setting the idea cannot hold (a context past the
-model's window, weights that do not fit) raises one of the errors named in ``refuse``: it
-then reads as that error's words and prices nothing. From the one declaration:
-
-- ``explorer`` as a cell's value: the website's chart (``site.html``), every setting
-  computed at build time; where no script runs (a notebook, GitHub, print) it stands still
-  at its default setting, its readouts as text;
-- ``explorer.live()``: ipywidgets controls generated from the same declaration, the same
-  drawing redrawn at any setting (``jupyter.Live``).
-
-``@explorer`` marks the function that returns one, so a test can build it again from the
-call the page records, and find it by name.
+It declares **controls** (``slider``, ``menu``, ``buttons``: the website's steps; a slider's ``fine`` steps
+for Jupyter), **readouts** (every control's value by name -> label -> text) and **layers** (``Layer``: SVG
+that changes only with the controls it names) over a fixed **background**. A setting that raises an error
+named in ``refuse`` reads as that error's words and prices nothing. As a cell's value it is the website's
+chart (``site.html``), still at its default where no script runs; ``.live()`` runs it in Jupyter.
+``@explorer`` marks the function that returns one, so a test can build it again from the call a page records.
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """An explorer live in Jupyter: ipywidgets controls generated from its declaration, its drawing redrawn.
 
-A slider with ``fine`` steps becomes an ``IntSlider`` (a ``range``) or a ``SelectionSlider``
-(values); otherwise a slider offers the website's steps. A menu is a ``Dropdown``, buttons are
-``ToggleButtons``. Each move recomputes the readouts and writes the whole figure as SVG text
-into an ``HTML`` widget: a millisecond or two of formatting where rendering a matplotlib
-figure takes tens, and the same in ipywidgets 7 (Colab) and 8 (JupyterLab 4, VS Code).
-Tests drive it headless: ``live.set(name=value)``, then ``live.readouts``, ``live.svg``,
-``live.draws``.
+A slider with ``fine`` steps is an ``IntSlider`` (a ``range``) or a ``SelectionSlider``; a menu a
+``Dropdown``; buttons ``ToggleButtons``. A move writes the figure as SVG text into an ``HTML`` widget (a
+millisecond or two, where a matplotlib render takes tens), the same in ipywidgets 7 (Colab) and 8.
 """
 from __future__ import annotations
 

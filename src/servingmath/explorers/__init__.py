@@ -10,32 +10,13 @@ from ..charts import buttons, menu, slider
 from ..hardware import CATALOG
 from ..models import MODELS
 
-# The package's refusals of a case that cannot happen (ValueErrors); a setting that raises one reads as its
-# words and prices nothing.
-ContextTooLong = getattr(models, "ContextTooLong", None) or type("ContextTooLong", (ValueError,), {})
-DoesNotFit = getattr(memory, "DoesNotFit", None) or type("DoesNotFit", (ValueError,), {})
-REFUSE = {ContextTooLong: "past the model's window", DoesNotFit: "does not fit"}
+# The package refuses a case that cannot happen; a setting that raises one of these reads as its words.
+REFUSE = {models.ContextTooLong: "past the model's window", memory.DoesNotFit: "does not fit"}
 
 
-def within_window(model, tokens):
-    """Refuse ``tokens`` of context past ``model``'s window (where the model names one)."""
-    window = getattr(model, "context_window", None)
-    if window is not None and tokens > window:
-        raise ContextTooLong(f"tokens must be at most {model.name}'s window of {window:,}, got {tokens:,}")
-    return tokens
-
-
-def fitting(found):
-    """A ``memory.Fit`` that fits, or the refusal."""
-    if not found.fits:
-        raise DoesNotFit(found.summary)
-    return found
-
-
-def windows_at_least(tokens, keys=None, dense=False):
-    """The catalog's models (or ``keys``) whose window holds ``tokens`` (all, where models name none yet)."""
-    return [k for k in (keys or MODELS) if getattr(MODELS[k], "context_window", tokens) >= tokens
-            and not (dense and MODELS[k].mixture_of_experts)]
+def windows_at_least(tokens, dense=False):
+    """The catalog's models whose window holds ``tokens`` (only the dense ones, if ``dense``)."""
+    return [k for k, m in MODELS.items() if m.context_window >= tokens and not (dense and m.mixture_of_experts)]
 
 
 def figures(value, count):

@@ -15,8 +15,8 @@ from ..serving import batching as batched
 from ..serving import compute_bound_batch, request as timed_request, request_passes, step
 from ..memory import fit
 from ..models import LLAMA_3_8B
-from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, fitting, gpu_menu, models_menu, ms,
-               price_of, price_slider, tokens_text, windows_at_least, within_window)
+from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, gpu_menu, models_menu, ms,
+               price_of, price_slider, tokens_text, windows_at_least)
 
 # A timeline's slots, not to scale: a prefill pass would be thousands of times wider than a decode pass.
 _FIRST, _LAST = 12, 3
@@ -61,7 +61,7 @@ def passes(prompt_tokens: int = 2000, reply_tokens: int = 300) -> Explorer:
                                          kit.DECODE, size=kit.LABEL)
 
     def readouts(prompt_tokens, reply_tokens):
-        within_window(LLAMA_3_8B, prompt_tokens + reply_tokens)   # the page's model
+        LLAMA_3_8B.check_context(prompt_tokens + reply_tokens)   # the page's model
         found = request_passes(prompt_tokens, reply_tokens)
         return {"forward passes": units.number(found.passes),
                 "tokens in the prefill pass": units.number(found.prefill_tokens),
@@ -92,8 +92,8 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
 
     @functools.lru_cache(maxsize=None)
     def one_pass(tokens, gpu, weight_bits):
-        fitting(fit(served, find_gpu(gpu), weight_bits=weight_bits))
-        return step(served, find_gpu(gpu), within_window(served, round(tokens)), weight_bits=weight_bits,
+        fit(served, find_gpu(gpu), weight_bits=weight_bits).require()
+        return step(served, find_gpu(gpu), served.check_context(round(tokens)), weight_bits=weight_bits,
                     assumptions=LESSON)
 
     def roof(gpu):
@@ -135,9 +135,9 @@ def request(model: str = "llama-3-8b", gpu: str = "h100-sxm", weight_bits: int =
     """A request's time split into its prefill pass and its decode steps: the bar is the whole reply."""
     @functools.lru_cache(maxsize=None)
     def timed(model, gpu, weight_bits, prompt_tokens, reply_tokens):
-        within_window(find_model(model), prompt_tokens + reply_tokens)
+        find_model(model).check_context(prompt_tokens + reply_tokens)
         result = timed_request(find_model(model), find_gpu(gpu), prompt_tokens, reply_tokens, weight_bits=weight_bits)
-        fitting(result.fit)
+        result.fit.require()
         return result
     panel = kit.Panel.make((0, 1), (0, 1), 40, 56, x_label="share of the whole reply's time")
     panel.x_ticks = [(t, units.percent(t)) for t in (0, 0.25, 0.5, 0.75, 1)]

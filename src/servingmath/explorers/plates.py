@@ -16,8 +16,8 @@ from ..memory import RESERVE, max_batch
 from ..roofline import LESSON, PLATE
 from ..serving import time_per_token_curve
 from ..memory import fit
-from . import (REFUSE, bits, counted, find_gpu, find_model, fitting, gpu_menu, models_menu, ms, tokens_text,
-               windows_at_least, within_window)
+from . import (REFUSE, bits, counted, find_gpu, find_model, gpu_menu, models_menu, ms, tokens_text,
+               windows_at_least)
 
 MOST = 8192   # Llama 3 8B's window: a longer prefill is no case
 _LINE = np.unique(np.round(np.geomspace(1, MOST, 48)).astype(int))
@@ -38,7 +38,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
 
     @functools.lru_cache(maxsize=None)
     def curve(model, gpu, assumptions, compute, bandwidth, overhead, every=False):
-        fitting(fit(find_model(model), find_gpu(gpu), MOST))
+        fit(find_model(model), find_gpu(gpu), MOST).require()
         return time_per_token_curve(find_model(model), find_gpu(gpu), range(1, MOST + 1) if every else _LINE,
                                     world(assumptions, compute, bandwidth, overhead))
 
@@ -55,7 +55,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
     def lines(gpu, assumptions, model, cached, compute, bandwidth, overhead):
         chosen = curve(model, gpu, assumptions, compute, bandwidth, overhead)
         other = curve(model, gpu, "lesson" if assumptions == "plate" else "plate", compute, bandwidth, overhead)
-        decode = chosen.decode_at(within_window(find_model(model), cached + 1) - 1)
+        decode = chosen.decode_at(find_model(model).check_context(cached + 1) - 1)
         first = curve(model, gpu, assumptions, compute, bandwidth, overhead, every=True).arithmetic_from
         return (panel.shade(1, first or MOST, kit.MEMORY, 0.10) + (panel.shade(first, MOST, kit.COMPUTE, 0.10) if first else "")
                 + panel.line(_LINE, other.time_per_token, kit.NEUTRAL, dashed=True, width=1.5)
@@ -66,7 +66,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
                 + (panel.vertical(first, f"compute-bound from {tokens_text(first)}", low=True) if first else ""))
 
     def taken(tokens, gpu, assumptions, model, compute, bandwidth, overhead):
-        within_window(find_model(model), tokens)
+        find_model(model).check_context(tokens)
         return time_per_token_curve(find_model(model), find_gpu(gpu), [tokens],
                                     world(assumptions, compute, bandwidth, overhead)).passes
 
