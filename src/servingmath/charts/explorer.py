@@ -205,8 +205,10 @@ class Explorer:
                 words = self.refused(error)
                 if words is None:
                     raise
-                self._drawn[key] = kit.text(kit.WIDTH / 2, self.height / 2, words, anchor="middle", size=kit.LABEL,
-                                            bold=True)
+                # The refusal, then the package's reason (which names the model, the GPU and the figures).
+                self._drawn[key] = (kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
+                                             size=kit.LABEL, bold=True)
+                                    + kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))[0])
         return self._drawn[key]
 
     def layers_at(self, **values) -> list[str]:

@@ -30,10 +30,13 @@ STYLE = "".join(f"{page} .sm-f-{name}{{fill:{dark}}}{page} .sm-s-{name}{{stroke:
 
 
 class SVG(str):
-    """A figure's SVG text, which a notebook (and glue) shows as an image."""
+    """A figure's SVG text: inline HTML where a page can take it (so it follows the page's light or dark
+    colours), an image elsewhere."""
 
     def _repr_svg_(self):
         return str(self)
+
+    _repr_html_ = _repr_svg_
 
 
 def _paint(colour, how="fill"):

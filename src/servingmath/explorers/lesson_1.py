@@ -170,7 +170,9 @@ def request(model: str = "llama-3-8b", gpu: str = "h100-sxm", weight_bits: int =
                prompt_tokens, tokens_text, fine=range(1, 6001)),
         slider("reply_tokens", "tokens in the reply", sorted({1, 20, 100, 250, 300, 500, 1000, 2000, reply_tokens}),
                reply_tokens, tokens_text, fine=range(1, 2001))],
-        readouts, [Layer(("model", "gpu", "weight_bits", "prompt_tokens", "reply_tokens"), bar)],
+        readouts, [Layer(("model", "gpu", "weight_bits", "prompt_tokens", "reply_tokens"), bar),
+                   Layer(("model", "gpu"), lambda model, gpu: kit.text(
+                       kit.WIDTH / 2, 14, f"{find_model(model).name} on {find_gpu(gpu).name}", anchor="middle"))],
         panel.axes(), panel.bottom, LESSON.label, REFUSE)
 
 

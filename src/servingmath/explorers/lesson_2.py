@@ -55,10 +55,13 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
                 + panel.label(1.5, float(without[0]) * 6, "without the cache", kit.PREFILL)
                 + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
 
-    def markers(tokens, model):
+    def markers(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
+        timed = time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
         return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
-                + panel.marker(tokens, saving.with_cache.flops, kit.DECODE))
+                + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
+                + kit.text(panel.x.start + 6, panel.y.end + 18, f"on {find_gpu(gpu).name}: {ms(timed.with_cache.time)} "
+                           f"with the cache", kit.DECODE))
 
     def readouts(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
@@ -74,7 +77,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         slider("tokens", "tokens already in the sequence", steps(1, most, 2, tokens, (1000,)), tokens, tokens_text,
                fine=sorted({1, *range(256, most + 1, 256), *steps(1, most, 2, tokens, (1000,))})),
         gpu_menu(gpu), models_menu(model)],
-        readouts, [Layer(("model",), curves), Layer(("tokens", "model"), markers)], panel.axes(), panel.bottom,
+        readouts, [Layer(("model",), curves), Layer(("tokens", "gpu", "model"), markers)], panel.axes(), panel.bottom,
         CACHE_READ.label, REFUSE)
 
 
