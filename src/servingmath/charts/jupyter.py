@@ -74,12 +74,13 @@ class Live:
         rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
                        f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
         self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
-        self.svg = self.explorer.svg_at(**setting)
+        # The dark shades' style sheet sits once in the box: a new one on every move would restyle the whole page.
+        self.svg = self.explorer.svg_at(style=False, **setting)
         self.view.value = self.svg
         self.draws += 1
 
     def widget(self) -> widgets.Widget:
-        box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b>"),
+        box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b><style>{kit.STYLE}</style>"),
                             widgets.VBox(list(self.controls.values())), self.readout, self.view])
         box.add_class("servingmath-explorer")
         box.add_class(f"servingmath-explorer-{self.name}")

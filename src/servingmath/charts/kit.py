@@ -117,13 +117,15 @@ def rect(x, y, width, height, colour, opacity=1.0) -> str:
             f'{_paint(colour)}{shade}/>')
 
 
-def figure(body, height, title="", ident="", described="") -> SVG:
-    """A whole SVG: ``body`` (markup) on a ``WIDTH``-wide canvas, named by ``title`` or the element ``ident``."""
+def figure(body, height, title="", ident="", described="", style=True) -> SVG:
+    """A whole SVG: ``body`` (markup) on a ``WIDTH``-wide canvas, named by ``title`` or the element ``ident``;
+    ``style=False`` leaves out the dark shades' style sheet (where the page holds it once)."""
     name = f'aria-labelledby="{ident}-title"' if ident else f'aria-label="{html.escape(title)}"'
     about = f' aria-describedby="{described}"' if described else ""
     return SVG(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {int(height)}" width="100%" '
             f'style="max-width: {WIDTH + 20}px; overflow: visible" role="img" {name}{about} '
-            f'font-family="sans-serif" fill="currentColor"><style>{STYLE}</style>{body}</svg>')
+            f'font-family="sans-serif" fill="currentColor">' + (f"<style>{STYLE}</style>" if style else "")
+               + f"{body}</svg>")
 
 
 @dataclass
