@@ -64,6 +64,18 @@
         input.disabled = false;
       });
     });
+    // A mark with a note (a dot's row): shown under the chart on hover, focus or tap.
+    var detail = figure.querySelector("[data-detail]");
+    if (detail) {
+      ["mouseover", "focusin", "click"].forEach(function (kind) {
+        figure.addEventListener(kind, function (event) {
+          var mark = event.target.closest ? event.target.closest("[data-note]") : null;
+          if (mark) {
+            detail.textContent = mark.getAttribute("data-note");
+          }
+        });
+      });
+    }
     figure.classList.add("webchart-ready");
     show();
   }

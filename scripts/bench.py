@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import servingmath as sm
-from servingmath import lab, webcharts, widgets
+from servingmath import charts, lab
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -54,8 +54,8 @@ def sweep():
     return sm.step(sm.LLAMA_3_8B, sm.H100_SXM, tokens, assumptions=sm.PLATE).time
 
 
-def charts():
-    return webcharts.workshop_chart(), webcharts.request_chart(), webcharts.batching_chart()
+def site_charts():
+    return [charts.find(name)()._repr_html_() for name in ("workshop", "request", "batching")]
 
 
 def build_seconds(out: str) -> float:
@@ -121,12 +121,13 @@ def print_prose_words(html_dir: Path):
 
 def explorer_timings():
     """For each explorer: the readouts after a value change, and the figure redrawn after it."""
-    for make in (widgets.passes_explorer, widgets.intensity_explorer, widgets.request_explorer,
-                 widgets.batching_explorer, widgets.workshop_explorer, widgets.cache_saving_explorer,
-                 widgets.cache_size_explorer, widgets.users_that_fit_explorer, widgets.cached_batching_explorer,
-                 widgets.kv_workshop_explorer):
-        explorer = make()
-        yield make.__name__, median_seconds(explorer.update_readouts, 9), median_seconds(explorer.redraw, 9)
+    sys.path.insert(0, str(ROOT / "tests" / "jupyterlab"))
+    import labdriver
+
+    for name in labdriver.EXPLORER_NAMES:
+        made = charts.find(name)()
+        setting = made.setting({})
+        yield name, median_seconds(lambda: made.readouts_at(**setting), 9), median_seconds(lambda: made.svg_at(**setting), 9)
 
 
 def redraws_in_jupyterlab(moves=20):
@@ -139,7 +140,7 @@ def redraws_in_jupyterlab(moves=20):
         return
     with labdriver.lab_browser() as lab:
         for name, times in labdriver.redraw_times(lab, moves).items():
-            print(f"{name}_explorer in JupyterLab, move to new figure on screen: median "
+            print(f"{name} in JupyterLab, move to new figure on screen: median "
                   f"{statistics.median(times) * 1e3:.0f} ms, worst {max(times) * 1e3:.0f} ms "
                   f"of {len(times)} moves (target < 50 ms)")
     # Browser, server and kernel each wait for a processor on a busy machine: the worst moves say how busy.
@@ -153,7 +154,7 @@ def main():
     for name, readouts, figure in explorer_timings():
         print(f"{name}: readouts {readouts * 1e3:.1f} ms after a change, SVG figure {figure * 1e3:.1f} ms (in the kernel)")
     redraws_in_jupyterlab()
-    print(f"the three website charts: {median_seconds(charts, repeats=5) * 1e3:.0f} ms")
+    print(f"the three website charts: {median_seconds(site_charts, repeats=5) * 1e3:.0f} ms")
     with tempfile.TemporaryDirectory() as out:
         print(f"clean book build ({len(toc_files())} pages): {build_seconds(out):.1f} s")
         page = page_to_touch()

@@ -70,8 +70,8 @@ def page_problems(name: str, page_html: str, source: str = "") -> list[str]:
     data = sum(len(block.encode()) for block in CHART_DATA.findall(page_html))
     if data > CHART_DATA_BUDGET:
         problems.append(f"{name}: its charts carry {data:,} bytes of data, over {CHART_DATA_BUDGET:,}")
-    if re.search(r"\w+_explorer\(", source) and not CHART_DATA.search(page_html):
-        problems.append(f"{name}: has an explorer but no live chart (webcharts) for readers without a kernel")
+    if re.search(r"\.live\(\)", source) and not CHART_DATA.search(page_html):
+        problems.append(f"{name}: has a live explorer but no website chart for readers without a kernel")
     if CHART_DATA.search(page_html) and "explorer-runs-live" in page_html:
         problems.append(f"{name}: a frozen explorer sits beside its live chart")
     notes = shown_text(article(page_html)).count("rocket")

@@ -44,8 +44,8 @@ def test_each_problem_is_caught(page, problem):
 
 
 def test_an_explorer_needs_a_live_chart_on_the_site():
-    source = SOURCE + "```{code-cell} ipython3\npasses_explorer()\n```\n"
-    assert any("has an explorer but no live chart" in found for found in check_site.page_problems("page", GOOD, source))
+    source = SOURCE + "```{code-cell} ipython3\nlesson_1.passes().live()\n```\n"
+    assert any("has a live explorer but no website chart" in found for found in check_site.page_problems("page", GOOD, source))
     live = GOOD + '<script type="application/json" class="webchart-data">{}</script>'
     assert check_site.page_problems("page", live, source) == []
 

@@ -15,7 +15,7 @@ import servingmath as sm
 from servingmath import ollama, quiz, units
 from servingmath.quiz import LESSON_1_QUESTIONS, Question
 from servingmath.serving import decode_ceiling
-from servingmath.widgets import Quiz
+from servingmath.quiz import Quiz
 
 ROOT = Path(__file__).resolve().parent.parent
 WRAP_UP = ROOT / "chapters" / "lesson-1" / "wrap-up.md"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import servingmath as sm
-from servingmath import cache, units, webcharts, widgets
+from servingmath import cache, units
 from servingmath.memory import kv_cache_bytes, weight_bytes
 
 M, G = sm.LLAMA_3_8B, sm.H100_SXM
@@ -103,46 +103,3 @@ def test_kib_formats_binary_kilobytes_and_refuses_bad_input():
         units.kib("128")
 
 
-# -- the explorers, driven headless -----------------------------------------------------
-def test_cache_saving_explorer_shows_example_1_1_then_follows_its_controls():
-    explorer = widgets.cache_saving_explorer()
-    assert explorer.readouts["FLOPs with the cache"] == "17.6 billion"
-    assert explorer.readouts["the step with the cache"] == "4.91 ms, memory-bound"
-    draws = explorer.draws
-    explorer.set(context_tokens=1000)
-    assert explorer.readouts["times fewer with the cache"] == units.number(
-        cache.decode_with_and_without_cache(M, 1000).flops_saved)
-    assert explorer.draws == draws + 1 and "<svg" in explorer.svg
-    explorer.set(gpu="l4")
-    timed = cache.time_with_and_without_cache(M, sm.CATALOG["l4"], 1000)
-    assert explorer.readouts["the step without the cache"].startswith(units.ms(timed.without_cache.time))
-
-
-def test_cache_size_explorer_follows_the_model_and_the_bits():
-    explorer = widgets.cache_size_explorer()
-    assert explorer.readouts["cache of the conversation"] == "1.05 GB"
-    assert explorer.readouts["the cache, as a share of the weights"] == "6.5 %"
-    explorer.set(model="deepseek-v2-lite", kv_bits=8)
-    lite = sm.MODELS["deepseek-v2-lite"]
-    assert explorer.readouts["cache a token"].startswith(units.number(kv_cache_bytes(lite, 1, kv_bits=8)))
-    assert explorer.figure is not None
-
-
-# -- the website charts: the package at every setting ----------------------------------
-def test_cache_saving_chart_matches_the_package():
-    chart = webcharts.cache_saving_chart()
-    assert chart.readouts_at()["FLOPs without the cache"] == "50.56 T"
-    for tokens, gpu in [(1000, "h100-sxm"), (8191, "l4"), (1, "b200")]:
-        saving = cache.decode_with_and_without_cache(M, tokens)
-        assert chart.readouts_at(tokens=tokens, gpu=gpu)["times fewer with the cache"] == units.number(
-            saving.flops_saved)
-
-
-def test_cache_size_chart_shows_the_three_designs():
-    chart = webcharts.cache_size_chart()
-    shown = chart.readouts_at()
-    assert shown["multi-head, 32 KV heads"] == "4.19 GB"
-    assert shown["grouped-query, as published, 8 KV heads"] == "1.05 GB"
-    assert shown["multi-query, 1 KV head"] == "0.13 GB"
-    assert chart.readouts_at(kv_bits=8)["grouped-query, as published, 8 KV heads"] == units.gb(
-        kv_cache_bytes(M, 8000, kv_bits=8))

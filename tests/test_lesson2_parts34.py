@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import servingmath as sm
-from servingmath import cache, units, webcharts, widgets
+from servingmath import cache, units
 from servingmath.memory import RESERVE, fit, kv_cache_bytes, max_batch
 
 M, G = sm.LLAMA_3_8B, sm.H100_SXM
@@ -119,56 +119,3 @@ def test_a_longer_cache_never_makes_a_step_cheaper(tokens, more):
     assert longer >= shorter
 
 
-# -- the explorers, driven headless -----------------------------------------------------
-def test_users_that_fit_explorer_shows_example_3_1():
-    explorer = widgets.users_that_fit_explorer()
-    assert explorer.readouts["users that fit"] == "62"
-    assert explorer.readouts["usable memory"] == "81.60 GB (5 % held back)"
-    explorer.set(kv_bits=8)
-    assert explorer.readouts["users that fit"] == "125"
-    explorer.set(gpu="h200", context_tokens=1024)
-    assert explorer.readouts["users that fit"] == units.number(max_batch(M, sm.CATALOG["h200"], 1024, kv_bits=8))
-
-
-def test_users_that_fit_explorer_says_when_the_weights_alone_do_not_fit():
-    explorer = widgets.users_that_fit_explorer()
-    explorer.set(model="llama-3-70b", gpu="l4")
-    assert explorer.readouts["users that fit"] == "0"
-    assert "the weights alone do not fit" in explorer.svg and "nothing fits beside the weights" in explorer.svg
-
-
-def test_cached_batching_explorer_shows_example_4_1_and_a_batch_too_big():
-    explorer = widgets.cached_batching_explorer()
-    shown = explorer.readouts
-    assert shown["cost per million tokens"] == "$0.223" and shown["without the caches (lesson 1)"] == "$0.125"
-    assert shown["one decode step"] == "8.55 ms, memory-bound"
-    assert shown["caches weigh as much as the weights at"] == "41 users"
-    draws = explorer.draws
-    explorer.set(batch=256)
-    assert explorer.readouts["users that fit at this length"] == "166: this batch does not fit"
-    assert explorer.draws == draws + 1
-
-
-# -- the website charts -------------------------------------------------------------------
-def test_users_that_fit_chart_matches_the_package():
-    chart = webcharts.users_that_fit_chart()
-    assert chart.readouts_at()["users that fit"] == "62"
-    assert chart.readouts_at(kv_bits=8)["users that fit"] == "125"
-    assert chart.readouts_at(tokens=1000)["users that fit"] == "500"
-    assert chart.readouts_at(tokens=8192)["users that fit"] == "61"  # the chart ends at Llama 3 8B's window
-    for gpu in ("h200", "a100-80gb", "l4"):
-        assert chart.readouts_at(gpu=gpu, tokens=4096)["users that fit"] == units.number(
-            max_batch(M, sm.CATALOG[gpu], 4096))
-
-
-def test_cached_batching_chart_matches_the_package():
-    chart = webcharts.cached_batching_chart()
-    shown = chart.readouts_at()
-    assert shown["cost per million tokens"] == "$0.223" and shown["without the caches (lesson 1)"] == "$0.125"
-    assert chart.readouts_at(users=8)["cost per million tokens"] == "$0.597"
-    assert chart.readouts_at(users=512, tokens=8000)["users that fit"] == "62: this batch does not fit"
-    for users, tokens, bits, gpu in [(64, 1000, 8, "h200"), (1, 8000, 16, "l40s")]:
-        expected = cache.cached_decode(M, sm.CATALOG[gpu], users, tokens, kv_bits=bits)
-        assert chart.readouts_at(users=users, tokens=tokens, kv_bits=bits, gpu=gpu)["cost per million tokens"] == \
-            units.dollars(expected.cost_per_million_tokens, 3)
-    assert chart.data_bytes < webcharts.MAX_DATA_BYTES

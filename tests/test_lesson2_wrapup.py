@@ -14,7 +14,7 @@ import servingmath as sm
 from servingmath import cache, quiz, units
 from servingmath.memory import fit, kv_cache_bytes, max_batch
 from servingmath.quiz import LESSON_2_QUESTIONS
-from servingmath.widgets import Quiz
+from servingmath.quiz import Quiz
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = ROOT / "chapters" / "lesson-2"

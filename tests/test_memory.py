@@ -114,13 +114,13 @@ def test_request_step_and_batching_flag_what_does_not_fit_and_refuse_it_when_ask
         sm.request(M, G, 10, 10, must_fit="yes")
 
 
-def test_the_explorers_say_whether_the_model_fits():
-    from servingmath import widgets
+def test_the_explorers_time_nothing_that_does_not_fit():
+    from servingmath.explorers import lesson_1
 
-    explorer = widgets.request_explorer()
-    assert explorer.readouts["memory"].startswith("fits: weights 16.06 GB + KV cache")
-    explorer.set(model="llama-3-70b")
-    assert explorer.readouts["memory"].startswith("does not fit: weights 141.11 GB")
-    explorer.set(gpu="h200")
-    assert explorer.readouts["memory"].startswith("fits: weights 141.11 GB")
-    assert widgets.batching_explorer().readouts["memory"].startswith("fits: weights 16.06 GB")
+    live = lesson_1.request().live()
+    assert live.readouts["tokens a second"] == "209"
+    live.set(model="llama-3-70b")
+    assert set(live.readouts.values()) == {"does not fit"} and "does not fit" in live.svg
+    live.set(gpu="h200")
+    assert live.readouts["tokens a second"] == units.number(sm.request(sm.MODELS["llama-3-70b"], sm.CATALOG["h200"],
+                                                                       3000, 250).tokens_per_second)

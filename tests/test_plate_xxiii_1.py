@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import servingmath as sm
-from servingmath import plots, units
+from servingmath import units
 from servingmath.roofline import LESSON, PLATE
 from servingmath.serving import TimePerTokenCurve, decode_step, prefill, time_per_token_curve
-from servingmath.widgets import WORKSHOP_STOPS, workshop_explorer
 
 matplotlib.use("Agg")
 
@@ -105,91 +104,6 @@ def test_bad_model_gpu_or_assumptions_are_refused_by_name():
         time_per_token_curve(M, "h100-sxm")
     with pytest.raises(TypeError, match="assumptions"):
         time_per_token_curve(M, G, assumptions="plate")
-
-
-# -- the figure ------------------------------------------------------------------------
-def test_the_chart_draws_both_curves_the_marks_and_the_ridge(curve):
-    ideal = time_per_token_curve(M, G, assumptions=LESSON)
-    figure = plots.time_per_token_chart(curve, curve.decode_at(1000), [curve.prefill_at(1024)], ideal=ideal)
-    ax = figure.axes[0]
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert PLATE.label in labels and LESSON.label in labels
-    texts = " | ".join(text.get_text() for text in ax.texts)
-    assert "6.24 ms a token" in texts and "1,024-token prefill:\n0.0277 ms a token" in texts
-    assert "ridge: 295 FLOP/byte" in texts
-    assert "memory sets the time" in texts and "arithmetic sets the time" in texts
-    assert ax.get_xscale() == ax.get_yscale() == "log"
-    low, high = ax.get_xlim()
-    assert low < 1 and high > 8192  # the decode point at one token sits inside the frame
-    matplotlib.pyplot.close(figure)
-
-
-# -- the workshop explorer ----------------------------------------------------------------
-def test_workshop_defaults():
-    explorer = workshop_explorer()
-    assert explorer.draws == 1
-    assert explorer.readouts == {
-        "pass": "prefill of 1,024 prompt tokens",
-        "time of the pass": "28.4 ms",
-        "time per token": "0.0277 ms",
-        "FLOP per byte": "1,033",
-        "limit": "arithmetic (compute-bound)",
-        "arithmetic sets the time from": "222 tokens",
-    }
-
-
-def test_moving_tokens_to_1024_and_to_one_token_over_the_cache():
-    explorer = workshop_explorer(tokens=64)
-    assert explorer.readouts["limit"] == "memory (memory-bound)"
-    explorer.set(tokens=1024)
-    assert explorer.readouts["time of the pass"] == "28.4 ms"
-    assert explorer.readouts["time per token"] == "0.0277 ms"
-    assert explorer.draws == 2
-    explorer.set(tokens=1, cached_tokens=1000)
-    assert explorer.readouts["pass"] == "decode step: 1 new token over 1,000 cached"
-    assert explorer.readouts["time of the pass"] == explorer.readouts["time per token"] == "6.24 ms"
-    assert explorer.readouts["FLOP per byte"] == "1"
-    assert explorer.readouts["limit"] == "memory (memory-bound)"
-    assert explorer.draws == 3
-    explorer.set(cached_tokens=0)  # no cache to read: the weights alone, plus the overhead
-    assert explorer.readouts["time of the pass"] == "6.19 ms"
-
-
-def test_changing_the_gpu_changes_the_readouts_and_redraws():
-    explorer = workshop_explorer(tokens=1)
-    explorer.controls["gpu"].value = "h200"
-    # H200: the H100's arithmetic with 4.8 TB/s, so decode is faster and arithmetic takes over later.
-    assert explorer.readouts["time of the pass"] == "4.42 ms"
-    assert explorer.readouts["arithmetic sets the time from"] == "155 tokens"
-    explorer.set(tokens=1024)
-    assert explorer.readouts["time of the pass"] == "28.4 ms"  # prefill is arithmetic: bandwidth does not help
-    explorer.set(gpu="a100-80gb")
-    assert explorer.readouts["time of the pass"] == "89.5 ms"
-    assert explorer.draws == 4
-    assert "NVIDIA A100 80 GB SXM" in explorer.ax.get_title()
-
-
-def test_the_assumptions_and_the_model_move_the_readouts():
-    explorer = workshop_explorer(tokens=1)
-    explorer.set(compute_efficiency=1.0, bandwidth_efficiency=1.0, overhead=0.0, cached_tokens=0)
-    assert explorer.readouts["time of the pass"] == "4.79 ms"  # the lesson's figure, with the cache emptied
-    assert explorer.readouts["arithmetic sets the time from"] == "295 tokens"
-    explorer.set(model="llama-3.2-1b")
-    assert explorer.readouts["time of the pass"] == "0.738 ms"
-    assert "Llama 3.2 1B" in explorer.ax.get_title()
-
-
-def test_the_controls_cover_the_plate():
-    explorer = workshop_explorer()
-    assert explorer.controls["tokens"].options[0] == ("1", 1) and WORKSHOP_STOPS[-1] == 16_384
-    assert explorer.controls["overhead"].value == PLATE.overhead
-    assert set(explorer.controls["model"].options) == {(entry.name, key) for key, entry in sm.MODELS.items()}
-    assert [key for _, key in explorer.controls["gpu"].options] == list(sm.CATALOG)
-
-
-def test_a_token_count_off_the_slider_is_refused():
-    with pytest.raises(ValueError, match="tokens must be one of"):
-        workshop_explorer(tokens=1000)
 
 
 # -- the readout format ---------------------------------------------------------------------

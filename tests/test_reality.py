@@ -416,20 +416,6 @@ def test_table_has_a_line_per_row_and_numbered_sources():
         assert f"{number}. [" in table
 
 
-def test_chart_draws_each_machine_and_each_extra_point():
-    example = ollama.compare(ollama.EXAMPLES["a 500-word story"], 100e9, 1.3e9)
-    point = reality.ollama_point(example, "example")
-    assert point.share == pytest.approx(example.share_of_ceiling)
-    figure = reality.chart(FLOORS, [reality.Point("lab", 1e-3, 2e-3), point])
-    ax = figure.axes[0]
-    machines = {f.measurement.hardware_label for f in FLOORS}
-    assert len(ax.collections) - 1 == len(machines) + 2  # one shaded area, then the dots
-    labels = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert labels[-2:] == ["lab", "example"] and set(labels[:-2]) == machines
-    assert ax.get_xscale() == ax.get_yscale() == "log"
-    matplotlib.pyplot.close(figure)
-
-
 def test_the_chapter_stops_its_build_on_an_unexplained_row():
     import jupytext
 

@@ -2,7 +2,7 @@
 
 A ``Question`` holds its prompt, its options, the index of the right one and a line
 of feedback for every option. The same data drives the clickable quiz of a live
-notebook (``servingmath.widgets.Quiz``) and the website's version, where
+notebook (``Quiz``) and the website's version, where
 ``markdown`` puts each answer in a dropdown that opens on a click. Figures quoted in
 the feedback are computed by the package, never typed.
 """
@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import html
+
+import ipywidgets as widgets
+from IPython.display import display
 
 from . import _check, units
 from .hardware import H100_SXM
@@ -305,3 +310,59 @@ def _lesson_2_questions():
 
 
 LESSON_2_QUESTIONS = _lesson_2_questions()
+
+
+class Quiz:
+    """Multiple-choice questions (``servingmath.quiz.Question``) that answer every click.
+
+    Each option has a lettered button; choosing one shows that option's feedback under
+    the question and colours the button green or red. Tests call ``choose`` directly,
+    or ``buttons[q][o].click()`` as a reader would.
+    """
+
+    def __init__(self, questions):
+        self.questions = tuple(questions)
+        if not self.questions:
+            raise ValueError(f"questions must hold at least one Question, got {questions!r}")
+        for number, question in enumerate(self.questions):
+            if not isinstance(question, Question):
+                raise TypeError(f"questions[{number}] must be a Question, got {question!r}")
+        self.choices: dict[int, int] = {}
+        self.buttons = [[widgets.Button(description=LETTERS[option], layout=widgets.Layout(width="3em"))
+                         for option in range(len(question.options))] for question in self.questions]
+        self.feedback = [widgets.HTML() for _ in self.questions]
+        for question_index, row in enumerate(self.buttons):
+            for option_index, button in enumerate(row):
+                button.on_click(lambda _button, q=question_index, o=option_index: self.choose(q, o))
+
+    def choose(self, question_index, option_index):
+        """Pick an option, show its feedback, and return it (a ``servingmath.quiz.Feedback``)."""
+        if isinstance(question_index, bool) or not isinstance(question_index, int) \
+                or not 0 <= question_index < len(self.questions):
+            raise ValueError(f"question_index must be from 0 to {len(self.questions) - 1}, got {question_index!r}")
+        feedback = self.questions[question_index].answer(option_index)
+        self.choices[question_index] = int(option_index)
+        for index, button in enumerate(self.buttons[question_index]):
+            chosen = index == option_index
+            button.button_style = ("success" if feedback.correct else "danger") if chosen else ""
+        colour = "#2ca02c" if feedback.correct else "#d62728"
+        self.feedback[question_index].value = (
+            f"<p style='border-left:4px solid {colour};padding-left:0.6em'>{html.escape(feedback.message)}</p>")
+        return feedback
+
+    @property
+    def score(self) -> int:
+        """How many questions are answered right at the moment."""
+        return sum(self.questions[q].answer(o).correct for q, o in self.choices.items())
+
+    def widget(self) -> widgets.Widget:
+        blocks = []
+        for number, (question, row, feedback) in enumerate(zip(self.questions, self.buttons, self.feedback), 1):
+            options = [widgets.HBox([button, widgets.HTML(html.escape(text))])
+                       for button, text in zip(row, question.options)]
+            blocks.append(widgets.VBox([widgets.HTML(f"<b>{number}. {html.escape(question.prompt)}</b>"),
+                                        *options, feedback]))
+        return widgets.VBox(blocks)
+
+    def _ipython_display_(self):
+        display(self.widget())

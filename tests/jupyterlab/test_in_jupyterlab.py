@@ -36,7 +36,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parent))
 import labdriver  # noqa: E402
 
-from servingmath import widgets  # noqa: E402
+from servingmath import charts  # noqa: E402
 
 if not labdriver.CHROMIUM.exists():
     pytest.skip(f"JupyterLab test skipped: {labdriver.CHROMIUM} not found (apt-get install chromium)",
@@ -147,9 +147,9 @@ def test_page_runs_clean_in_jupyterlab_and_its_explorers_answer(lab, path):
     explorers = notebook.explorers()
     names = [e["name"] for e in explorers]
     assert set(EXPLORER_PAGES.get(path, [])) <= set(names), f"{path}: explorers missing"
-    # Each named after the factory that builds it, so the test can build the same one: widgets.<name>_explorer.
-    assert all(hasattr(widgets, f"{name}_explorer") for name in names), \
-        f"{path}: an explorer without a factory: {names}"
+    # Each named after the function that declares it, so the test can build the same one.
+    for name in names:
+        charts.find(name)
     assert widget_outputs >= len(explorers)
     for index, shown in enumerate(explorers):
         check_explorer(notebook, index, shown)
@@ -162,7 +162,7 @@ def test_a_broken_callback_a_blank_figure_and_a_figure_shown_as_text_fail_the_ch
     problems = problems_in(notebook.run_all())
     assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
     deaf, blank = notebook.explorers()
-    with pytest.raises(AssertionError, match="after moving 'reply tokens' to its last setting, the figure did not"):
+    with pytest.raises(AssertionError, match="after moving 'tokens in the reply' to its last setting, the figure did not"):
         check_explorer(notebook, 0, deaf)
     with pytest.raises(AssertionError, match="passes: the figure is not on screen"):
         check_explorer(notebook, 1, blank)

@@ -1,0 +1,85 @@
+"""The reality check's chart: every published measurement against its floor, filtered by the kind of system
+and by the machine, each dot's row shown on hover, focus or tap."""
+from __future__ import annotations
+
+import math
+
+from .. import reality, units
+from ..charts import Explorer, Layer, explorer, kit, menu
+
+ALL = "all"
+
+
+def _note(f) -> str:
+    """A dot's row, as the table prints it."""
+    m = f.measurement
+    return (f"{reality.model_name(m.model)} ({m.weights}) on {m.hardware_label}, {m.software} {m.version}, "
+            f"{m.users} users, {m.lengths}: {m.published}; floor {units.ms_significant(f.time)}, "
+            f"measured {units.ms_significant(m.measured_time)} {m.unit_of_work}; {units.percent(f.share)} "
+            f"{f.share_name}" + (" (faster than its floor, with a reason)" if f.beats else "")
+            + f". {m.source.publisher}, {m.date}.")
+
+
+@explorer
+def scatter(points: list | None = None) -> Explorer:
+    """Measured time against the floor's time, log-log, one colour per kind of system; the diagonal is the
+    floor. ``points`` are [label, floor ms, measured ms, marker ("*" or "D")] from elsewhere (the lab's, the
+    reader's), shown whatever the filters."""
+    floors = reality.check_explained(reality.floors())
+    points = points or []
+    kinds = list(dict.fromkeys(f.measurement.kind for f in floors))
+    machines = {f.measurement.hardware: f.measurement.gpu.name for f in floors}
+    times = [t for f in floors for t in (f.time * 1e3, f.measurement.measured_time * 1e3)] + \
+        [t for p in points for t in p[1:3]]
+    low, high = kit.around(min(times) / 1.5, max(times) * 1.5)
+    size = kit.WIDTH - kit.LEFT - kit.RIGHT
+    panel = kit.Panel.make((low, high), (low, high), kit.TOP + 6, size, True, True,
+                           "floor: the roofline at 100 % of peak (ms)", "measured (ms)")
+    ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(low, high)]
+    panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
+    colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
+    guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
+                     + panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end")
+                     for share in reality.SHARE_GUIDES)
+    dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
+                             f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}")
+                   for f in floors)
+    marks = "".join(panel.symbol(p[1], p[2], p[3], filled=k == 0,
+                                 note=f"{p[0]}: floor {units.ms_significant(p[1] / 1e3)}, measured "
+                                      f"{units.ms_significant(p[2] / 1e3)}, {units.percent(p[1] / p[2])} of the floor")
+                    for k, p in enumerate(points))
+    # The colours named under the chart, a kind a line, the lab's and the reader's marks after them.
+    legend = "".join(kit.rect(kit.LEFT, panel.bottom + 14 + 20 * k - 11, 12, 12, colours[kind])
+                     + kit.text(kit.LEFT + 20, panel.bottom + 14 + 20 * k, kind, colours[kind]) for k, kind in enumerate(kinds))
+    below = panel.bottom + 14 + 20 * len(kinds)
+    for p in points:
+        markup, lines = kit.wrapped(kit.LEFT, below, f"{'★' if p[3] == '*' else '◇'} {p[0]}")
+        legend, below = legend + markup, below + 18 * lines
+    background = (panel.axes() + panel.area([low, high, high], [low, high, low], kit.NEUTRAL, 0.12)
+                  + panel.line([low, high], [low, high], None, width=1.5)
+                  + panel.label(low * 1.3, low * 1.3 * 1.25, "the floor (100 %)")
+                  + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
+                  + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + legend + dots + marks)
+
+    def chosen(kind, hardware):
+        return [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
+
+    def shown(kind, hardware):
+        # Only a style rule changes with the filters: every dot is drawn once, in the background.
+        rule = "".join(f".rc-{c}" for c in ([f"k{kinds.index(kind)}"] if kind != ALL else [])
+                       + ([f"h{list(machines).index(hardware)}"] if hardware != ALL else []))
+        return f"<style>.rc-dot{{display:none}}.rc-dot{rule}{{display:inline}}</style>" if rule else ""
+
+    def readouts(kind, hardware):
+        rows = chosen(kind, hardware)
+        shares = sorted(f.share for f in rows)
+        return {"rows shown": f"{len(rows)} of {len(floors)}",
+                "their shares of peak": f"{units.percent(shares[0])} to {units.percent(shares[-1])}" if rows else "none",
+                "faster than the floor, each with its reason": units.number(sum(f.beats for f in rows))}
+
+    return Explorer("scatter", "Published measurements against their floors", [
+        menu("kind", "kind of system", {ALL: "every kind", **{k: k for k in kinds}}, ALL),
+        menu("hardware", "hardware", {ALL: "every machine", **machines}, ALL)],
+        readouts, [Layer(("kind", "hardware"), shown)], background, below,
+        details=True,
+        note="Hover over a dot, focus it with the Tab key or tap it to read its row.")
