@@ -154,3 +154,19 @@ def test_the_pages_that_state_the_rules_say_they_are_for_dense_models():
     assert "a pass of a dense model reads every weight" in glossary
     assert "rebuilds the heads' keys and values" not in glossary
 
+# -- "Llama 3 8B's 16-bit weights do not fit a T4" ---------------------------------------------
+def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_does_not_fit():
+    t4 = sm.CATALOG["t4"]
+    assert t4.listed_memory == "16 GB" and t4.memory_bytes == 15 * 2**30   # 15,360 MiB, as nvidia-smi shows
+    assert "ECC" in t4.source
+    assert not sm.memory.fit(sm.LLAMA_3_8B, t4).fits
+    assert sm.memory.fit(sm.LLAMA_3_8B, t4, weight_bits=8).fits
+    with pytest.raises(ValueError, match="does not fit on one NVIDIA T4.*15 GiB"):
+        sm.memory.fit(sm.LLAMA_3_8B, t4).require()
+    # The only catalog GPU too small for the lesson's model in 16 bits.
+    assert [g.key for g in GPUS if not sm.memory.fit(sm.LLAMA_3_8B, g).fits] == ["t4"]
+
+
+def test_a_listed_memory_must_be_a_positive_number():
+    with pytest.raises(ValueError, match="listed_memory_bytes"):
+        sm.CATALOG["t4"].with_changes(listed_memory_bytes=-1)

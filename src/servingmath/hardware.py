@@ -39,6 +39,9 @@ class GPU:
     listed_with_sparsity: float | None = None
     key: str = field(default="", compare=False)
     source_url: str = ""
+    # The spec sheet's memory where a program gets less of it: a T4 lists 16 GB of GDDR6, but
+    # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB.
+    listed_memory_bytes: float | None = None
 
     def __post_init__(self):
         for name in ("name", "source", "as_of", "price_source", "key", "source_url"):
@@ -60,7 +63,7 @@ class GPU:
             _check.positive(name, getattr(self, name))
             if np.ndim(getattr(self, name)):
                 raise TypeError(f"{name} must be one number, got {getattr(self, name)!r}")
-        for name in ("price_per_hour", "listed_with_sparsity"):
+        for name in ("price_per_hour", "listed_with_sparsity", "listed_memory_bytes"):
             if getattr(self, name) is not None:
                 _check.positive(name, getattr(self, name))
 
@@ -87,7 +90,8 @@ class GPU:
     @property
     def listed_memory(self) -> str:
         """The memory as the spec sheet lists it: ``"80 GB"`` (binary gigabytes)."""
-        return f"{self.memory_bytes / GiB:,.0f} GB"
+        listed = self.memory_bytes if self.listed_memory_bytes is None else self.listed_memory_bytes
+        return f"{listed / GiB:,.0f} GB"
 
     def with_changes(self, **changes) -> "GPU":
         """A copy with some figures replaced, for what-if questions."""
@@ -185,8 +189,10 @@ _ENTRIES = [
         key="t4", source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/",
         name="NVIDIA T4",
         dense_flops={"fp16": 65 * T, "fp32": 8.1 * T},
-        memory_bandwidth=320e9, memory_bytes=16 * GiB, price_per_hour=0.35,
-        source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier)", as_of="2019-03",
+        memory_bandwidth=320e9, memory_bytes=15 * GiB, listed_memory_bytes=16 * GiB, price_per_hour=0.35,
+        source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier): 16 GB of GDDR6, of which "
+               "ECC, on in the clouds and Colab, keeps 6.25 % (CUDA C++ Best Practices Guide), leaving "
+               "15,360 MiB, as nvidia-smi reports", as_of="2019-03",
     ),
     GPU(
         key="laptop", source_url="https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/",
