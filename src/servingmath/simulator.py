@@ -169,7 +169,7 @@ class Server:
         """Tokens set aside for a request under reserved memory: its prompt and the longest reply it may
         write (``max_reply_tokens``), never past the model's window; the whole window by default."""
         prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
-        longest = self.window if self.max_reply_tokens is None else prompt_tokens + self.max_reply_tokens
+        longest = prompt_tokens + (self.window if self.max_reply_tokens is None else self.max_reply_tokens)
         return np.minimum(longest, self.window).astype(np.int64)
 
 
@@ -762,3 +762,111 @@ def simulate(server: Server, work: Workload) -> Simulation:
         step_used_tokens=np.frombuffer(step_used, dtype=np.int64),
         runs=runs_array,
     )
+
+
+# -- Load, latency and price ----------------------------------------------------------------------
+
+# DistServe (zhong2024distserve) counts a rate as served when at least 90 % of requests meet both targets.
+ATTAINMENT = 0.9
+
+
+def at_rate(server: Server, rate, count=2000, lengths=None, seed=0) -> Simulation:
+    """``count`` requests arriving as a Poisson stream of ``rate`` a second (lengths from ``lengths``,
+    ShareGPT's means by default), served by ``server``. The same seed at another rate gives the same
+    requests, closer together or further apart."""
+    from .workload import SHAREGPT, poisson_workload
+    _check.instance("server", server, Server)
+    return simulate(server, poisson_workload(rate, count, SHAREGPT if lengths is None else lengths, seed,
+                                             model=server.model))
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The most requests a second one server takes while ``attainment`` of them meet both targets."""
+
+    server: Server
+    rate: float
+    ttft: float
+    tpot: float
+    attainment: float
+    mean_reply: float
+    run: Simulation | None
+
+    @property
+    def tokens_per_second(self):
+        """Reply tokens a second at that rate."""
+        return self.rate * self.mean_reply
+
+    def gpus_for(self, rate):
+        """Servers (GPUs) needed to take ``rate`` requests a second at the same targets, the stream
+        split evenly among them."""
+        rate = _check.number("rate", rate, above=0)
+        if self.rate <= 0:
+            raise ValueError(f"no rate meets the targets on one {self.server.gpu.name}, so no number of "
+                             f"them serves rate={rate!r}")
+        return np.ceil(np.asarray(rate) / self.rate - 1e-9).astype(np.int64)
+
+    def cost_per_million_tokens(self, price_per_hour=None):
+        """Dollars for a million reply tokens made at the goodput rate (the GPU's price by default)."""
+        from .serving import SECONDS_PER_HOUR, cost_per_million_tokens
+        price = self.server.gpu.price_per_hour if price_per_hour is None else price_per_hour
+        if price is None:
+            raise ValueError(f"price_per_hour is needed: {self.server.gpu.name} has no rental price, got None")
+        if self.rate <= 0:
+            raise ValueError(f"no rate meets the targets on one {self.server.gpu.name}: a token has no price")
+        return cost_per_million_tokens(price, self.tokens_per_second * SECONDS_PER_HOUR)
+
+
+def goodput(server: Server, ttft, tpot, count=2000, lengths=None, seed=0, attainment=ATTAINMENT,
+            steps=14) -> Goodput:
+    """The highest request rate at which at least ``attainment`` of requests see a time to first token
+    of at most ``ttft`` seconds and a mean time per later token of at most ``tpot`` (DistServe's goodput),
+    found by halving the interval between a rate that meets them and one that does not ``steps`` times."""
+    from .workload import SHAREGPT
+    _check.instance("server", server, Server)
+    ttft = _check.positive("ttft", ttft)
+    tpot = _check.positive("tpot", tpot)
+    attainment = _check.fraction("attainment", attainment)
+    steps = _whole("steps", steps, 1)
+    lengths = SHAREGPT if lengths is None else lengths
+
+    def meets(rate):
+        run = at_rate(server, rate, count, lengths, seed)
+        return run.attainment(ttft, tpot) >= attainment, run
+
+    low, high, best = 0.0, 1.0, None
+    ok, run = meets(high)
+    while ok:
+        low, best = high, run
+        high *= 2
+        ok, run = meets(high)
+        if high > 1e6:
+            raise ValueError("the targets are met at every rate tried: check ttft and tpot")
+    for _ in range(steps):
+        middle = (low + high) / 2
+        ok, run = meets(middle)
+        if ok:
+            low, best = middle, run
+        else:
+            high = middle
+    mean_reply = float(best.workload.reply.mean()) if best is not None else float(lengths.mean_reply)
+    return Goodput(server, low, ttft, tpot, attainment, mean_reply, best)
+
+
+def users_that_fit(server: Server, prompt, reply):
+    """How many of these users, taken in order, fit at once when each has written its whole reply:
+    under paged memory each holds the blocks of its own conversation, under reserved memory the
+    blocks of its reservation, however short its reply turns out."""
+    _check.instance("server", server, Server)
+    prompt = np.atleast_1d(_check.count("prompt", prompt, minimum=1)).astype(np.int64)
+    reply = np.atleast_1d(_check.count("reply", reply, minimum=1)).astype(np.int64)
+    if prompt.shape != reply.shape or prompt.ndim != 1:
+        raise ValueError(f"prompt and reply must be flat and as long as each other, got {prompt.shape} and {reply.shape}")
+    longest = prompt + reply
+    if longest.max() > server.window:
+        from .workload import ContextTooLong
+        i = int(np.argmax(longest))
+        raise ContextTooLong(f"user {i} holds {int(longest[i]):,} tokens, past {server.model.name}'s context "
+                             f"window of {server.window:,} tokens")
+    held = server.blocks(longest) if server.memory == "paged" else server.blocks(server.reservation(prompt))
+    return int(np.searchsorted(np.cumsum(held), server.cache_blocks, side="right"))
