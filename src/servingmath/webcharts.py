@@ -185,6 +185,10 @@ class Chart(str):
     def _repr_html_(self):
         return str(self)
 
+    @property
+    def site_controls(self):
+        return self.controls
+
     def __repr__(self):
         settings = math.prod(len(c.options) for c in self.controls)
         return f"<chart: {', '.join(c.label for c in self.controls)}; {settings} settings>"
@@ -222,7 +226,7 @@ class Chart(str):
 
 _CALL: contextvars.ContextVar = contextvars.ContextVar("webchart_call", default=None)
 # Every chart made with @builder, by name, so a test can rebuild a page's charts.
-CHART_BUILDERS: dict[str, Callable[..., Chart]] = {}
+from .charts.explorer import BUILDERS as CHART_BUILDERS  # noqa: E402  (one registry while charts move over)
 
 
 def builder(function):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servingmath import webcharts
+from servingmath import charts
 
 # Text that means Python printed an object where a reader expected a figure or a number.
 PYTHON_TEXT = ("<Figure size", "object at 0x", "<servingmath.", "Traceback (most recent call last)",
@@ -149,10 +149,10 @@ def load_problems(events: list[dict], origin: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def rebuilt(call: str) -> webcharts.Chart:
+def rebuilt(call: str) -> charts.Explorer:
     """The chart a page's ``data-call`` names, built anew by the package."""
     recorded = json.loads(call)
-    return webcharts.CHART_BUILDERS[recorded["function"]](**recorded["kwargs"])
+    return charts.BUILDERS[recorded["function"]](**recorded["kwargs"])
 
 
 def _elements(markup: str) -> list:
@@ -164,7 +164,7 @@ def _elements(markup: str) -> list:
 
 def _set(figure, chart, setting, positions):
     """Move the controls whose position differs, as a reader would: fill a slider, pick from a menu, click a button."""
-    for k, control in enumerate(chart.controls):
+    for k, control in enumerate(chart.site_controls):
         index = control.index(setting[control.name])
         if positions.get(k) == index:
             continue
@@ -187,7 +187,7 @@ def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[st
     kind = figure.get_attribute("data-chart")
     call = figure.get_attribute("data-call")
     if not call:
-        return [f"{kind} chart: the page does not say how it was built (make it with @webcharts.builder)"], 0
+        return [f"{kind} chart: the page does not say how it was built (make it with @explorer)"], 0
     chart = rebuilt(call)
     shown = figure.evaluate(READ_CHART)
     problems = []
@@ -196,18 +196,19 @@ def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[st
     if not shown["enabled"]:
         return problems + [f"{kind} chart: its controls were never switched on (webcharts.js did not run)"], 0
     settings = []
-    for control in chart.controls:
+    for control in chart.site_controls:
         far = control.options[-1 if control.default != len(control.options) - 1 else 0]
         settings.append({**chart.default, control.name: far})
-    settings += [{c.name: rng.choice(c.options) for c in chart.controls} for _ in range(count)]
-    positions = {k: c.default for k, c in enumerate(chart.controls)}
+    settings += [{**chart.default, **{c.name: rng.choice(c.options) for c in chart.site_controls}}
+                 for _ in range(count)]
+    positions = {k: c.default for k, c in enumerate(chart.site_controls)}
     before = shown["readouts"]
     moved = False
     for setting in settings:
         _set(figure, chart, setting, positions)
         shown = figure.evaluate(READ_CHART)
         expected = list(chart.readouts_at(**setting).values())
-        texts = [c.texts[c.index(setting[c.name])] for c in chart.controls]
+        texts = [c.texts[c.index(setting[c.name])] for c in chart.site_controls]
         where = ", ".join(texts)
         moved = moved or shown["readouts"] != before
         if shown["readouts"] != expected:

@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import launch_files  # noqa: E402
 from check_site import toc_files  # noqa: E402
 
-from servingmath import webcharts  # noqa: E402
+from servingmath import charts  # noqa: E402
+from servingmath.explorers import lesson_1  # noqa: E402
 
 SEED = int(os.environ.get("COURSE_SEED") or random.SystemRandom().randrange(10**6))
 # Phones: the narrowest width a page must read well at, in both of the theme's modes.
@@ -147,8 +148,8 @@ def set_chart(tab, kind: str, **setting) -> list[str]:
     """Set the first chart of ``kind`` as a reader would; return its controls' texts, then its readouts."""
     figure = tab.page.locator(f'figure.webchart[data-chart="{kind}"]').first
     call = json.loads(figure.get_attribute("data-call"))
-    chart = webcharts.CHART_BUILDERS[call["function"]](**call["kwargs"])
-    for k, control in enumerate(chart.controls):
+    chart = charts.BUILDERS[call["function"]](**call["kwargs"])
+    for k, control in enumerate(chart.site_controls):
         if control.name in setting:
             index, box = control.index(setting[control.name]), figure.locator(f'[data-control="{k}"]')
             if control.kind == "slider":
@@ -174,9 +175,10 @@ def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
     assert "4.79 ms" in check.visible_text and "295" in check.visible_text
     assert check.charts == 1
     assert set_chart(browser, "batching", users=1, gpu="h100-sxm") == [
-        "1 user", "NVIDIA H100 SXM, $3.00 an hour", "0.75 million", "$3.995", "209", "memory-bound", "$3.00 an hour"]
+        "1 user", "NVIDIA H100 SXM, $3.00 an hour", "0.75 million", "$3.995", "209", "4.79 ms, memory-bound",
+        "296 users", "$3.00 an hour"]
     assert set_chart(browser, "batching", users=8)[2:4] == ["6.01 million", "$0.499"]
-    assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "compute-bound"]
+    assert set_chart(browser, "batching", users=1024)[4:6] == ["60", "16.62 ms, compute-bound"]
     links = browser.evaluate("Array.from(document.querySelectorAll('a'), a => a.href)")
     # The launch buttons open the branch the book is built from (the Colab copies install the release).
     url = launch_files.repository()[0]
@@ -304,7 +306,7 @@ def test_each_check_meets_a_solution_a_glued_number_a_formula_a_figure_charts_an
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):
-    broken_chart = webcharts.batching_chart().replace("data-call=", "data-other=", 1)
+    broken_chart = lesson_1.batching()._repr_html_().replace("data-call=", "data-other=", 1)
     (tmp_path / "broken.html").write_text(f"""<!doctype html>
 <html><head><meta charset="utf-8"><script src="https://cdn.example.org/library.js"></script></head>
 <body>
@@ -315,7 +317,7 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
 </div>
 <p>A value: <span class="output text_plain" style="display: none">4.79 ms</span></p>
 <figure id="fig-timeline"><pre>&lt;Figure size 700x360 with 1 Axes&gt;</pre><figcaption>A timeline</figcaption></figure>
-{webcharts.batching_chart()}
+{lesson_1.batching()._repr_html_()}
 {broken_chart}
 </body></html>""", encoding="utf-8")
     with serve(tmp_path) as origin:
@@ -329,7 +331,7 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
 
 
 def test_a_chart_that_shows_the_wrong_values_is_caught(browser, tmp_path):
-    chart = webcharts.batching_chart()
+    chart = lesson_1.batching()._repr_html_()
     # A chart whose table was shuffled: the page would show another setting's values.
     wrong = chart.replace('"readouts":[', '"readouts":[0,0,0,0,0,', 1)
     script = (ROOT / "_static" / "webcharts.js").read_text()

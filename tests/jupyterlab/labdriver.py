@@ -302,10 +302,10 @@ class Notebook:
 
 # --- the same moves on the package's side ---------------------------------------------------
 def make_explorer(name):
-    """The explorer ``name`` at its defaults, built in this process: what the page should show."""
-    from servingmath import widgets
+    """The explorer ``name`` at its defaults, live, built in this process: what the page should show."""
+    from servingmath import charts
 
-    return getattr(widgets, f"{name}_explorer")()
+    return charts.find(name)().live()
 
 
 def at_end(control) -> bool:
@@ -353,9 +353,9 @@ def moves(explorer, count):
         mirror_move(explorer, number, to_end)
 
 
-# The page that holds each explorer, by the name it shows on the page (``servingmath.widgets.<name>_explorer``).
+# The page that holds each explorer, by its name (``servingmath.charts.find(name)``).
 EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
-                  "intensity": "chapters/lesson-1/part-2-same-weights-different-work.md",
+                  "roofline": "chapters/lesson-1/part-2-same-weights-different-work.md",
                   "request": "chapters/lesson-1/part-3-time-on-the-clock.md",
                   "batching": "chapters/lesson-1/part-4-batching.md",
                   "workshop": "chapters/plates/xxiii-1-prefill-and-decode.md",

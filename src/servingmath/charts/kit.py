@@ -1,0 +1,190 @@
+"""The drawing kit: every figure of the course is SVG text written with these pieces.
+
+One palette (each colour a light and a dark shade), one type scale, one width: a chart is
+``WIDTH`` user units wide and scales to its column, so at 400 px its text still reads at
+about 12 px. Text is drawn in ``currentColor``; a coloured mark carries its light shade as
+an attribute (what a viewer without style sheets shows) and a class that ``STYLE`` turns to
+the dark shade on a dark page (the website's, JupyterLab's, VS Code's). Nothing here knows
+what is drawn: values come placed on ``Scale``s, labels come formatted.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WIDTH = 480
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 52
+TICK, LABEL = 15, 16                 # the type scale: ticks and notes, axis names and titles
+# Each colour by its role: (light page, dark page); both shades read as text on their page (contrast >= 4.5).
+PALETTE = {"prefill": ("#1f63a6", "#79b8ff"), "decode": ("#c0302a", "#ff8a80"), "compute": ("#2b7a2f", "#6fdc75"),
+           "memory": ("#a85400", "#f5a54a"), "neutral": ("#62666b", "#a8adb3"), "extra": ("#7a3fb0", "#c9a2ff")}
+PREFILL, DECODE, COMPUTE, MEMORY, NEUTRAL, EXTRA = PALETTE
+SERIES = (PREFILL, DECODE, COMPUTE, MEMORY, EXTRA, NEUTRAL)   # lines in a legend, in order
+_DARK = ('html[data-theme="dark"]', 'body[data-jp-theme-light="false"]', "body.vscode-dark")
+STYLE = "".join(f"{page} .sm-f-{name}{{fill:{dark}}}{page} .sm-s-{name}{{stroke:{dark}}}"
+                for name, (_, dark) in PALETTE.items() for page in _DARK) + \
+    "".join(f"{page} .sm-ring{{stroke:#121212}}" for page in _DARK)
+
+
+class SVG(str):
+    """A figure's SVG text, which a notebook (and glue) shows as an image."""
+
+    def _repr_svg_(self):
+        return str(self)
+
+
+def _paint(colour, how="fill"):
+    """The attribute and class that give a mark ``colour`` (a palette name) as fill or stroke."""
+    if colour is None:
+        return f'{how}="currentColor"'
+    return f'{how}="{PALETTE[colour][0]}" class="sm-{how[0]}-{colour}"'
+
+
+def _f(value) -> str:
+    return f"{float(value):.1f}"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Data values -> user units along one axis, linear or logarithmic."""
+
+    low: float
+    high: float
+    start: float
+    end: float
+    log: bool = False
+
+    def __call__(self, values):
+        values = np.asarray(values, dtype=float)
+        low, high = self.low, self.high
+        if self.log:
+            values, low, high = np.log10(values), math.log10(low), math.log10(high)
+        return self.start + (values - low) / (high - low) * (self.end - self.start)
+
+
+def decades(low, high):
+    """The powers of ten from ``low`` to ``high``."""
+    return [10.0 ** k for k in range(math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9) + 1)]
+
+
+def around(low, high):
+    """The decades just outside ``low`` and ``high``: a log axis's ends."""
+    return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
+
+
+def round_steps(low, high, count=5):
+    """Round values (1, 2 or 5 × a power of ten apart) from ``low`` to ``high``, about ``count`` of them."""
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
+    return [step * k for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
+
+
+def text_width(text, size=TICK):
+    """About how wide ``text`` is drawn (sans-serif averages a little over half its size)."""
+    return 0.56 * size * len(text)
+
+
+def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=False) -> str:
+    """Words at (x, y) in user units; ``turn`` reads them upwards."""
+    extra = (' font-weight="bold"' if bold else "") + (f' transform="rotate(-90 {_f(x)} {_f(y)})"' if turn else "")
+    fill = 'fill="#fff"' if colour == "white" else _paint(colour)
+    return (f'<text x="{_f(x)}" y="{_f(y)}" {fill} font-size="{size}" text-anchor="{anchor}"{extra}>'
+            f'{html.escape(str(words))}</text>')
+
+
+def rect(x, y, width, height, colour, opacity=1.0) -> str:
+    shade = f' fill-opacity="{opacity}"' if opacity != 1 else ""
+    return (f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(max(width, 0))}" height="{_f(max(height, 0))}" '
+            f'{_paint(colour)}{shade}/>')
+
+
+def figure(body, height, title="", ident="", described="") -> SVG:
+    """A whole SVG: ``body`` (markup) on a ``WIDTH``-wide canvas, named by ``title`` or the element ``ident``."""
+    name = f'aria-labelledby="{ident}-title"' if ident else f'aria-label="{html.escape(title)}"'
+    about = f' aria-describedby="{described}"' if described else ""
+    return SVG(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {int(height)}" width="100%" '
+            f'style="max-width: {WIDTH + 20}px; overflow: visible" role="img" {name}{about} '
+            f'font-family="sans-serif" fill="currentColor"><style>{STYLE}</style>{body}</svg>')
+
+
+@dataclass
+class Panel:
+    """One plotting area: two scales, their ticks ((value, text) pairs) and names. Each method returns markup."""
+
+    x: Scale
+    y: Scale
+    x_label: str = ""
+    y_label: str = ""
+    x_ticks: list = field(default_factory=list)
+    y_ticks: list = field(default_factory=list)
+    show_x: bool = True
+
+    @classmethod
+    def make(cls, x_range, y_range, top=TOP + 6, height=250, x_log=False, y_log=False, x_label="", y_label="",
+             show_x=True, left=LEFT) -> "Panel":
+        """A panel the chart's width across, ``height`` tall from ``top``."""
+        return cls(Scale(*x_range, left, WIDTH - RIGHT, x_log), Scale(*y_range, top + height, top, y_log),
+                   x_label, y_label, show_x=show_x)
+
+    @property
+    def bottom(self):
+        """Where the next thing can go below the panel and its axis text."""
+        return self.y.start + (BOTTOM if self.show_x and self.x_label else 30 if self.show_x else 8)
+
+    def axes(self) -> str:
+        left, right, low, top = self.x.start, self.x.end, self.y.start, self.y.end
+        parts = []
+        for value, label in self.y_ticks:
+            y = float(self.y(value))
+            parts.append(f'<line x1="{left}" x2="{right}" y1="{_f(y)}" y2="{_f(y)}" stroke="currentColor" '
+                         f'stroke-opacity="0.18"/>' + text(left - 5, y + 4.5, label, anchor="end"))
+        for value, label in self.x_ticks:
+            x = float(self.x(value))
+            parts.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{low}" stroke="currentColor" '
+                         f'stroke-opacity="0.18"/>' + (text(x, low + 18, label, anchor="middle") if self.show_x else ""))
+        parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{low - top}" fill="none" '
+                     f'{_paint(NEUTRAL, "stroke")}/>')
+        if self.show_x and self.x_label:
+            parts.append(text((left + right) / 2, low + 40, self.x_label, anchor="middle", size=LABEL))
+        if self.y_label:
+            parts.append(text(16, (top + low) / 2, self.y_label, anchor="middle", size=LABEL, turn=True))
+        return "".join(parts)
+
+    def line(self, xs, ys, colour, dashed=False, width=2.5) -> str:
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(self.x(xs), self.y(ys)))
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        return f'<polyline points="{points}" fill="none" {_paint(colour, "stroke")} stroke-width="{width}"{dash}/>'
+
+    def marker(self, x, y, colour, radius=6) -> str:
+        """A dot at (x, y), ringed in the page's colour."""
+        return (f'<circle cx="{_f(self.x(x))}" cy="{_f(self.y(y))}" r="{radius}" fill="{PALETTE[colour][0]}" '
+                f'stroke="#fff" stroke-width="2" class="webchart-marker sm-f-{colour} sm-ring"/>')
+
+    def label(self, x, y, words, colour=None, anchor="start", size=TICK) -> str:
+        """Words at data coordinates (x, y)."""
+        return text(self.x(x), self.y(y), words, colour, anchor, size)
+
+    def shade(self, x0, x1, colour, opacity=0.08) -> str:
+        """A band the panel's height between two x values."""
+        a, b = sorted((float(self.x(x0)), float(self.x(x1))))
+        a, b = max(a, self.x.start), min(b, self.x.end)
+        return rect(a, self.y.end, b - a, self.y.start - self.y.end, colour, opacity) if b > a else ""
+
+    def vertical(self, x, words="", colour=COMPUTE, low=False) -> str:
+        """A dashed line up the panel at ``x``, named at its top (or foot, ``low``) on the side where it fits."""
+        px = float(self.x(x))
+        width = text_width(words)
+        anchor, tx = (("start", px + 5) if px + 5 + width <= self.x.end else
+                      ("end", px - 5) if px - 5 - width >= self.x.start else ("end", self.x.end - 4))
+        line = (f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{self.y.end}" y2="{self.y.start}" {_paint(colour, "stroke")} '
+                f'stroke-width="1.5" stroke-dasharray="4 3"/>')
+        return line + (text(tx, self.y.start - 7 if low else self.y.end + 16, words, colour, anchor) if words else "")
+
+    def note(self, words) -> str:
+        """Words in the middle of the panel: what stands where a drawing cannot."""
+        return text((self.x.start + self.x.end) / 2, (self.y.start + self.y.end) / 2, words, anchor="middle",
+                    size=LABEL)

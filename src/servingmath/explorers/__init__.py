@@ -1,0 +1,84 @@
+"""The course's explorers, one function an idea, by lesson: where the package's arithmetic meets the
+charts (``servingmath.charts``). Each is marked ``@explorer``; as a cell's value it is the website's
+chart, and ``.live()`` runs it in Jupyter. The helpers here are what several explorers share."""
+from __future__ import annotations
+
+import math
+
+from .. import memory, models, units
+from ..charts import buttons, menu, slider
+from ..hardware import CATALOG
+from ..models import MODELS
+
+# A setting the idea cannot hold reads as these words and prices nothing.
+REFUSE = {error: words for error, words in ((getattr(models, "ContextTooLong", None), "past the model's window"),
+                                            (getattr(memory, "DoesNotFit", None), "does not fit")) if error}
+
+
+def figures(value, count):
+    """Digits after the point that show ``value`` to ``count`` significant figures."""
+    return max(0, count - 1 - math.floor(math.log10(abs(value)))) if value else 0
+
+
+def ms(seconds, count=3):
+    return units.ms(seconds, figures(seconds * 1e3, count))
+
+
+def clock(seconds, count=3):
+    """Milliseconds below a second, seconds above, to ``count`` significant figures."""
+    return ms(seconds, count) if seconds < 1 else units.seconds(seconds, figures(seconds, count))
+
+
+def counted(count, one, many):
+    return f"{units.number(count)} {one if count == 1 else many}"
+
+
+def tokens_text(n):
+    return counted(n, "token", "tokens")
+
+
+def find_model(key):
+    if key not in MODELS:
+        raise ValueError(f"model must be a catalog key among {sorted(MODELS)}, got {key!r}")
+    return MODELS[key]
+
+
+def find_gpu(key):
+    if key not in CATALOG:
+        raise ValueError(f"gpu must be a catalog key among {sorted(CATALOG)}, got {key!r}")
+    return CATALOG[key]
+
+
+def gpu_menu(default, keys=None, priced=False):
+    """The GPUs of the catalog (or ``keys``), each with its price an hour if ``priced`` (then only those priced)."""
+    keys = [k for k in (keys or CATALOG) if not priced or CATALOG[k].price_per_hour is not None]
+    find_gpu(default)
+    return menu("gpu", "GPU", {k: f"{CATALOG[k].name}, {units.dollars(CATALOG[k].price_per_hour)} an hour" if priced
+                               else CATALOG[k].name for k in keys}, default)
+
+
+def bits(name, label, default, choices=(16, 8, 4)):
+    return buttons(name, label, {b: str(b) for b in choices}, default)
+
+
+def models_menu(default, keys=None, site=False):
+    """The catalog's models (or ``keys``): in Jupyter only, unless ``site``."""
+    find_model(default)
+    return menu("model", "model", {k: MODELS[k].name for k in (keys or MODELS)}, default, site=site)
+
+
+LISTED = "listed"   # a price control's setting that takes the GPU's own rental price
+
+
+def price_slider():
+    """Jupyter's price an hour: the GPU's listed price, or $0.25 to $10."""
+    return slider("price", "$ an hour", (LISTED, 1.0, 3.0, 10.0), LISTED,
+                  lambda p: "the GPU's listed price" if p == LISTED else units.dollars(p), site=False,
+                  fine=(LISTED, *(round(0.25 + 0.05 * k, 2) for k in range(196))))
+
+
+def price_of(price):
+    return None if price == LISTED else price
+
+
+from . import lesson_1, lesson_2  # noqa: E402,F401  (each module registers its explorers)

@@ -1,0 +1,224 @@
+"""Every explorer from its one declaration: the website's table is the package at every setting, the
+live explorer in Jupyter redraws the same figure, and a setting the idea cannot hold reads as such."""
+import itertools
+import json
+import re
+import warnings
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import ipywidgets as widgets
+import pytest
+
+from servingmath import charts, units
+
+from servingmath.charts import kit, site
+
+SCRIPT = Path(__file__).resolve().parents[1] / "_static" / "webcharts.js"
+import servingmath.explorers  # noqa: E402,F401  (registers them)
+
+NAMES = sorted(key.rsplit(":", 1)[1] for key in charts.BUILDERS if key.startswith("servingmath.explorers"))
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {name: charts.find(name)() for name in NAMES}
+
+
+def data_in(fragment):
+    return json.loads(re.search(r'<script type="application/json" class="webchart-data">(.*?)</script>',
+                                fragment, re.S).group(1))
+
+
+def looked_up(explorer, fragment, setting):
+    """What webcharts.js shows at ``setting``: the same table walk, done in Python."""
+    data = data_in(fragment)
+    positions = [c.index(setting[c.name]) for c in explorer.site_controls]
+    at = sum(p * s for p, s in zip(positions, data["strides"])) * data["size"]
+    readouts = [data["strings"][k] for k in data["readouts"][at:at + data["size"]]]
+    layers = [data["strings"][layer["parts"][sum(p * s for p, s in zip(positions, layer["strides"]))]]
+              for layer in data["layers"]]
+    return dict(zip(explorer.labels, readouts)), layers
+
+
+def well_formed(svg):
+    root = ElementTree.fromstring(svg)
+    numbers = " ".join(value for element in root.iter() for value in element.attrib.values())
+    assert not re.search(r"\b(nan|inf)\b", numbers)
+    return root
+
+
+def test_every_explorer_is_found_by_its_name(built):
+    assert {"passes", "roofline", "request", "batching"} <= set(NAMES)
+    for name, made in built.items():
+        assert made.name == name and charts.find(name)().labels == made.labels
+    with pytest.raises(ValueError, match="name must name one explorer"):
+        charts.find("nothing")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_table_the_script_reads_is_the_package_at_every_setting(built, name):
+    made = built[name]
+    fragment = made._repr_html_()
+    assert len(site._json(site.table(made)).encode()) <= site.MAX_DATA_BYTES
+    settings = list(made.settings())
+    for setting in settings[::1 if len(settings) < 1500 else 7]:
+        readouts, layers = looked_up(made, fragment, setting)
+        assert readouts == made.readouts_at(**setting)
+        assert layers == made.layers_at(**setting)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_fragment_is_still_readable_without_its_script(built, name):
+    made = built[name]
+    fragment = made._repr_html_()
+    assert f'data-chart="{name}"' in fragment
+    assert fragment.count("data-readout") == len(made.labels)
+    assert fragment.count('class="webchart-control"') == len(made.site_controls)
+    assert not re.search(r"<(input|select)(?![^>]*disabled)[^>]*>", fragment)
+    for text in made.readouts_at().values():   # the default's readouts, as text: the figure's alternative
+        assert f"<dd data-readout>{text}</dd>".replace("'", "&#x27;") in fragment
+    call = json.loads(re.search(r"data-call='([^']*)'", fragment).group(1).replace("&quot;", '"'))
+    assert charts.BUILDERS[call["function"]](**call["kwargs"]).readouts_at() == made.readouts_at()
+    ident = re.search(r'aria-describedby="([^"]+)"', fragment).group(1)
+    assert f'<dl class="webchart-readouts" id="{ident}"' in fragment
+    assert set(re.findall(r"https?://[^\s\"']+", fragment)) == {"http://www.w3.org/2000/svg"}
+    svg = re.search(r"<svg.*?</svg>", fragment, re.S).group(0)
+    well_formed(svg)
+
+
+def every_setting(made):
+    """Every setting the website holds, then every option of each control the website holds still."""
+    yield from made.settings()
+    for control in made.controls:
+        for value in (control.options if control.site else [*control.options, *_ends(control)]):
+            yield made.setting({control.name: value})
+
+
+def _ends(control):
+    return [] if control.fine is None else [control.fine[0], control.fine[-1]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_setting_is_priced_only_where_it_can_happen(built, name):
+    """A setting the package refuses (past the model's window, weights that do not fit) reads as the refusal
+    in every readout and draws it; every other setting reads as numbers. No other error anywhere."""
+    made = built[name]
+    refusals = set(made.refuse.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for setting in every_setting(made):
+            shown = made.readouts_at(**setting)
+            texts = set(shown.values())
+            assert not (texts & refusals) or len(texts) == 1, (name, setting, shown)
+            well_formed(made.svg_at(**setting))
+
+
+def test_a_refused_setting_reads_as_the_refusal_and_prices_nothing():
+    class Refused(ValueError):
+        pass
+
+    def price(n):
+        if n > 2:
+            raise Refused(f"n must be at most 2, got {n}")
+        return {"price": units.dollars(n)}
+
+    made = charts.Explorer("toy", "A toy", [charts.slider("n", "n", [1, 2, 3], 1)], price,
+                           [charts.Layer(("n",), lambda n: price(n)["price"])], refuse={Refused: "does not fit"})
+    assert made.readouts_at(n=3) == {"price": "does not fit"} and "does not fit" in made.layers_at(n=3)[0]
+    assert made.readouts_at(n=2) == {"price": "$2.00"}
+    loud = charts.Explorer("toy", "A toy", [charts.slider("n", "n", [1, 2, 3], 1)], price)
+    with pytest.raises(Refused):
+        loud.readouts_at(n=3)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_live_explorer_has_every_control_and_redraws_the_same_figure(built, name):
+    made = built[name]
+    live = made.live()
+    assert list(live.controls) == [c.name for c in made.controls]
+    assert [w.description for w in live.controls.values()] == [c.label for c in made.controls]
+    assert live.readouts == made.readouts_at() and live.svg == made.svg_at() and live.draws == 1
+    for control, widget in zip(made.controls, live.controls.values()):
+        options = [value for _, value in widget.options] if hasattr(widget, "options") else [widget.min, widget.max]
+        for value in (options[-1], options[0]):
+            draws = live.draws
+            live.set(**{control.name: value})
+            assert live.draws == draws + 1 and live.view.value == live.svg
+            assert live.readouts == made.readouts_at(**live.values())
+            well_formed(live.svg)
+    box = live.widget()
+    assert isinstance(box, widgets.VBox) and f"servingmath-explorer-{name}" in box._dom_classes
+    with pytest.raises(ValueError, match="controls must be among"):
+        live.set(bandwidth=3)
+
+
+def test_a_new_explorer_from_the_general_api():
+    panel = kit.Panel.make((1, 100), (0, 10), height=100, x_log=True)
+
+    @charts.explorer
+    def doubled(n=2):
+        return charts.Explorer("doubled", "Twice a number", [
+            charts.slider("n", "the number", [1, 2, 5, 10], n, units.number, fine=range(1, 11)),
+            charts.buttons("unit", "unit", {"ms": "milliseconds", "s": "seconds"}, "s")],
+            lambda n, unit: {"twice": f"{units.number(2 * n)} {unit}"},
+            [charts.Layer(("n",), lambda n: panel.marker(n, n, kit.PREFILL))], panel.axes(), panel.bottom)
+
+    made = doubled(n=5)
+    assert made.readouts_at() == {"twice": "10 s"} and made.readouts_at(n=10, unit="milliseconds") == {"twice": "20 ms"}
+    assert made.readouts_at(n=7) == {"twice": "14 s"}     # a fine step, as Jupyter offers
+    assert looked_up(made, made._repr_html_(), {"n": 1, "unit": "ms"})[0] == {"twice": "2 ms"}
+    assert len(data_in(made._repr_html_())["layers"][0]["parts"]) == 4  # once per number, not per unit
+    assert made.live().set(n=7).readouts == {"twice": "14 s"}
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        doubled(5)
+
+
+def test_steps_are_log_spaced_whole_numbers_holding_the_doublings_the_end_and_the_default():
+    assert charts.steps(1, 1000, 1, 7) == [1, 2, 4, 7, 8, 16, 32, 64, 128, 256, 512, 1000]
+    assert charts.steps(1, 16, 2, 16) == [1, 2, 3, 4, 6, 8, 11, 16]
+    assert charts.steps(3, 12, 1, 3, extra=(5,)) == [3, 5, 6, 12]
+
+
+def _too_big():
+    return charts.Explorer("big", "Too big", [charts.slider("n", "n", range(200), 0), charts.slider("m", "m", range(200), 0)],
+                           lambda n, m: {"n and m": f"{n} and {m}"})._repr_html_()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: charts.steps(1, 100, 10, 200), ValueError, "default and extra must lie from low to high"),
+    (lambda: charts.steps(0, 100, 10, 5), ValueError, "low must be at least 1"),
+    (lambda: charts.steps(1, 100, "ten", 5), TypeError, "per_doubling must be a whole number"),
+    (lambda: charts.slider("two words", "x", [1, 2], 1), ValueError, "name must be a Python identifier"),
+    (lambda: charts.slider("n", "x", [1], 1), ValueError, "at least two choices"),
+    (lambda: charts.slider("n", "x", [1, 2], 3), ValueError, "default must be one of the options"),
+    (lambda: charts.menu("n", "x", {1: "a", 2: "a"}, 1), ValueError, "texts of n must name each option once"),
+    (lambda: charts.find("batching")().readouts_at(users=33), ValueError, "users must be one of"),
+    (lambda: charts.find("batching")().readouts_at(batch=8), ValueError, "settings must name the explorer's controls"),
+    (lambda: charts.find("roofline")(model="Llama 3 8B"), ValueError, "model must be a catalog key"),
+    (lambda: charts.find("request")(gpu="h900"), ValueError, "gpu must be a catalog key"),
+    (lambda: charts.find("batching")(gpu="laptop"), ValueError, "default must be one of the options"),
+    (lambda: charts.find("roofline")(gpu=object()), TypeError, "arguments must be JSON"),
+    (_too_big, ValueError, "over 400,000"),
+])
+def test_bad_input_names_the_argument(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_the_script_holds_no_arithmetic_of_the_course():
+    code = re.sub(r"//.*", "", SCRIPT.read_text())
+    assert re.findall(r"[^+*/ ]\s*([*/])\s*[^*/]", code) == ["*", "*"]
+    assert "Math." not in code
+
+
+def test_one_palette_reads_on_a_light_page_and_a_dark_one():
+    def luminance(hex_colour):
+        channels = [int(hex_colour[k:k + 2], 16) / 255 for k in (1, 3, 5)]
+        r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    for name, (light, dark) in kit.PALETTE.items():
+        assert (1.05) / (luminance(light) + 0.05) >= 4.5, name                      # on white
+        assert (luminance(dark) + 0.05) / (luminance("#121212") + 0.05) >= 4.5, name  # on the dark theme
+        assert f".sm-f-{name}{{fill:{dark}}}" in kit.STYLE

@@ -1,0 +1,116 @@
+"""Lesson 1's explorers: each at its example and at the settings the parts ask the reader to try, on the
+website's steps and at Jupyter's finer ones."""
+import re
+
+import pytest
+
+import servingmath as sm
+from servingmath import serving, units
+from servingmath.explorers import lesson_1
+
+
+def texts(svg):
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def test_passes_shows_example_1_1_and_the_two_flavours():
+    made = lesson_1.passes()
+    assert made.readouts_at() == {"forward passes": "300", "tokens in the prefill pass": "2,000",
+                                  "decode passes, one token each": "299",
+                                  "share of the tokens that go through in prefill": "87.0 %"}
+    share = "share of the tokens that go through in prefill"
+    assert made.readouts_at(prompt_tokens=500, reply_tokens=1000)["forward passes"] == "1,000"
+    assert made.readouts_at(prompt_tokens=20_000, reply_tokens=100)[share] == "99.5 %"
+    assert made.readouts_at(prompt_tokens=20, reply_tokens=2000)[share] == "1.0 %"
+    shown = texts(made.svg_at())
+    assert "decode: 299 passes, 1 token each" in shown and "284 more" in shown and "300" in shown
+    assert texts(made.svg_at(reply_tokens=10))[-1] == "decode: 9 passes, 1 token each"
+    assert "decode: no passes" in texts(made.svg_at(reply_tokens=1))
+
+
+def test_passes_live_takes_any_whole_number_of_tokens():
+    live = lesson_1.passes().live()
+    live.set(prompt_tokens=1234, reply_tokens=5)
+    assert live.readouts["tokens in the prefill pass"] == "1,234" and live.readouts["forward passes"] == "5"
+    assert "decode: 4 passes, 1 token each" in texts(live.svg) and live.draws == 2
+    live.controls["reply_tokens"].value = 7
+    assert live.readouts["forward passes"] == "7" and live.draws == 3
+
+
+def test_roofline_shows_example_2_1_a_short_prompt_and_fewer_bits():
+    made = lesson_1.roofline()
+    shown = made.readouts_at()
+    assert shown["FLOP per byte"] == "3,000" and shown["the pass is"] == "compute-bound"
+    assert shown["ridge of the GPU"] == "295 FLOP per byte"
+    short = made.readouts_at(tokens=200)
+    assert short["FLOP per byte"] == "200" and short["the pass is"] == "memory-bound"
+    assert made.readouts_at(tokens=1)["FLOP per byte"] == "1"
+    assert made.readouts_at(tokens=200, weight_bits=4)["FLOP per byte"] == "800"
+    assert made.readouts_at(weight_bits=4)["ridge of the GPU"] == "295 FLOP per byte"
+    assert made.readouts_at(tokens=323, gpu="l4")["the pass is"] == "memory-bound"
+    for key, gpu in sm.CATALOG.items():
+        ridge = units.number(sm.ridge_point(gpu.peak_flops, gpu.memory_bandwidth))
+        assert made.readouts_at(gpu=key)["ridge of the GPU"] == f"{ridge} FLOP per byte"
+        assert f"ridge: {ridge} FLOP/byte" in texts(made.svg_at(gpu=key))
+
+
+def test_request_shows_example_3_1_8_bit_weights_and_the_h200():
+    made = lesson_1.request()
+    assert made.readouts_at() == {
+        "time to first token (TTFT)": "49 ms, compute-bound", "time per output token (TPOT)": "4.79 ms, memory-bound",
+        "tokens a second": "209", "whole reply": "1.24 s", "share spent in decode": "96 %",
+        "weights read each pass": "16.06 GB; fits in the GPU's 80 GB"}
+    assert made.readouts_at(weight_bits=8)["tokens a second"] == "417"
+    assert made.readouts_at(weight_bits=8)["time per output token (TPOT)"] == "2.40 ms, memory-bound"
+    h200 = made.readouts_at(gpu="h200")
+    assert h200["time to first token (TTFT)"] == "49 ms, compute-bound" and h200["tokens a second"] == "299"
+    assert made.readouts_at(prompt_tokens=200)["time to first token (TTFT)"].endswith("memory-bound")
+    assert made.readouts_at(prompt_tokens=20_000)["share spent in decode"] == "79 %"
+
+
+def test_request_draws_the_split_the_package_computes():
+    made = lesson_1.request()
+    timed = serving.request(sm.LLAMA_3_8B, sm.H100_SXM, 3000, 250)
+    prefill = float(re.search(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"', made.layers_at()[0]).group(1))
+    assert prefill == pytest.approx(round(float(timed.ttft / timed.total_time) * (480 - 16 - 84)), abs=0.1)
+
+
+def test_request_offers_only_dense_models_live():
+    [model] = [c for c in lesson_1.request().controls if c.name == "model"]
+    assert not model.site and "llama-3-8b" in model.options
+    assert all(not sm.MODELS[key].mixture_of_experts for key in model.options)
+
+
+def test_batching_shows_example_4_1_and_your_turn_4():
+    made = lesson_1.batching()
+    cost = "cost per million tokens"
+    assert made.readouts_at(users=1)["tokens an hour"] == "0.75 million" and made.readouts_at(users=1)[cost] == "$3.995"
+    assert made.readouts_at(users=8)[cost] == "$0.499"
+    assert made.readouts_at() == {"tokens an hour": "24.03 million", cost: "$0.125",
+                                  "each user's tokens a second": "209", "one decode step": "4.79 ms, memory-bound",
+                                  "arithmetic becomes the limit at": "296 users", "the GPU's price": "$3.00 an hour"}
+    assert made.readouts_at(users=1024)["one decode step"] == "16.62 ms, compute-bound"
+    # The laptop has no rental price, so it is not offered.
+    gpus = made.controls[1].options
+    assert "laptop" not in gpus and "h200" in gpus
+    assert made.readouts_at(gpu="h200")["arithmetic becomes the limit at"] == "207 users"
+
+
+def test_batching_at_a_price_of_your_own():
+    live = lesson_1.batching().live()
+    live.set(price=6.0)
+    assert live.readouts["cost per million tokens"] == "$0.250" and live.readouts["the GPU's price"] == "$6.00 an hour"
+    live.set(price="listed", gpu="l4")
+    l4 = serving.batching(sm.LLAMA_3_8B, sm.CATALOG["l4"], 32)
+    assert live.readouts["cost per million tokens"] == units.dollars(l4.cost_per_million_tokens, 3)
+
+
+def test_each_users_rate_falls_only_past_the_compute_bound_point():
+    made = lesson_1.batching()
+    first = serving.compute_bound_batch(sm.LLAMA_3_8B, sm.H100_SXM)
+    assert f"compute-bound from {first} users" in texts(made.svg_at())
+    for users in made.controls[0].options:
+        shown = made.readouts_at(users=users)
+        rate = int(shown["each user's tokens a second"])
+        assert (rate == 209) == (users < first) and shown["one decode step"].endswith(
+            "memory-bound" if users < first else "compute-bound")
