@@ -75,6 +75,14 @@ def run(rate, policy="continuous", memory="paged", model: Model = MODEL, gpu: GP
 
 # -- Part 1: paged memory ------------------------------------------------------------------------
 
+# Kwon et al. 2023 (PagedAttention), figure 2, as the paper states it: of the memory each system set
+# aside for the KV cache while serving OPT-13B on ShareGPT (section 6.2), the share holding tokens'
+# keys and values ("token states"). Orca (Max) reserves the model's 2,048 tokens for every request,
+# Orca (Pow2) up to twice the reply, Orca (Oracle) exactly the reply; vLLM pages blocks of 16.
+KWON_FIGURE_2 = {"Orca (Max)": 0.204, "Orca (Pow2)": 0.268, "Orca (Oracle)": 0.382, "vLLM": 0.963}
+KWON_FIGURE_2_RESERVATION = 2048
+
+
 @dataclass(frozen=True)
 class MemoryComparison:
     """The same traffic held two ways: the share of held memory that holds tokens, and users that fit."""
