@@ -219,6 +219,7 @@ EVERY_CALL = [
      dict(batch=WHOLE_FROM_1, cached_tokens=WHOLE, price_per_hour=NOT_NEGATIVE, weight_bits=POSITIVE,
           kv_bits=POSITIVE)),
     (sm.time_per_token_curve, dict(model=M, gpu=G, tokens=[1, 10]), dict(tokens=WHOLE_FROM_1)),
+    (serving.workshop_tokens, dict(model=M), dict()),
     (serving.compute_bound_batch, dict(model=M, gpu=G, cached_tokens=0, weight_bits=16, kv_bits=16),
      dict(cached_tokens=WHOLE, weight_bits=POSITIVE, kv_bits=POSITIVE)),
     (serving.shared_decode, dict(model=M, gpu=G, users=32, prompt_tokens=3000, reply_tokens=250, price_per_hour=3,
@@ -237,7 +238,7 @@ EVERY_CALL = [
     (models.Model, dict(name="x", layers=2, hidden=64, heads=8, kv_heads=8, head_dim=8, ffn=128, vocab=100),
      dict(layers=WHOLE_FROM_1, hidden=WHOLE_FROM_1, heads=WHOLE_FROM_1, kv_heads=WHOLE_FROM_1,
           head_dim=WHOLE_FROM_1, ffn=WHOLE_FROM_1, vocab=WHOLE_FROM_1, experts=WHOLE_FROM_1,
-          expert_ffn=WHOLE, sliding_window=WHOLE, kv_lora_rank=WHOLE)),
+          expert_ffn=WHOLE, sliding_window=WHOLE, kv_lora_rank=WHOLE, context_window=WHOLE_FROM_1)),
     (roofline.Assumptions, dict(), dict(compute_efficiency=FRACTION, bandwidth_efficiency=FRACTION,
                                         overhead=NOT_NEGATIVE)),
     (cache.decode_with_and_without_cache, dict(model=M, context_tokens=10), dict(context_tokens=WHOLE)),
@@ -268,7 +269,10 @@ EVERY_CALL = [
 # positions_attended(window=None) has no window; GPU.with_changes(price_per_hour=None) is a GPU nobody rents.
 NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price_per_hour"),
                  (passes.positions_attended, "window"), (G.with_changes, "price_per_hour"),
-                 (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour")}
+                 (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour"),
+                 (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window")}
+# memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
+# shape built by hand that states no window.
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]

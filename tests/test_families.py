@@ -116,19 +116,21 @@ def test_qwen_moe_was_counted_at_the_dense_width_before():
     assert every_expert_at_dense_width.parameters / qwen.parameters > 3.5
 
 
-# Bytes one token adds to the cache in 16 bits, and the cache of a 32,768-token context.
+# Bytes one token adds to the cache in 16 bits, and the cache of a 32,768-token context, or of a full
+# window where the model reads fewer tokens than that.
 CACHES = [
-    ("llama-3-8b", 131_072, 32_768 * 131_072),
-    ("llama-2-7b", 524_288, 32_768 * 524_288),                               # 32 layers × 32 KV heads × 128 × 4
+    ("llama-3-8b", 131_072, 8192 * 131_072),                                 # its window: 8,192 tokens
+    ("llama-3.1-8b", 131_072, 32_768 * 131_072),
+    ("llama-2-7b", 524_288, 4096 * 524_288),                                 # 32 layers × 32 KV heads × 128 × 4
     ("mixtral-8x7b", 131_072, 32_768 * 131_072),                             # experts share one attention
     ("qwen2.5-7b", 57_344, 32_768 * 57_344),                                 # 28 × 4 × 128 × 4
-    ("qwen1.5-moe-a2.7b", 196_608, 32_768 * 196_608),                        # 24 × 16 × 128 × 4
-    ("gemma-2b", 18_432, 32_768 * 18_432),                                   # 18 × 1 × 256 × 4
-    ("gemma-7b", 458_752, 32_768 * 458_752),                                 # 28 × 16 × 256 × 4
+    ("qwen1.5-moe-a2.7b", 196_608, 8192 * 196_608),                          # 24 × 16 × 128 × 4
+    ("gemma-2b", 18_432, 8192 * 18_432),                                     # 18 × 1 × 256 × 4
+    ("gemma-7b", 458_752, 8192 * 458_752),                                   # 28 × 16 × 256 × 4
     ("deepseek-v2-lite", 31_104, 32_768 * 31_104),                           # (512 + 64) × 27 × 2
     ("mistral-7b", 131_072, 4096 * 131_072),                                  # every layer slides over 4,096
     ("mistral-7b-v0.3", 131_072, 32_768 * 131_072),                          # no window
-    ("gemma-2-2b", 106_496, (13 * 32_768 + 13 * 4096) * 4096),               # 4 KV heads × 256 × K and V × 2 bytes
+    ("gemma-2-2b", 106_496, (13 * 8192 + 13 * 4096) * 4096),                 # 4 KV heads × 256 × K and V × 2 bytes
     ("gemma-3-1b", 26_624, (4 * 32_768 + 22 * 512) * 1024),                  # 1 KV head × 256 × K and V × 2 bytes
     ("gemma-3-27b", 507_904, (10 * 32_768 + 52 * 1024) * 8192),             # 16 × 128 × K and V × 2 bytes
     ("phi-3-mini", 393_216, 2047 * 393_216),
@@ -142,7 +144,7 @@ CACHES = [
 def test_each_family_caches_what_its_attention_keeps(key, per_token, at_32k):
     model = sm.MODELS[key]
     assert model.kv_bytes_per_token() == per_token
-    assert sm.kv_cache_bytes(model, 32_768) == at_32k
+    assert sm.kv_cache_bytes(model, min(32_768, model.context_window)) == at_32k
     assert sm.kv_cache_bytes(model, 1) == per_token
 
 

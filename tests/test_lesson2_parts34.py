@@ -12,6 +12,7 @@ from servingmath import cache, units, webcharts, widgets
 from servingmath.memory import RESERVE, fit, kv_cache_bytes, max_batch
 
 M, G = sm.LLAMA_3_8B, sm.H100_SXM
+LONG = sm.MODELS["llama-3.1-8b"]  # Llama 3 8B's shape, reading up to 131,072 tokens
 
 
 # -- part 3: users that fit --------------------------------------------------------------
@@ -23,10 +24,11 @@ def test_the_h100s_memory_and_the_reserve():
 
 
 def test_example_3_1_the_largest_batch_at_1k_8k_and_32k_tokens():
-    assert [max_batch(M, G, tokens) for tokens in (1000, 8000, 32_000)] == [500, 62, 15]
-    for tokens in (1000, 8000, 32_000):
-        users = max_batch(M, G, tokens)
-        assert fit(M, G, tokens, users).fits and not fit(M, G, tokens, users + 1).fits
+    assert [max_batch(M, G, tokens) for tokens in (1000, 8000)] == [500, 62]
+    assert max_batch(LONG, G, 32_000) == 15  # past Llama 3 8B's window: Llama 3.1 8B
+    for model, tokens in ((M, 1000), (M, 8000), (LONG, 32_000)):
+        users = max_batch(model, G, tokens)
+        assert fit(model, G, tokens, users).fits and not fit(model, G, tokens, users + 1).fits
 
 
 def test_lesson_1s_batches_with_their_caches():
@@ -46,8 +48,9 @@ def test_paging_against_reserving_the_whole_window():
 
 def test_an_8_bit_cache_fits_about_twice_the_users():
     assert max_batch(M, G, 8000, kv_bits=8) == 125
-    for tokens in (1000, 8000, 32_000):
-        assert max_batch(M, G, tokens, kv_bits=8) in (2 * max_batch(M, G, tokens), 2 * max_batch(M, G, tokens) + 1)
+    for model, tokens in ((M, 1000), (M, 8000), (LONG, 32_000)):
+        assert max_batch(model, G, tokens, kv_bits=8) in (2 * max_batch(model, G, tokens),
+                                                          2 * max_batch(model, G, tokens) + 1)
 
 
 # -- part 4: decode with every user's cache ----------------------------------------------
@@ -99,15 +102,15 @@ def test_part_4_your_turn_eight_users():
 @settings(max_examples=40, deadline=None)
 @given(users=st.integers(1, 2000), tokens=st.integers(1, 100_000))
 def test_more_users_never_cost_more_and_never_go_below_the_floor(users, tokens):
-    fewer, more = (cache.cached_decode(M, G, n, tokens).cost_per_million_tokens for n in (users, users + 1))
+    fewer, more = (cache.cached_decode(LONG, G, n, tokens).cost_per_million_tokens for n in (users, users + 1))
     assert more <= fewer * (1 + 1e-12)
-    assert more >= cache.cheapest_cost_per_million(M, G, tokens) * (1 - 1e-12)
+    assert more >= cache.cheapest_cost_per_million(LONG, G, tokens) * (1 - 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
 @given(tokens=st.integers(1, 100_000), more=st.integers(1, 10_000))
 def test_a_longer_cache_never_makes_a_step_cheaper(tokens, more):
-    shorter, longer = (cache.cached_decode(M, G, 16, t).step_time for t in (tokens, tokens + more))
+    shorter, longer = (cache.cached_decode(LONG, G, 16, t).step_time for t in (tokens, tokens + more))
     assert longer >= shorter
 
 
@@ -147,7 +150,7 @@ def test_users_that_fit_chart_matches_the_package():
     assert chart.readouts_at()["users that fit"] == "62"
     assert chart.readouts_at(kv_bits=8)["users that fit"] == "125"
     assert chart.readouts_at(tokens=1000)["users that fit"] == "500"
-    assert chart.readouts_at(tokens=32_000)["users that fit"] == "15"
+    assert chart.readouts_at(tokens=8192)["users that fit"] == "61"  # the chart ends at Llama 3 8B's window
     for gpu in ("h200", "a100-80gb", "l4"):
         assert chart.readouts_at(gpu=gpu, tokens=4096)["users that fit"] == units.number(
             max_batch(M, sm.CATALOG[gpu], 4096))
@@ -159,7 +162,7 @@ def test_cached_batching_chart_matches_the_package():
     assert shown["cost per million tokens"] == "$0.223" and shown["without the caches (lesson 1)"] == "$0.125"
     assert chart.readouts_at(users=8)["cost per million tokens"] == "$0.597"
     assert chart.readouts_at(users=512, tokens=8000)["users that fit"] == "62: this batch does not fit"
-    for users, tokens, bits, gpu in [(64, 1000, 8, "h200"), (1, 32_000, 16, "l40s")]:
+    for users, tokens, bits, gpu in [(64, 1000, 8, "h200"), (1, 8000, 16, "l40s")]:
         expected = cache.cached_decode(M, sm.CATALOG[gpu], users, tokens, kv_bits=bits)
         assert chart.readouts_at(users=users, tokens=tokens, kv_bits=bits, gpu=gpu)["cost per million tokens"] == \
             units.dollars(expected.cost_per_million_tokens, 3)

@@ -281,6 +281,8 @@ def test_sliding_window_layers_attend_to_at_most_their_window():
     assert passes.positions_attended(1, 10_000, window=4096) == 4096
     assert passes.positions_attended(3, 0, window=2) == 1 + 2 + 2
     assert passes.positions_attended(3, 0, attention="full", window=2) == 6
-    gemma = sm.MODELS["gemma-2-2b"]  # 13 of 26 layers slide over 4,096 tokens
+    gemma = sm.MODELS["gemma-2-2b"]  # 13 of 26 layers slide over 4,096 tokens; it reads up to 8,192
     per_position = 4 * gemma.attention_width
-    assert sm.attention_flops(gemma, 1, 9999) == per_position * (13 * 10_000 + 13 * 4096)
+    assert sm.attention_flops(gemma, 1, 7999) == per_position * (13 * 8000 + 13 * 4096)
+    with pytest.raises(sm.ContextTooLong, match="Gemma 2 2B's context window of 8,192 tokens, got 10,000"):
+        sm.attention_flops(gemma, 1, 9999)

@@ -23,9 +23,17 @@ settings.register_profile("course", max_examples=150, deadline=None)
 settings.load_profile("course")
 
 
+def inside(model, value, most, least=1):
+    """``value`` folded into least..most (most at the model's window or below): a context the model reads."""
+    assert most <= model.context_window
+    return least + (value - least) % (most - least + 1)
+
+
 @given(models, gpus, tokens, tokens, cache, assumptions)
 def test_pass_time_never_falls_as_tokens_or_cache_grow(model, gpu, a, b, cached, assume):
-    small, large = sorted((a, b))
+    half = model.context_window // 2
+    small, large = sorted((inside(model, a, half), inside(model, b, half)))
+    cached = inside(model, cached, half - 1000, 0)
     time = lambda n, c: sm.step(model, gpu, n, c, assumptions=assume).time  # noqa: E731
     assert time(small, cached) <= time(large, cached)
     assert time(small, cached) <= time(small, cached + 1000)
@@ -34,6 +42,8 @@ def test_pass_time_never_falls_as_tokens_or_cache_grow(model, gpu, a, b, cached,
 @given(models, gpus, tokens, cache, st.floats(1e10, 1e13), st.floats(1e10, 1e13), assumptions)
 def test_more_bandwidth_never_slows_a_pass(model, gpu, n, cached, bw_a, bw_b, assume):
     slow, fast = sorted((bw_a, bw_b))
+    half = model.context_window // 2
+    n, cached = inside(model, n, half), inside(model, cached, half, 0)
     time = lambda bw: sm.step(model, gpu.with_changes(memory_bandwidth=bw), n, cached, assumptions=assume).time  # noqa: E731
     assert time(fast) <= time(slow)
 
@@ -41,12 +51,15 @@ def test_more_bandwidth_never_slows_a_pass(model, gpu, n, cached, bw_a, bw_b, as
 @given(models, gpus, tokens, bits, bits, assumptions)
 def test_fewer_bits_never_slow_a_pass(model, gpu, n, bits_a, bits_b, assume):
     few, many = sorted((bits_a, bits_b))
+    n = inside(model, n, model.context_window)
     assert (sm.step(model, gpu, n, weight_bits=few, kv_bits=few, assumptions=assume).time
             <= sm.step(model, gpu, n, weight_bits=many, kv_bits=many, assumptions=assume).time)
 
 
 @given(models, gpus, tokens, cache, assumptions)
 def test_a_pass_takes_the_slower_of_its_two_limits(model, gpu, n, cached, assume):
+    half = model.context_window // 2
+    n, cached = inside(model, n, half), inside(model, cached, half, 0)
     timing = sm.step(model, gpu, n, cached, assumptions=assume).timing
     assert timing.time == pytest.approx(max(timing.compute_time, timing.memory_time) + assume.overhead)
     assert timing.time >= timing.compute_time and timing.time >= timing.memory_time
@@ -55,6 +68,7 @@ def test_a_pass_takes_the_slower_of_its_two_limits(model, gpu, n, cached, assume
 
 @given(models, tokens)
 def test_sixteen_bit_intensity_is_the_tokens_in_the_pass(model, n):
+    n = inside(model, n, model.context_window)
     cost = sm.forward_pass(model, n, attention="none", kv_cache=False)
     assert cost.intensity == pytest.approx(n * model.active_parameters / model.parameters_read(n))
 
@@ -62,6 +76,7 @@ def test_sixteen_bit_intensity_is_the_tokens_in_the_pass(model, n):
 @given(models, gpus, st.integers(1, 4096), st.integers(1, 4096), cache, assumptions)
 def test_batching_never_costs_more_per_token_while_memory_bound(model, gpu, a, b, cached, assume):
     small, large = sorted((a, b))
+    cached = inside(model, cached, model.context_window - 1, 0)
     gpu = gpu if gpu.price_per_hour else gpu.with_changes(price_per_hour=1.0)
     cost_small = sm.batching(model, gpu, small, cached, assumptions=assume)
     cost_large = sm.batching(model, gpu, large, cached, assumptions=assume)
@@ -74,6 +89,7 @@ def test_batching_never_costs_more_per_token_while_memory_bound(model, gpu, a, b
 
 @given(models, gpus, st.lists(tokens, min_size=1, max_size=50), assumptions)
 def test_arrays_give_the_same_answers_as_numbers(model, gpu, many, assume):
+    many = [inside(model, n, model.context_window) for n in many]
     swept = sm.step(model, gpu, np.array(many), assumptions=assume).time
     one_by_one = [sm.step(model, gpu, n, assumptions=assume).time for n in many]
     np.testing.assert_allclose(swept, one_by_one, rtol=1e-12)
@@ -86,20 +102,21 @@ def test_passes_are_one_per_reply_token_whatever_the_prompt(prompt, reply):
 
 @given(models, gpus, st.integers(1, 200_000), st.integers(1, 200_000), bits, bits)
 def test_longer_contexts_never_fit_more_users(model, gpu, a, b, weight_bits, kv_bits):
-    short, long = sorted((a, b))
+    short, long = sorted((inside(model, a, model.context_window), inside(model, b, model.context_window)))
     assert (sm.max_batch(model, gpu, long, weight_bits, kv_bits)
             <= sm.max_batch(model, gpu, short, weight_bits, kv_bits))
 
 
 @given(models, gpus, cache, st.integers(0, 5000), bits)
 def test_what_fits_with_more_users_fits_with_fewer(model, gpu, context, users, kv_bits):
+    context = inside(model, context, model.context_window, 0)
     if sm.fit(model, gpu, context, users + 1, kv_bits=kv_bits).fits:
         assert sm.fit(model, gpu, context, users, kv_bits=kv_bits).fits
 
 
 @given(models, st.integers(0, 10_000), st.integers(0, 10_000))
 def test_the_cache_grows_with_the_context_and_never_past_every_layer_holding_every_token(model, a, b):
-    short, long = sorted((a, b))
+    short, long = sorted((inside(model, a, model.context_window, 0), inside(model, b, model.context_window, 0)))
     assert sm.kv_cache_bytes(model, short) <= sm.kv_cache_bytes(model, long) <= long * model.kv_bytes_per_token()
 
 
@@ -108,3 +125,26 @@ def test_more_tokens_never_read_fewer_weights(model, a, b):
     few, many = sorted((a, b))
     assert model.active_parameters * (1 - 1e-12) <= model.parameters_read(few)
     assert model.parameters_read(few) <= model.parameters_read(many) <= model.parameters * (1 + 1e-12)
+
+
+@given(models, gpus, st.integers(1, 10_000), st.integers(1, 1000))
+def test_every_context_past_the_window_is_refused_naming_the_model_and_its_window(model, gpu, past, reply):
+    """What the cache, a pass, a step or a request would hold past the window cannot exist."""
+    too_long = model.context_window + past
+    calls = (
+        lambda: sm.kv_cache_bytes(model, too_long),
+        lambda: sm.forward_pass(model, 1, too_long - 1),
+        lambda: sm.prefill(model, gpu, too_long),
+        lambda: sm.decode_step(model, gpu, too_long - 1),
+        lambda: sm.request(model, gpu, too_long - reply, reply) if too_long > reply else sm.kv_cache_bytes(model, too_long),
+        lambda: sm.max_batch(model, gpu, too_long),
+        lambda: sm.fit(model, gpu, too_long),
+    )
+    for call in calls:
+        with pytest.raises(sm.ContextTooLong) as refused:
+            call()
+        message = str(refused.value)
+        assert model.name in message and f"{model.context_window:,}" in message and f"{too_long:,}" in message
+    # and the window itself is a context the model reads
+    assert sm.kv_cache_bytes(model, model.context_window) > 0
+    assert sm.decode_step(model, gpu, model.context_window - 1).time > 0

@@ -112,9 +112,9 @@ def test_plate_decode_over_a_1000_token_cache():
 
 
 def test_plate_per_token_prefill_time_rises_again_past_a_few_thousand_tokens():
-    per_token = [prefill(M, G, n, assumptions=PLATE).time_per_token for n in (1024, 2048, 4096, 8192, 16384)]
+    per_token = [prefill(M, G, n, assumptions=PLATE).time_per_token for n in (1024, 2048, 4096, 8192)]
     assert per_token[2] > min(per_token[:2])
-    assert per_token[2] < per_token[3] < per_token[4]
+    assert per_token[1] < per_token[2] < per_token[3]  # up to Llama 3 8B's window of 8,192 tokens
 
 
 def test_the_lesson_ignores_what_the_plate_counts():

@@ -70,8 +70,10 @@ def test_request_chart_shows_example_3_1_and_8_bit_weights():
         "tokens a second": "209", "whole reply": "1.24 s", "share spent in decode": "96 %",
         "weights read each pass": "16.06 GB; fits in the GPU's 80 GB"}
     assert chart.readouts_at(weight_bits=8)["tokens a second"] == "417"
-    long = chart.readouts_at(prompt_tokens=20_000)
-    assert long["share spent in decode"] == "79 %"
+    long = chart.readouts_at(prompt_tokens=6000)  # the longest prompt whose replies all end inside 8,192 tokens
+    assert long["share spent in decode"] == "92 %"
+    with pytest.raises(ValueError, match="prompt_tokens must be one of"):
+        chart.readouts_at(prompt_tokens=10_000)  # past Llama 3 8B's window with the longest reply
     # The T4's 16 GB (binary, 17.2 billion bytes) less the 5 % reserve leave 16.32 GB: the 16.06 GB of
     # weights alone would fit, but not with the cache of a 3,250-token conversation beside them.
     assert chart.readouts_at(gpu="t4")["weights read each pass"] == "16.06 GB; does not fit in the GPU's 16 GB"
@@ -108,7 +110,7 @@ def test_workshop_shows_the_plates_figures_and_the_lessons_ideal():
                                    "FLOP per byte": "1,033", "what limits it": "compute-bound"}
     assert chart.readouts_at(tokens=1)["what limits it"] == "memory-bound"
     assert "decode, 1,000 cached: 6.24 ms a token" in chart
-    per_token = [float(chart.readouts_at(tokens=n)["time per token"].removesuffix(" ms")) for n in (1024, 4096, 16384)]
+    per_token = [float(chart.readouts_at(tokens=n)["time per token"].removesuffix(" ms")) for n in (1024, 4096, 8192)]
     assert per_token[0] < per_token[1] < per_token[2]
     ideal = chart.readouts_at(assumptions="lesson")
     assert float(ideal["time of the pass"].removesuffix(" ms")) < 28.4

@@ -11,8 +11,8 @@ Each formula lives once, in the module named after its idea:
 - ``units``: numbers formatted as the prose prints them
 """
 from .hardware import CATALOG, GPU, H100_SXM, gpu
-from .memory import RESERVE, Fit, fit, kv_cache_bytes, max_batch, usable_memory
-from .models import FAMILIES, LLAMA_3_8B, MODELS, Model, model
+from .memory import RESERVE, DoesNotFit, Fit, fit, kv_cache_bytes, max_batch, usable_memory
+from .models import FAMILIES, LLAMA_3_8B, MODELS, ContextTooLong, Model, model
 from .passes import arithmetic_intensity, attention_flops, forward_pass, linear_flops, weight_bytes
 from .roofline import LESSON, PLATE, Assumptions, attainable_flops, pass_time, ridge_point
 from .serving import (batching, cost_per_million_tokens, decode_step, passes_for_request, prefill, request,
@@ -21,8 +21,8 @@ from .serving import (batching, cost_per_million_tokens, decode_step, passes_for
 __version__ = "0.1.0"
 
 __all__ = [
-    "CATALOG", "GPU", "H100_SXM", "gpu", "FAMILIES", "LLAMA_3_8B", "MODELS", "Model", "model",
-    "RESERVE", "Fit", "fit", "kv_cache_bytes", "max_batch", "usable_memory",
+    "CATALOG", "GPU", "H100_SXM", "gpu", "FAMILIES", "LLAMA_3_8B", "MODELS", "ContextTooLong", "Model", "model",
+    "RESERVE", "DoesNotFit", "Fit", "fit", "kv_cache_bytes", "max_batch", "usable_memory",
     "arithmetic_intensity", "attention_flops", "forward_pass", "linear_flops", "weight_bytes",
     "LESSON", "PLATE", "Assumptions", "attainable_flops", "pass_time", "ridge_point",
     "batching", "cost_per_million_tokens", "decode_step", "passes_for_request", "prefill", "request",

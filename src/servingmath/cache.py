@@ -55,6 +55,7 @@ def decode_with_and_without_cache(model: Model, context_tokens) -> CacheSaving:
     """
     _check.instance("model", model, Model)
     context_tokens = _check.count("context_tokens", context_tokens)
+    model.check_context(context_tokens + 1, "context_tokens + 1 (the context and the token the step makes)")
     return CacheSaving(
         context_tokens=context_tokens,
         with_cache=forward_pass(model, 1, context_tokens, attention="causal", kv_cache=True),
@@ -75,6 +76,8 @@ def cached_decode(model: Model, gpu: GPU, users, context_tokens, price_per_hour=
         raise ValueError(f"assumptions must read the cache (kv_cache=True), got {assumptions!r}")
     users = _check.count("users", users, minimum=1)
     context_tokens = _check.count("context_tokens", context_tokens)
+    _check.instance("model", model, Model)
+    model.check_context(context_tokens + 1, "context_tokens + 1 (the cache and the token the step makes)")
     return batching(model, gpu, users, cached_tokens=context_tokens, price_per_hour=price_per_hour,
                     weight_bits=weight_bits, kv_bits=kv_bits, assumptions=assumptions)
 

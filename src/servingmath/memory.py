@@ -20,7 +20,11 @@ import numpy as np
 
 from . import _check, units
 from .hardware import GPU
-from .models import Model
+from .models import ContextTooLong, Model  # noqa: F401  (ContextTooLong: raised through kv_cache_bytes)
+
+
+class DoesNotFit(ValueError):
+    """The weights (and the caches asked for) do not fit the GPU's memory, where the question assumes they do."""
 
 # The share of a GPU's memory held back from weights and cache, for activations and the runtime.
 # vLLM lets its engine use ``gpu_memory_utilization`` = 0.9 of the memory by default (a reserve
@@ -49,10 +53,10 @@ def kv_cache_bytes(model: Model, context_tokens, batch=1, kv_bits=16):
     W − 1 entries the next token needs besides its own, one token less). Each held token
     costs the model's ``cache_width`` numbers of ``kv_bits`` bits (a key and a value per KV
     head; in latent attention the compressed vector and the shared rotary key). Numbers or
-    numpy arrays.
+    numpy arrays. A context past the model's window raises ``ContextTooLong``.
     """
     _check.instance("model", model, Model)
-    context_tokens = _check.count("context_tokens", context_tokens)
+    context_tokens = model.check_context(_check.count("context_tokens", context_tokens))
     batch = _check.count("batch", batch)
     kv_bits = _check.finite("kv_bits", kv_bits, above=0)
     held = model.full_layers * context_tokens
@@ -125,9 +129,9 @@ class Fit:
         return bool(np.all(self.fits))
 
     def require(self) -> "Fit":
-        """Return this fit if everything fits; otherwise refuse with a ValueError giving ``message``."""
+        """Return this fit if everything fits; otherwise refuse with ``DoesNotFit`` giving ``message``."""
         if not np.all(self.fits):
-            raise ValueError(self.message)
+            raise DoesNotFit(self.message)
         return self
 
 

@@ -47,6 +47,10 @@ def _whole(name, value, minimum):
     return whole
 
 
+class ContextTooLong(ValueError):
+    """A context (a cache, a prompt and its reply) longer than the model reads."""
+
+
 @dataclass(frozen=True)
 class Model:
     """A decoder-only transformer: Llama, Mistral, Qwen, Gemma, Phi-3 and DeepSeek alike.
@@ -67,6 +71,11 @@ class Model:
 
     Sliding windows: ``sliding_layers`` of the layers attend to (and cache) at most the last
     ``sliding_window`` tokens.
+
+    ``context_window``: the most tokens (prompt and reply together) the model reads, its
+    config's ``max_position_embeddings`` or its family's default. Every model of the catalog
+    and every model read from a config has one; the package refuses a longer context
+    (``ContextTooLong``). None only for a shape built by hand that states none.
     """
 
     name: str
@@ -95,6 +104,7 @@ class Model:
     q_lora_rank: int = 0
     rope_head_dim: int = 0
     v_head_dim: int = 0
+    context_window: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -108,6 +118,8 @@ class Model:
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
             object.__setattr__(self, name, bool(value))
+        if self.context_window is not None:
+            object.__setattr__(self, "context_window", _whole("context_window", self.context_window, 1))
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads ({self.heads}), got {self.kv_heads!r}")
         if self.experts_per_token > self.experts:
@@ -126,6 +138,18 @@ class Model:
         if (self.q_lora_rank or self.rope_head_dim) and not self.kv_lora_rank:
             raise ValueError(f"q_lora_rank and rope_head_dim belong to latent attention: kv_lora_rank must be set, "
                              f"got {self.kv_lora_rank!r}")
+
+    # -- the context it reads -----------------------------------------------------------
+    def check_context(self, tokens, name="context_tokens"):
+        """Return ``tokens`` (a number or an array) if none is past the context window;
+        otherwise raise ``ContextTooLong`` naming the model, its window and the value."""
+        if self.context_window is not None and np.any(np.asarray(tokens) > self.context_window):
+            largest = np.max(tokens)
+            shown = f"{int(largest):,}" if float(largest).is_integer() else f"{float(largest):g}"
+            raise ContextTooLong(
+                f"{name} must be at most {self.name}'s context window of {self.context_window:,} tokens, "
+                f"got {shown}" + ("" if np.ndim(tokens) == 0 else f" (the largest of {np.size(tokens)})"))
+        return tokens
 
     # -- the shape's parts ---------------------------------------------------------------
     @property
@@ -306,38 +330,42 @@ def _read_config(config) -> dict:
 # transformers sets them (LlamaConfig, MistralConfig, ... DeepseekV3Config).
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
               num_attention_heads=32, num_key_value_heads=None, head_dim=None, tie_word_embeddings=False,
-              attention_bias=False, mlp_bias=False)
+              attention_bias=False, mlp_bias=False, max_position_embeddings=2048)
 _MISTRAL = dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                 num_attention_heads=32, num_key_value_heads=8, head_dim=None, tie_word_embeddings=False,
-                sliding_window=4096)
+                sliding_window=4096, max_position_embeddings=4096 * 32)
 _MIXTRAL = dict(_MISTRAL, sliding_window=None, num_local_experts=8, num_experts_per_tok=2)
 _QWEN2 = dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
               num_attention_heads=32, num_key_value_heads=32, head_dim=None, tie_word_embeddings=False,
-              use_sliding_window=False, sliding_window=4096, max_window_layers=28)
+              use_sliding_window=False, sliding_window=4096, max_window_layers=28, max_position_embeddings=32768)
 _QWEN3 = dict(_QWEN2, head_dim=128, attention_bias=False)
 _QWEN2_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
                   num_key_value_heads=16, decoder_sparse_step=1, moe_intermediate_size=1408,
-                  shared_expert_intermediate_size=5632, num_experts_per_tok=4, num_experts=60, mlp_only_layers=None)
+                  shared_expert_intermediate_size=5632, num_experts_per_tok=4, num_experts=60, mlp_only_layers=None,
+                  max_position_embeddings=8192)
 _QWEN3_MOE = dict(_QWEN2, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24, num_attention_heads=32,
                   num_key_value_heads=4, head_dim=None, attention_bias=False, decoder_sparse_step=1,
                   moe_intermediate_size=768, num_experts_per_tok=8, num_experts=128, mlp_only_layers=None)
 _GEMMA = dict(vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28,
               num_attention_heads=16, num_key_value_heads=16, head_dim=256, tie_word_embeddings=True,
-              attention_bias=False)
+              attention_bias=False, max_position_embeddings=8192)
 _GEMMA2 = dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
                num_key_value_heads=4, sliding_window=4096)
-_GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6)
+_GEMMA3_TEXT = dict(_GEMMA2, vocab_size=262208, sliding_window=4096, sliding_window_pattern=6,
+                    max_position_embeddings=131072)
 _PHI3 = dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None)
+             num_attention_heads=32, num_key_value_heads=None, tie_word_embeddings=False, sliding_window=None,
+             max_position_embeddings=4096)
 _DEEPSEEK_V2 = dict(vocab_size=102400, hidden_size=4096, intermediate_size=11008, moe_intermediate_size=1407,
                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32, n_shared_experts=2,
                     n_routed_experts=64, num_experts_per_tok=None, first_k_dense_replace=0,
                     kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
-                    qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False)
+                    qk_nope_head_dim=128, tie_word_embeddings=False, attention_bias=False,
+                    max_position_embeddings=2048)
 _DEEPSEEK_V3 = dict(_DEEPSEEK_V2, vocab_size=129280, hidden_size=7168, intermediate_size=18432,
                     moe_intermediate_size=2048, num_hidden_layers=61, num_attention_heads=128,
                     num_key_value_heads=128, n_shared_experts=1, n_routed_experts=256, num_experts_per_tok=8,
-                    first_k_dense_replace=3)
+                    first_k_dense_replace=3, max_position_embeddings=4096)
 
 
 def _with_defaults(config, defaults):
@@ -366,7 +394,8 @@ def _core(values, name, config, **extra):
         kv_heads=values.get("num_key_value_heads") or heads,
         head_dim=values.get("head_dim") or values["hidden_size"] // heads,
         ffn=values["intermediate_size"], vocab=values["vocab_size"],
-        tied_embeddings=bool(values["tie_word_embeddings"]), **extra)
+        tied_embeddings=bool(values["tie_word_embeddings"]),
+        context_window=_whole("config['max_position_embeddings']", values["max_position_embeddings"], 1), **extra)
 
 
 def _window(values, layers):
@@ -526,150 +555,156 @@ FAMILIES: Mapping[str, object] = MappingProxyType({
 # The fields of each model's published config.json that the count needs.
 CONFIGS: Mapping[str, Mapping] = MappingProxyType({
     "llama-3-8b": {
-        "_name_or_path": "Llama 3 8B", "model_type": "llama", "num_hidden_layers": 32,
+        "_name_or_path": "Llama 3 8B", "model_type": "llama", "max_position_embeddings": 8192, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": False,
         "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.2-1b": {
-        "_name_or_path": "Llama 3.2 1B", "model_type": "llama", "num_hidden_layers": 16,
+        "_name_or_path": "Llama 3.2 1B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 16,
         "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
         "intermediate_size": 8192, "vocab_size": 128256, "tie_word_embeddings": True,
         "attention_bias": False, "mlp_bias": False,
     },
     "llama-3-70b": {
-        "_name_or_path": "Llama 3 70B", "model_type": "llama", "num_hidden_layers": 80,
+        "_name_or_path": "Llama 3 70B", "model_type": "llama", "max_position_embeddings": 8192, "num_hidden_layers": 80,
         "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
         "intermediate_size": 28672, "vocab_size": 128256, "tie_word_embeddings": False,
     },
     "mistral-7b": {
-        "_name_or_path": "Mistral 7B v0.1", "model_type": "mistral", "num_hidden_layers": 32,
+        "_name_or_path": "Mistral 7B v0.1", "model_type": "mistral", "max_position_embeddings": 32768, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": False,
     },
     "qwen2-7b": {
-        "_name_or_path": "Qwen2 7B", "model_type": "qwen2", "num_hidden_layers": 28,
+        "_name_or_path": "Qwen2 7B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 28,
         "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
         "intermediate_size": 18944, "vocab_size": 152064, "tie_word_embeddings": False,
     },
     "mixtral-8x7b": {
-        "_name_or_path": "Mixtral 8x7B", "model_type": "mixtral", "num_hidden_layers": 32,
+        "_name_or_path": "Mixtral 8x7B", "model_type": "mixtral", "max_position_embeddings": 32768, "num_hidden_layers": 32,
         "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": False,
         "num_local_experts": 8, "num_experts_per_tok": 2,
     },
     # -- the families from_hf_config reads, one or two published checkpoints each --------
     "llama-2-7b": {
-        "_name_or_path": "Llama 2 7B", "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+        "_name_or_path": "Llama 2 7B", "model_type": "llama", "max_position_embeddings": 4096, "num_hidden_layers": 32, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
         "tie_word_embeddings": False,
     },
     "llama-2-70b": {
-        "_name_or_path": "Llama 2 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Llama 2 70B", "model_type": "llama", "max_position_embeddings": 4096, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 32000,
         "tie_word_embeddings": False,
     },
+    "llama-3.1-8b": {
+        "_name_or_path": "Llama 3.1 8B", "model_type": "llama", "max_position_embeddings": 131072,
+        "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": False,
+        "attention_bias": False, "mlp_bias": False,
+    },
     "llama-3.1-405b": {
-        "_name_or_path": "Llama 3.1 405B", "model_type": "llama", "num_hidden_layers": 126, "hidden_size": 16384,
+        "_name_or_path": "Llama 3.1 405B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 126, "hidden_size": 16384,
         "num_attention_heads": 128, "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
         "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.2-3b": {
-        "_name_or_path": "Llama 3.2 3B", "model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072,
+        "_name_or_path": "Llama 3.2 3B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3072,
         "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
         "vocab_size": 128256, "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
     },
     "llama-3.3-70b": {
-        "_name_or_path": "Llama 3.3 70B", "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Llama 3.3 70B", "model_type": "llama", "max_position_embeddings": 131072, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
         "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
     },
     "mistral-7b-v0.3": {
-        "_name_or_path": "Mistral 7B v0.3", "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+        "_name_or_path": "Mistral 7B v0.3", "model_type": "mistral", "max_position_embeddings": 32768, "num_hidden_layers": 32, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32768,
         "tie_word_embeddings": False, "sliding_window": None,
     },
     "mixtral-8x22b": {
-        "_name_or_path": "Mixtral 8x22B", "model_type": "mixtral", "num_hidden_layers": 56, "hidden_size": 6144,
+        "_name_or_path": "Mixtral 8x22B", "model_type": "mixtral", "max_position_embeddings": 65536, "num_hidden_layers": 56, "hidden_size": 6144,
         "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32768,
         "tie_word_embeddings": False, "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None,
     },
     "qwen2.5-0.5b": {
-        "_name_or_path": "Qwen2.5 0.5B", "model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896,
+        "_name_or_path": "Qwen2.5 0.5B", "model_type": "qwen2", "max_position_embeddings": 32768, "num_hidden_layers": 24, "hidden_size": 896,
         "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
         "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": 32768, "max_window_layers": 21,
     },
     "qwen2.5-7b": {
-        "_name_or_path": "Qwen2.5 7B", "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
+        "_name_or_path": "Qwen2.5 7B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3584,
         "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
         "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 28,
     },
     "qwen2.5-72b": {
-        "_name_or_path": "Qwen2.5 72B", "model_type": "qwen2", "num_hidden_layers": 80, "hidden_size": 8192,
+        "_name_or_path": "Qwen2.5 72B", "model_type": "qwen2", "max_position_embeddings": 131072, "num_hidden_layers": 80, "hidden_size": 8192,
         "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064,
         "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 80,
     },
     "qwen3-0.6b": {
-        "_name_or_path": "Qwen3 0.6B", "model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 1024,
+        "_name_or_path": "Qwen3 0.6B", "model_type": "qwen3", "max_position_embeddings": 40960, "num_hidden_layers": 28, "hidden_size": 1024,
         "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
         "vocab_size": 151936, "tie_word_embeddings": True, "attention_bias": False, "use_sliding_window": False,
     },
     "qwen3-8b": {
-        "_name_or_path": "Qwen3 8B", "model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096,
+        "_name_or_path": "Qwen3 8B", "model_type": "qwen3", "max_position_embeddings": 40960, "num_hidden_layers": 36, "hidden_size": 4096,
         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
         "vocab_size": 151936, "tie_word_embeddings": False, "attention_bias": False, "use_sliding_window": False,
     },
     "qwen1.5-moe-a2.7b": {
-        "_name_or_path": "Qwen1.5-MoE-A2.7B", "model_type": "qwen2_moe", "num_hidden_layers": 24,
+        "_name_or_path": "Qwen1.5-MoE-A2.7B", "model_type": "qwen2_moe", "max_position_embeddings": 8192, "num_hidden_layers": 24,
         "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
         "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
         "num_experts_per_tok": 4, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen2-57b-a14b": {
-        "_name_or_path": "Qwen2-57B-A14B", "model_type": "qwen2_moe", "num_hidden_layers": 28, "hidden_size": 3584,
+        "_name_or_path": "Qwen2-57B-A14B", "model_type": "qwen2_moe", "max_position_embeddings": 131072, "num_hidden_layers": 28, "hidden_size": 3584,
         "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
         "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480, "num_experts": 64,
         "num_experts_per_tok": 8, "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen3-30b-a3b": {
-        "_name_or_path": "Qwen3-30B-A3B", "model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+        "_name_or_path": "Qwen3-30B-A3B", "model_type": "qwen3_moe", "max_position_embeddings": 40960, "num_hidden_layers": 48, "hidden_size": 2048,
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
         "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
         "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "qwen3-235b-a22b": {
-        "_name_or_path": "Qwen3-235B-A22B", "model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
+        "_name_or_path": "Qwen3-235B-A22B", "model_type": "qwen3_moe", "max_position_embeddings": 40960, "num_hidden_layers": 94, "hidden_size": 4096,
         "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
         "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
         "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": False,
     },
     "gemma-2b": {
-        "_name_or_path": "Gemma 2B", "model_type": "gemma", "num_hidden_layers": 18, "hidden_size": 2048,
+        "_name_or_path": "Gemma 2B", "model_type": "gemma", "max_position_embeddings": 8192, "num_hidden_layers": 18, "hidden_size": 2048,
         "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
         "vocab_size": 256000,
     },
     "gemma-7b": {
-        "_name_or_path": "Gemma 7B", "model_type": "gemma", "num_hidden_layers": 28, "hidden_size": 3072,
+        "_name_or_path": "Gemma 7B", "model_type": "gemma", "max_position_embeddings": 8192, "num_hidden_layers": 28, "hidden_size": 3072,
         "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576,
         "vocab_size": 256000,
     },
     "gemma-2-2b": {
-        "_name_or_path": "Gemma 2 2B", "model_type": "gemma2", "num_hidden_layers": 26, "hidden_size": 2304,
+        "_name_or_path": "Gemma 2 2B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 26, "hidden_size": 2304,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-2-9b": {
-        "_name_or_path": "Gemma 2 9B", "model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584,
+        "_name_or_path": "Gemma 2 9B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 42, "hidden_size": 3584,
         "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-2-27b": {
-        "_name_or_path": "Gemma 2 27B", "model_type": "gemma2", "num_hidden_layers": 46, "hidden_size": 4608,
+        "_name_or_path": "Gemma 2 27B", "model_type": "gemma2", "max_position_embeddings": 8192, "num_hidden_layers": 46, "hidden_size": 4608,
         "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 36864,
         "vocab_size": 256000, "sliding_window": 4096,
     },
     "gemma-3-1b": {
-        "_name_or_path": "Gemma 3 1B", "model_type": "gemma3_text", "num_hidden_layers": 26, "hidden_size": 1152,
+        "_name_or_path": "Gemma 3 1B", "model_type": "gemma3_text", "max_position_embeddings": 32768, "num_hidden_layers": 26, "hidden_size": 1152,
         "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
         "vocab_size": 262144, "sliding_window": 512, "sliding_window_pattern": 6,
     },
@@ -685,17 +720,17 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
                         "num_key_value_heads": 16, "sliding_window": 1024},
     },
     "phi-3-mini": {
-        "_name_or_path": "Phi-3 mini 4K", "model_type": "phi3", "num_hidden_layers": 32, "hidden_size": 3072,
+        "_name_or_path": "Phi-3 mini 4K", "model_type": "phi3", "max_position_embeddings": 4096, "num_hidden_layers": 32, "hidden_size": 3072,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
     },
     "phi-3-medium": {
-        "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "num_hidden_layers": 40, "hidden_size": 5120,
+        "_name_or_path": "Phi-3 medium 4K", "model_type": "phi3", "max_position_embeddings": 4096, "num_hidden_layers": 40, "hidden_size": 5120,
         "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
         "tie_word_embeddings": False, "sliding_window": 2047,
     },
     "deepseek-v2-lite": {
-        "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "num_hidden_layers": 27,
+        "_name_or_path": "DeepSeek-V2-Lite", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 27,
         "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
         "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
         "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": None,
@@ -703,7 +738,7 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "tie_word_embeddings": False,
     },
     "deepseek-v2": {
-        "_name_or_path": "DeepSeek-V2", "model_type": "deepseek_v2", "num_hidden_layers": 60, "hidden_size": 5120,
+        "_name_or_path": "DeepSeek-V2", "model_type": "deepseek_v2", "max_position_embeddings": 163840, "num_hidden_layers": 60, "hidden_size": 5120,
         "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 12288,
         "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2, "num_experts_per_tok": 6,
         "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
@@ -711,7 +746,7 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
         "tie_word_embeddings": False,
     },
     "deepseek-v3": {
-        "_name_or_path": "DeepSeek-V3", "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+        "_name_or_path": "DeepSeek-V3", "model_type": "deepseek_v3", "max_position_embeddings": 163840, "num_hidden_layers": 61, "hidden_size": 7168,
         "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
         "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
         "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
@@ -723,6 +758,8 @@ CONFIGS: Mapping[str, Mapping] = MappingProxyType({
 MODELS: Mapping[str, Model] = MappingProxyType(
     {key: Model.from_hf_config(config) for key, config in CONFIGS.items()})
 LLAMA_3_8B = MODELS["llama-3-8b"]
+# Llama 3 8B's shape with a 131,072-token window: the model to name where a context is past 8,192 tokens.
+LLAMA_3_1_8B = MODELS["llama-3.1-8b"]
 
 
 def model(key_or_name) -> Model:

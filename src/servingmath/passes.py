@@ -83,6 +83,8 @@ def attention_flops(model: Model, new_tokens, cached_tokens=0, attention="causal
     for each position each new token attends to, in every layer: 4 · layers · heads × head_dim
     per position when the widths match. Sliding-window layers attend to at most their window."""
     _check.instance("model", model, Model)
+    model.check_context(_check.count("cached_tokens", cached_tokens) + _check.count("new_tokens", new_tokens),
+                        "cached_tokens + new_tokens")
     per_position = 2 * (model.attention_width + model.value_width)
     positions = model.full_layers * positions_attended(new_tokens, cached_tokens, attention)
     if model.sliding_layers:
@@ -100,7 +102,8 @@ def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits
     computes with the active parameters, reads the cache of ``cached_tokens`` tokens for
     every sequence (``memory.kv_cache_bytes``) and writes the new tokens' keys and values.
     ``attention="none"`` and ``kv_cache=False`` leave out attention among tokens and
-    the cache's bytes, as the lesson's first estimates do.
+    the cache's bytes, as the lesson's first estimates do. A context past the model's window
+    (``cached_tokens + new_tokens``) raises ``models.ContextTooLong``.
     """
     _check.instance("model", model, Model)
     new_tokens = _check.count("new_tokens", new_tokens, minimum=1)
@@ -108,6 +111,7 @@ def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits
     batch = _check.count("batch", batch, minimum=1)
     weight_bits = _check.finite("weight_bits", weight_bits, above=0)
     kv_bits = _check.finite("kv_bits", kv_bits, above=0)
+    model.check_context(cached_tokens + new_tokens, "cached_tokens + new_tokens (the context after the pass)")
     if not isinstance(kv_cache, (bool, np.bool_)):
         raise TypeError(f"kv_cache must be True or False, got {kv_cache!r}")
     tokens = batch * new_tokens

@@ -112,6 +112,9 @@ def step(model: Model, gpu: GPU, new_tokens, cached_tokens=0, batch=1, weight_bi
     _check.instance("gpu", gpu, GPU)
     _check.instance("assumptions", assumptions, Assumptions)
     must_fit = _must_fit(must_fit)
+    _check.instance("model", model, Model)
+    model.check_context(_check.count("cached_tokens", cached_tokens) + _check.count("new_tokens", new_tokens),
+                        "cached_tokens + new_tokens (the context after the pass)")
     cost = forward_pass(model, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
                         attention=assumptions.attention, kv_cache=assumptions.kv_cache)
     context = _check.count("cached_tokens", cached_tokens) + _check.count("new_tokens", new_tokens)
@@ -124,13 +127,17 @@ def step(model: Model, gpu: GPU, new_tokens, cached_tokens=0, batch=1, weight_bi
 def prefill(model, gpu, prompt_tokens, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON,
             must_fit=False) -> Step:
     """The first pass: the whole prompt at once, nothing cached yet."""
-    _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    _check.instance("model", model, Model)
+    model.check_context(_check.count("prompt_tokens", prompt_tokens, minimum=1), "prompt_tokens")
     return step(model, gpu, prompt_tokens, 0, batch, weight_bits, kv_bits, assumptions, must_fit)
 
 
 def decode_step(model, gpu, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16, assumptions=LESSON,
                 must_fit=False) -> Step:
     """One later pass: one new token for each of ``batch`` users, each over its cache."""
+    _check.instance("model", model, Model)
+    model.check_context(_check.count("cached_tokens", cached_tokens) + 1,
+                        "cached_tokens + 1 (the cache and the token the step adds)")
     return step(model, gpu, 1, cached_tokens, batch, weight_bits, kv_bits, assumptions, must_fit)
 
 
@@ -190,6 +197,8 @@ def request(model: Model, gpu: GPU, prompt_tokens, reply_tokens, weight_bits=16,
     passes = passes_for_request(prompt_tokens, reply_tokens)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
+    _check.instance("model", model, Model)
+    model.check_context(prompt_tokens + reply_tokens, "prompt_tokens + reply_tokens")
     _check.instance("gpu", gpu, GPU)
     must_fit = _must_fit(must_fit)
     fit = memory.fit(model, gpu, prompt_tokens + reply_tokens, 1, weight_bits, kv_bits)
@@ -281,8 +290,16 @@ def batching(model: Model, gpu: GPU, batch, cached_tokens=0, price_per_hour=None
                     price)
 
 
-# Plate XXIII.1's range: one token (a decode step's worth) up to a 16,384-token prompt.
+# Plate XXIII.1's range: one token (a decode step's worth) up to a 16,384-token prompt, or the
+# model's context window where that is shorter (``workshop_tokens``).
 WORKSHOP_TOKENS = range(1, 16_385)
+
+
+def workshop_tokens(model: Model):
+    """Plate XXIII.1's prompt lengths for ``model``: 1 to 16,384 tokens, stopping at its context window."""
+    _check.instance("model", model, Model)
+    window = model.context_window
+    return WORKSHOP_TOKENS if window is None or window >= WORKSHOP_TOKENS[-1] else range(1, window + 1)
 
 
 @dataclass(frozen=True)
@@ -346,7 +363,13 @@ class TimePerTokenCurve:
 
 def time_per_token_curve(model: Model, gpu: GPU, tokens=WORKSHOP_TOKENS,
                          assumptions: Assumptions = PLATE) -> TimePerTokenCurve:
-    """Time per token of one prefill pass as the tokens it carries grow (plate XXIII.1)."""
+    """Time per token of one prefill pass as the tokens it carries grow (plate XXIII.1).
+
+    By default the prompts run from 1 to 16,384 tokens, or to the model's window where that is
+    shorter (``workshop_tokens``); prompts given past the window raise ``ContextTooLong``.
+    """
+    if tokens is WORKSHOP_TOKENS:
+        tokens = workshop_tokens(model)
     tokens = np.atleast_1d(_check.count("tokens", tokens, minimum=1))
     if tokens.size == 0:
         raise ValueError(f"tokens must hold at least one token count, got {tokens!r}")
@@ -456,6 +479,8 @@ def shared_decode(model: Model, gpu: GPU, users, prompt_tokens, reply_tokens, pr
         if np.ndim(value) != 0:
             raise TypeError(f"{name} must be a single number, got {value!r}")
     users, prompt_tokens, reply_tokens = int(users), int(prompt_tokens), int(reply_tokens)
+    _check.instance("model", model, Model)
+    model.check_context(prompt_tokens + reply_tokens, "prompt_tokens + reply_tokens")
     timed = batching(model, gpu, users, prompt_tokens + reply_tokens // 2, price_per_hour, weight_bits, kv_bits,
                      assumptions)
     return SharedDecode(users, reply_tokens, prefill(model, gpu, prompt_tokens, 1, weight_bits, kv_bits, assumptions),
@@ -487,13 +512,19 @@ LESSON_WITH_CACHE = Assumptions(attention="causal", kv_cache=True,
 
 
 def memory_bound_from_cache(model: Model, gpu: GPU, weight_bits=16, kv_bits=16,
-                            assumptions: Assumptions = LESSON_WITH_CACHE, longest=2**20):
+                            assumptions: Assumptions = LESSON_WITH_CACHE, longest=None):
     """The fewest cached tokens per user at which no batch turns a decode step compute-bound.
 
     Each user's cache brings bytes of its own, so a long enough cache keeps a step
-    memory-bound however many users share it. Returns None when even ``longest`` cached
-    tokens leave some batch compute-bound (as when the cache is not counted at all).
+    memory-bound however many users share it. The search runs up to ``longest`` cached
+    tokens: by default the longest cache a decode step can read inside the model's
+    window (the window less the token the step adds). Returns None when even ``longest``
+    cached tokens leave some batch compute-bound (as when the cache is not counted at all,
+    or the window ends before the cache outweighs the arithmetic).
     """
+    _check.instance("model", model, Model)
+    if longest is None:
+        longest = model.context_window - 1 if model.context_window is not None else 2**20
     longest = int(_check.count("longest", longest, minimum=1))
 
     def turns(cached):

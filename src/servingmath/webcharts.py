@@ -624,7 +624,7 @@ def roofline_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm", de
     model, counted as the lesson counts (weights only, every limit reached exactly).
     """
     served = _model(model)
-    tokens = slider_steps(1, 100_000, 3, default_tokens, extra=(200, 3000))
+    tokens = slider_steps(1, served.context_window, 3, default_tokens, extra=(200, 3000))  # up to its window
     intensities = np.geomspace(0.3, 1e6, 60)
     peaks = [g.peak_flops for g in CATALOG.values()]
     lowest = min(attainable_flops(0.3, g.peak_flops, g.memory_bandwidth) for g in CATALOG.values())
@@ -689,8 +689,10 @@ def request_chart(default_gpu: str = "h100-sxm", default_bits: int = 16, default
     each pass reads against the GPU's memory. The bar is the whole reply, 100 % wide.
     """
     served = _model(model)
-    prompts = sorted({1, 20, 100, 200, 500, 1000, 2000, 3000, 6000, 10_000, 20_000, default_prompt})
     replies = sorted({1, 20, 100, 250, 300, 500, 1000, 2000, default_reply})
+    # Prompts whose longest reply still ends inside the model's window.
+    prompts = sorted(p for p in {1, 20, 100, 200, 500, 1000, 2000, 3000, 6000, 10_000, 20_000, default_prompt}
+                     if p + max(replies) <= served.context_window)
     timed = functools.lru_cache(maxsize=None)(
         lambda gpu, bits, prompt, reply: request(served, _gpu(gpu), prompt, reply, weight_bits=bits))
     panel = Panel.make((0, 1), (0, 1), 40, 56, x_label="share of the whole reply's time")
@@ -823,7 +825,7 @@ def workshop_chart(default_tokens: int = 1024, default_gpu: str = "h100-sxm", de
     worlds = {"plate": PLATE, "lesson": LESSON}
     if default_assumptions not in worlds:
         raise ValueError(f"default_assumptions must be 'plate' or 'lesson', got {default_assumptions!r}")
-    max_tokens = 16_384
+    max_tokens = min(16_384, served.context_window)
     tokens = slider_steps(1, max_tokens, 3, default_tokens)
     line_tokens = np.unique(np.round(np.geomspace(1, max_tokens, 48)).astype(int))
     curves = {(g, w): time_per_token_curve(served, CATALOG[g], tokens, worlds[w]) for g in CATALOG for w in worlds}
@@ -919,12 +921,13 @@ def cache_saving_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm"
     from .cache import CACHE_READ, decode_with_and_without_cache, time_with_and_without_cache
 
     served = _model(model)
-    tokens = slider_steps(1, 32_768, 2, default_tokens, extra=(1000,))
-    line_tokens = np.unique(np.round(np.geomspace(1, 32_768, 60)).astype(int))
+    longest = min(32_768, served.context_window - 1)  # the cache a step reads, inside the model's window
+    tokens = slider_steps(1, longest, 2, default_tokens, extra=(1000,))
+    line_tokens = np.unique(np.round(np.geomspace(1, longest, 60)).astype(int))
     lines = decode_with_and_without_cache(served, line_tokens)
     steps = decode_with_and_without_cache(served, tokens)
     with_flops, without_flops = np.asarray(steps.with_cache.flops), np.asarray(steps.without_cache.flops)
-    panel = Panel.make((1, 32_768), _decades(with_flops.min(), without_flops.max()), TOP + 6, 250, True, True,
+    panel = Panel.make((1, longest), _decades(with_flops.min(), without_flops.max()), TOP + 6, 250, True, True,
                        "tokens already in the sequence", "FLOPs of the next step")
     _log_axes(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS))
     panel.y_ticks = panel.y_ticks[::2]
@@ -932,7 +935,7 @@ def cache_saving_chart(default_tokens: int = 3000, default_gpu: str = "h100-sxm"
         panel.line(line_tokens, lines.without_cache.flops, PREFILL), panel.line(line_tokens, lines.with_cache.flops,
                                                                                DECODE),
         panel.label(1.5, float(np.asarray(lines.without_cache.flops)[0]) * 6, "without the cache", PREFILL),
-        panel.label(20_000, float(np.asarray(lines.with_cache.flops)[-1]) * 3, "with the cache", DECODE, "end")]
+        panel.label(longest * 0.6, float(np.asarray(lines.with_cache.flops)[-1]) * 3, "with the cache", DECODE, "end")]
     index = {int(t): i for i, t in enumerate(tokens)}
 
     def markers(tokens):
@@ -974,16 +977,17 @@ def cache_size_chart(default_tokens: int = 8000, default_bits: int = 16, model: 
     shapes = {"multi-head": replace(served, kv_heads=served.heads), "grouped-query, as published": served,
               "multi-query": replace(served, kv_heads=1)}
     colours = dict(zip(shapes, (DECODE, PREFILL, COMPUTE)))
-    tokens = slider_steps(256, 131_072, 2, default_tokens, extra=(8000,))
+    longest = min(131_072, served.context_window)  # a conversation inside the model's window
+    tokens = slider_steps(256, longest, 2, default_tokens, extra=(8000,))
     weights = weight_bytes(served.parameters)
     low = float(kv_cache_bytes(shapes["multi-query"], 256, kv_bits=8))
-    high = float(kv_cache_bytes(shapes["multi-head"], 131_072))
-    panel = Panel.make((256, 131_072), _decades(low, high), TOP + 6, 250, True, True, "tokens in the conversation",
+    high = float(kv_cache_bytes(shapes["multi-head"], longest))
+    panel = Panel.make((256, longest), _decades(low, high), TOP + 6, 250, True, True, "tokens in the conversation",
                        "KV cache")
-    _log_axes(panel, (256, 4096, 65_536), lambda b: units.gb(b, _figures(b / 1e9, 1)))
+    _log_axes(panel, tuple(t for t in (256, 4096, 65_536) if t <= longest), lambda b: units.gb(b, _figures(b / 1e9, 1)))
     panel.y_ticks = panel.y_ticks[1::2]
     background = panel.axes() + [
-        panel.line(np.array([256, 131_072]), np.array([weights] * 2), NEUTRAL, dashed=True, width=1.5),
+        panel.line(np.array([256, longest]), np.array([weights] * 2), NEUTRAL, dashed=True, width=1.5),
         panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", NEUTRAL)]
 
     def lines(kv_bits):
@@ -1023,14 +1027,16 @@ def users_that_fit_chart(default_tokens: int = 8000, default_gpu: str = "h100-sx
     from .memory import RESERVE, fit, kv_cache_bytes, max_batch
 
     served = _model(model)
-    tokens = slider_steps(256, 131_072, 2, default_tokens, extra=(1000, 8000, 32_000))
+    longest = min(131_072, served.context_window)  # a conversation inside the model's window
+    tokens = slider_steps(256, longest, 2, default_tokens, extra=[t for t in (1000, 8000, 32_000) if t <= longest])
     usable = [key for key, g in CATALOG.items() if max_batch(served, g, 256) > 0]
     counts = {(g, bits): np.asarray(max_batch(served, CATALOG[g], tokens, kv_bits=bits)) for g in usable
               for bits in (16, 8)}
     high = max(c.max() for c in counts.values())
-    panel = Panel.make((256, 131_072), _decades(0.5, high), TOP + 6, 250, True, True, "tokens each user holds",
+    panel = Panel.make((256, longest), _decades(0.5, high), TOP + 6, 250, True, True, "tokens each user holds",
                        "users that fit")
-    _log_axes(panel, (256, 4096, 65_536), lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    _log_axes(panel, tuple(t for t in (256, 4096, 65_536) if t <= longest),
+              lambda u: units.number(u) if u >= 1 else f"{u:g}")
     index = {int(t): i for i, t in enumerate(tokens)}
     colours = {16: PREFILL, 8: COMPUTE}
 
@@ -1041,7 +1047,8 @@ def users_that_fit_chart(default_tokens: int = 8000, default_gpu: str = "h100-sx
             parts.append(panel.line(tokens, shown, colour, width=2.5 if bits == 16 else 1.8))
         # The 8-bit line named above its left end, the 16-bit one under its right end: clear of both lines.
         parts += [panel.label(300, float(max(counts[(gpu, 8)][0], 1)) * 2.5, "8-bit cache", COMPUTE),
-                  panel.label(120_000, float(max(counts[(gpu, 16)][-1], 1)) * 0.3, "16-bit cache", PREFILL, "end")]
+                  panel.label(longest * 0.92, float(max(counts[(gpu, 16)][-1], 1)) * 0.3, "16-bit cache", PREFILL,
+                              "end")]
         return "".join(parts)
 
     def marker(tokens, gpu, kv_bits):
@@ -1077,7 +1084,7 @@ def cached_batching_chart(default_users: int = 32, default_tokens: int = 3000, d
 
     served = _model(model)
     users = slider_steps(1, 1024, 2, default_users, extra=(8, 32, 41))
-    lengths = (1000, 3000, 8000, 32_000)
+    lengths = tuple(t for t in (1000, 3000, 8000, 32_000) if t < served.context_window)  # a step inside the window
     priced = [key for key, g in CATALOG.items() if g.price_per_hour is not None and max_batch(served, g, 1000) > 0]
     costs = {(g, t, b): np.asarray(cached_decode(served, CATALOG[g], users, t, kv_bits=b).cost_per_million_tokens)
              for g in priced for t in lengths for b in (16, 8)}
@@ -1130,7 +1137,7 @@ def cached_batching_chart(default_users: int = 32, default_tokens: int = 3000, d
 
 # --- Plate XXIII.2: users that fit against the length of their conversations -------------
 @builder
-def kv_workshop_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm", default_bits: int = 16) -> Chart:
+def kv_workshop_chart(default_tokens: int = 4000, default_gpu: str = "h100-sxm", default_bits: int = 16) -> Chart:
     """The most users whose caches fit beside each of the plate's models' weights (solid), and the
     batch whose caches weigh as much as the weights (dashed), against the tokens each user holds.
 
@@ -1141,7 +1148,8 @@ def kv_workshop_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm",
 
     chosen = [MODELS[key] for key in WORKSHOP_MODELS]
     colours = dict(zip((m.name for m in chosen), (PREFILL, DECODE, COMPUTE)))
-    tokens = slider_steps(256, 32_768, 2, default_tokens, extra=(1000, 8000, 32_000))
+    longest = min([32_768] + [m.context_window for m in chosen])  # inside every model's window
+    tokens = slider_steps(256, longest, 2, default_tokens, extra=[t for t in (1000, 8000, 32_000) if t <= longest])
     gpus = [key for key, g in CATALOG.items() if all(max_batch(m, g, 256) > 0 for m in chosen)]
     users = {(g, m.name, b): np.asarray(max_batch(m, CATALOG[g], tokens, kv_bits=b))
              for g in gpus for m in chosen for b in (16, 8)}
@@ -1149,9 +1157,10 @@ def kv_workshop_chart(default_tokens: int = 8000, default_gpu: str = "h100-sxm",
                  for m in chosen for b in (16, 8)}
     low = min(min(c.min() for c in crossings.values()), 1)
     high = max(max(u.max() for u in users.values()), max(c.max() for c in crossings.values()))
-    panel = Panel.make((256, 32_768), _decades(low, high), TOP + 6, 260, True, True, "tokens each user holds",
+    panel = Panel.make((256, longest), _decades(low, high), TOP + 6, 260, True, True, "tokens each user holds",
                        "users")
-    _log_axes(panel, (256, 1024, 4096, 16_384), lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    _log_axes(panel, tuple(t for t in (256, 1024, 4096, 16_384) if t <= longest),
+              lambda u: units.number(u) if u >= 1 else f"{u:g}")
     index = {int(t): i for i, t in enumerate(tokens)}
 
     def lines(gpu, kv_bits):

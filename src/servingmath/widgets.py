@@ -177,7 +177,7 @@ def passes_explorer(prompt_tokens=2000, reply_tokens=300) -> Explorer:
 
 def _one_pass(tokens, gpu, weight_bits):
     """Llama 3 8B's pass as the controls describe it, counted as the lesson counts (weights only)."""
-    tokens = round(tokens)  # a log slider lands between whole numbers
+    tokens = min(round(tokens), LLAMA_3_8B.context_window)  # a log slider lands between whole numbers; the window caps it
     chosen = CATALOG[gpu]
     return {"tokens": tokens, "gpu": chosen,
             "step": step(LLAMA_3_8B, chosen, tokens, weight_bits=weight_bits, assumptions=LESSON)}
@@ -243,8 +243,10 @@ def request_explorer(model="llama-3-8b", gpu="h100-sxm", weight_bits=16, prompt_
     }
 
     def compute(model, gpu, weight_bits, prompt_tokens, reply_tokens):
-        chosen_gpu = CATALOG[gpu]
-        return chosen_gpu, serving.request(MODELS[model], chosen_gpu, prompt_tokens, reply_tokens, weight_bits)
+        chosen_gpu, chosen_model = CATALOG[gpu], MODELS[model]
+        reply_tokens = min(reply_tokens, chosen_model.context_window - 1)  # the window caps prompt and reply
+        prompt_tokens = min(prompt_tokens, chosen_model.context_window - reply_tokens)
+        return chosen_gpu, serving.request(chosen_model, chosen_gpu, prompt_tokens, reply_tokens, weight_bits)
 
     def describe(result):
         chosen_gpu, timed = result
@@ -406,6 +408,8 @@ def _workshop(tokens, compute_efficiency, bandwidth_efficiency, overhead, model,
         label=f"plate: {units.percent(compute_efficiency)} compute, {units.percent(bandwidth_efficiency)} "
               f"bandwidth, {units.ms(overhead)} a pass")
     curve = _curve(model, gpu, assumptions)
+    window = find_model(model).context_window  # passes and caches stay inside the model's window
+    tokens, cached_tokens = min(tokens, window), min(cached_tokens, window - 1)
     decode = curve.decode_at(cached_tokens)
     # One token in the pass is a decode step over the cache; more is a prefill of the prompt.
     chosen = decode if tokens == 1 else curve.prefill_at(tokens)
@@ -500,11 +504,13 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
 
     def compute(context_tokens, model, gpu):
         chosen_model, chosen_gpu = MODELS[model], CATALOG[gpu]
+        swept, longest = _within(chosen_model)
+        context_tokens = min(context_tokens, longest)
         return SimpleNamespace(
             gpu=chosen_gpu,
             saving=cache.decode_with_and_without_cache(chosen_model, context_tokens),
             times=cache.time_with_and_without_cache(chosen_model, chosen_gpu, context_tokens),
-            sweep=cache.decode_with_and_without_cache(chosen_model, CACHE_SWEEP_TOKENS))
+            sweep=cache.decode_with_and_without_cache(chosen_model, swept))
 
     def describe(result):
         saving, times = result.saving, result.times
@@ -536,6 +542,13 @@ def cache_saving_explorer(context_tokens=3000, model="llama-3-8b", gpu="h100-sxm
 CACHE_SWEEP_TOKENS = np.unique(np.round(np.logspace(0, 15, 301, base=2)).astype(int))
 
 
+def _within(*shown):
+    """The sweep's lengths and the longest context every model in ``shown`` reads (a cache and the
+    token a step adds): the curves stop at the shortest window."""
+    longest = min(m.context_window for m in shown) - 1
+    return CACHE_SWEEP_TOKENS[CACHE_SWEEP_TOKENS <= longest], longest
+
+
 def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> Explorer:
     """Lesson 2, part 2: one conversation's KV cache against the model's weights."""
     controls = {"context_tokens": _tokens_slider(context_tokens, "tokens in the conversation", low=256),
@@ -545,10 +558,12 @@ def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> 
 
     def compute(context_tokens, model, kv_bits):
         chosen = MODELS[model]
-        return SimpleNamespace(model=chosen, context_tokens=context_tokens, kv_bits=kv_bits,
+        swept, longest = _within(chosen)
+        context_tokens = min(context_tokens, longest)
+        return SimpleNamespace(model=chosen, context_tokens=context_tokens, kv_bits=kv_bits, swept=swept,
                                per_token=memory.kv_cache_bytes(chosen, 1, kv_bits=kv_bits),
                                conversation=memory.kv_cache_bytes(chosen, context_tokens, kv_bits=kv_bits),
-                               sweep=memory.kv_cache_bytes(chosen, CACHE_SWEEP_TOKENS, kv_bits=kv_bits),
+                               sweep=memory.kv_cache_bytes(chosen, swept, kv_bits=kv_bits),
                                weights=memory.weight_bytes(chosen.parameters))
 
     def describe(result):
@@ -563,10 +578,10 @@ def cache_size_explorer(context_tokens=8000, model="llama-3-8b", kv_bits=16) -> 
         return {f"{result.model.name}, {result.kv_bits}-bit cache": result.sweep}
 
     def draw(result, ax):
-        return plots.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens, ax)
+        return plots.cache_size_chart(result.swept, lines(result), result.weights, result.context_tokens, ax)
 
     def sketch(result):
-        return svgcharts.cache_size_chart(CACHE_SWEEP_TOKENS, lines(result), result.weights, result.context_tokens)
+        return svgcharts.cache_size_chart(result.swept, lines(result), result.weights, result.context_tokens)
 
     return Explorer(controls, compute, describe, draw, name="cache_size", sketch=sketch,
                     title="The KV cache of one conversation")
@@ -584,10 +599,12 @@ def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-s
 
     def compute(context_tokens, model, gpu, weight_bits, kv_bits):
         chosen_model, chosen_gpu = MODELS[model], CATALOG[gpu]
+        swept, longest = _within(chosen_model)
+        context_tokens = min(context_tokens, longest)
         users = memory.max_batch(chosen_model, chosen_gpu, context_tokens, weight_bits, kv_bits)
-        sweep = {f"{bits}-bit cache": memory.max_batch(chosen_model, chosen_gpu, CACHE_SWEEP_TOKENS, weight_bits, bits)
+        sweep = {f"{bits}-bit cache": memory.max_batch(chosen_model, chosen_gpu, swept, weight_bits, bits)
                  for bits in sorted({16, 8, kv_bits}, reverse=True)}
-        return SimpleNamespace(context_tokens=context_tokens, users=users, sweep=sweep,
+        return SimpleNamespace(context_tokens=context_tokens, users=users, sweep=sweep, swept=swept,
                                budget=memory.fit(chosen_model, chosen_gpu, context_tokens, max(users, 1),
                                                  weight_bits, kv_bits))
 
@@ -607,11 +624,11 @@ def users_that_fit_explorer(context_tokens=8000, model="llama-3-8b", gpu="h100-s
         return f"{budget.model.name}, {units.gb(budget.weight_bytes)} of weights, on {budget.gpu.name}: {left}"
 
     def draw(result, ax):
-        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+        return plots.users_that_fit_chart(result.swept, result.sweep, result.context_tokens,
                                           caption=caption(result), ax=ax)
 
     def sketch(result):
-        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+        return svgcharts.users_that_fit_chart(result.swept, result.sweep, result.context_tokens,
                                               caption=caption(result))
 
     return Explorer(controls, compute, describe, draw, name="users_that_fit", sketch=sketch,
@@ -639,7 +656,9 @@ def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", pric
 
     def compute(batch, context_tokens, gpu, price_per_hour, kv_bits):
         chosen_gpu = CATALOG[gpu]
-        lengths = sorted(set(CACHED_CONTEXTS) | {context_tokens})
+        longest = served.context_window - 1  # the cache a step reads, inside the window
+        context_tokens = min(context_tokens, longest)
+        lengths = sorted({tokens for tokens in CACHED_CONTEXTS if tokens <= longest} | {context_tokens})
         costs = {f"{units.number(tokens)} tokens each": cache.cached_decode(
             served, chosen_gpu, CACHED_USERS, tokens, price_per_hour, kv_bits=kv_bits).cost_per_million_tokens
             for tokens in lengths}
@@ -681,7 +700,7 @@ def cached_batching_explorer(batch=32, context_tokens=3000, gpu="h100-sxm", pric
 WORKSHOP_RESERVES = tuple(step / 100 for step in range(21))
 
 
-def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv_bits=16,
+def kv_workshop_explorer(context_tokens=4000, gpu="h100-sxm", weight_bits=16, kv_bits=16,
                          reserve=memory.RESERVE, models=cache.WORKSHOP_MODELS) -> Explorer:
     """Plate XXIII.2: the most users whose caches fit beside each model's weights on one GPU."""
     style = {"description_width": "13em"}
@@ -703,15 +722,17 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
 
     def compute(context_tokens, gpu, weight_bits, kv_bits, reserve):
         chosen_gpu = CATALOG[gpu]
+        swept, longest = _within(*chosen_models)
+        context_tokens = min(context_tokens, longest)
         return SimpleNamespace(
-            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models, reserve=reserve,
+            context_tokens=context_tokens, gpu=chosen_gpu, models=chosen_models, reserve=reserve, swept=swept,
             users={m.name: memory.max_batch(m, chosen_gpu, context_tokens, weight_bits, kv_bits, reserve)
                    for m in chosen_models},
             crossing={m.name: cache.cache_matches_weights_batch(m, context_tokens, weight_bits, kv_bits)
                       for m in chosen_models},
-            sweep={m.name: memory.max_batch(m, chosen_gpu, CACHE_SWEEP_TOKENS, weight_bits, kv_bits, reserve)
+            sweep={m.name: memory.max_batch(m, chosen_gpu, swept, weight_bits, kv_bits, reserve)
                    for m in chosen_models},
-            crossings={m.name: cache.cache_matches_weights_batch(m, CACHE_SWEEP_TOKENS, weight_bits, kv_bits)
+            crossings={m.name: cache.cache_matches_weights_batch(m, swept, weight_bits, kv_bits)
                        for m in chosen_models})
 
     def describe(result):
@@ -726,11 +747,11 @@ def kv_workshop_explorer(context_tokens=8000, gpu="h100-sxm", weight_bits=16, kv
         return f"{result.gpu.name}, {units.percent(result.reserve)} of its memory held back"
 
     def draw(result, ax):
-        return plots.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+        return plots.users_that_fit_chart(result.swept, result.sweep, result.context_tokens,
                                           result.crossings, caption(result), ax)
 
     def sketch(result):
-        return svgcharts.users_that_fit_chart(CACHE_SWEEP_TOKENS, result.sweep, result.context_tokens,
+        return svgcharts.users_that_fit_chart(result.swept, result.sweep, result.context_tokens,
                                               result.crossings, caption(result))
 
     return Explorer(controls, compute, describe, draw, name="kv_workshop", sketch=sketch,
