@@ -20,20 +20,15 @@ import numpy as np
 from . import _check
 from .models import Model
 
-try:  # the shared domain names: a model's window, and the error for a context past it
-    from .models import ContextTooLong
-except ImportError:  # until they land
-    class ContextTooLong(ValueError):
-        """A context, cache or conversation longer than the model's window."""
+from .models import ContextTooLong
 
 
 def context_window(model: Model) -> int:
     """The most tokens ``model`` holds in one conversation (``Model.context_window``)."""
     _check.instance("model", model, Model)
-    window = getattr(model, "context_window", None)
-    if window is None:  # until Model.context_window lands: Llama 3's max_position_embeddings
-        window = 8192
-    return int(window)
+    if model.context_window is None:
+        raise ValueError(f"model must have a context window to serve conversations, got {model.name} without one")
+    return int(model.context_window)
 
 
 def _rng(seed):

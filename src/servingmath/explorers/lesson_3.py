@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import load, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, menu, slider
+from ..models import LLAMA_3_1_8B
 from ..simulator import POLICIES
 from . import REFUSE, clock, counted
 
@@ -160,7 +161,7 @@ def continuous_batching(rate: float = 10) -> Explorer:
     """Plate XXIII.4: tokens a second against p99 time between tokens as the request rate grows, for static
     batching, continuous batching and chunked prefill."""
     rates = np.array(load.PLATE_RATES, dtype=float)
-    curves = {p: load.load_curve(p) for p in POLICIES}
+    curves = {p: load.load_curve(p, model=LLAMA_3_1_8B) for p in POLICIES}
     most = max(float(c.tokens_per_second.max()) for c in curves.values())
     highest = max(float(c.tbt_p99.max()) for c in curves.values())
     ticks = kit.round_steps(0, most * 1.05)
@@ -186,5 +187,5 @@ def continuous_batching(rate: float = 10) -> Explorer:
         slider("rate", "requests a second", load.PLATE_RATES, rate, rate_text)],
         readouts, [Layer(("rate",), marks)], panel.axes() + drawn, panel.bottom, refuse=REFUSE,
         note="Grey: static batching. Red: continuous. Blue: chunked prefill (512 tokens a step). "
-             "Llama 3 8B on an H100 SXM, 60 % of peak compute, 80 % of bandwidth, 0.2 ms a step.")
+             "Llama 3.1 8B on an H100 SXM, 60 % of peak compute, 80 % of bandwidth, 0.2 ms a step.")
 
