@@ -258,3 +258,73 @@ def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Mo
 def percentiles(values, qs=(50, 99)):
     """Several percentiles at once, as ``simulator.percentile`` counts them."""
     return tuple(percentile(values, q) for q in qs)
+
+
+# -- The reality check: the simulator against a published serving benchmark --------------------
+
+# TensorRT-LLM's performance overview (trtllm2025perf, in data/measurements.yaml): Llama 3.1 8B in
+# FP8 on one H100 SXM, every request of the same lengths, fed at an infinite rate; total output
+# tokens a second at maximum load.
+SERVING_BENCHMARKS = ("trtllm-h100-llama31-8b-128-128", "trtllm-h100-llama31-8b-2048-128",
+                      "trtllm-h100-llama31-8b-1000-1000")
+# The band the published figure must land in, as a share of the simulator's: the simulator takes
+# the plate's efficiencies for every part of a step, so it may run ahead of a real engine, and no
+# engine should beat it.
+SERVING_BAND = (0.70, 1.00)
+SERVING_GAP = (
+    "The simulator runs every part of a step at the plate's 60 % of peak arithmetic and 80 % of "
+    "bandwidth plus 0.2 ms; a real engine also samples, schedules and copies between steps, and its "
+    "attention over many short caches reaches less of the peak than its matrix products do.")
+# How the simulator is set for a saturated benchmark: requests all waiting at once, steps of up to
+# 8,192 tokens (chunked prefill) and as many users a step as memory holds (up to 2,048).
+SATURATED_REQUESTS = 3000
+SATURATED_STEP_TOKENS = 8192
+SATURATED_RUNNING = 2048
+
+
+@dataclass(frozen=True)
+class ServingCheck:
+    """One published throughput against the simulator's for the same model, GPU, formats and lengths."""
+
+    id: str
+    label: str
+    prompt_tokens: int
+    reply_tokens: int
+    published: float
+    simulated: float
+
+    @property
+    def share(self):
+        """The published figure as a share of the simulator's."""
+        return self.published / self.simulated
+
+    @property
+    def explained(self):
+        low, high = SERVING_BAND
+        return low <= self.share <= high
+
+
+@lru_cache(maxsize=16)
+def serving_check(measurement_id: str, count=SATURATED_REQUESTS) -> ServingCheck:
+    """Simulate the benchmark row ``measurement_id``: its requests all waiting at time 0, served with
+    chunked prefill on its GPU at its formats (the peak taken in the format its arithmetic runs on)."""
+    from . import reality
+    rows = {m.id: m for m in reality.load()}
+    if measurement_id not in rows:
+        raise ValueError(f"measurement_id must be one of {sorted(rows)}, got {measurement_id!r}")
+    row = rows[measurement_id]
+    if row.prompt_tokens is None or row.reply_tokens is None or row.gpus != 1:
+        raise ValueError(f"measurement_id must name a one-GPU row with stated lengths, got {measurement_id!r}")
+    gpu = row.gpu.with_changes(dense_flops={**row.gpu.dense_flops, "bf16": row.peak_flops})
+    server = Server(row.shape, gpu, policy="chunked", step_tokens=SATURATED_STEP_TOKENS,
+                    max_running=SATURATED_RUNNING, weight_bits=row.weight_bits, kv_bits=row.cache_bits)
+    count = simulator._whole("count", count, 1)
+    traffic = workload(np.zeros(count), np.full(count, row.prompt_tokens), np.full(count, row.reply_tokens))
+    run_ = simulate(server, traffic)
+    return ServingCheck(row.id, f"{row.shape.name}, {row.weights}, {row.hardware_label}", row.prompt_tokens,
+                        row.reply_tokens, float(row.value), float(run_.tokens_per_second))
+
+
+def serving_checks(ids=SERVING_BENCHMARKS) -> list[ServingCheck]:
+    """Every benchmark row of ``ids`` set against the simulator."""
+    return [serving_check(i) for i in ids]
