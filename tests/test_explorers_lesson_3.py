@@ -20,7 +20,7 @@ def test_paging_reads_the_simulated_shares_and_users():
 
 
 def test_batching_and_stall_read_the_simulator_at_every_setting():
-    made = lesson_3.batching()
+    made = lesson_3.first_token_wait()
     for setting in made.settings():
         at = load.policies_at(setting["rate"])
         assert made.readouts_at(**setting)["static: first token p50 / p99"] == \

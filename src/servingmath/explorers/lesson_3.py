@@ -56,7 +56,7 @@ def paging(rate: float = 10) -> Explorer:
 
 
 @explorer
-def batching(rate: float = 10) -> Explorer:
+def first_token_wait(rate: float = 10) -> Explorer:
     """Part 2: time to first token at p50 and p99 under static, continuous and chunked batching, the same
     arrivals for each (log scale)."""
     panel = kit.Panel.make((1e-3, 1e3), (0, 1), kit.TOP + 8, 170, x_log=True, x_label="time to first token (s)")
@@ -83,7 +83,7 @@ def batching(rate: float = 10) -> Explorer:
             shown[f"{POLICY_NAMES[policy]}: tokens a second"] = units.number(at[policy].tokens_per_second)
         return shown
 
-    return Explorer("batching", "Waiting for the first token, three ways to batch", [
+    return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
         note="Bars run to p99, the grey tick marks p50. Llama 3 8B on an H100 SXM, the plate's assumptions.")
