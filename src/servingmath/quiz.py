@@ -366,3 +366,77 @@ class Quiz:
 
     def _ipython_display_(self):
         display(self.widget())
+
+
+def _lesson_3_questions():
+    from . import load
+    from .explorers import clock
+
+    paged = load.paged_against_reserved(10)
+    at = load.policies_at(10)
+    stall = load.prefill_stall(4000, 512)
+    share = units.percent(paged.reserved_share, 1)
+    return (
+        Question(
+            prompt="A server reserves each user's whole window of cache when the request arrives. Why does most of "
+                   "that memory hold nothing?",
+            options=("Most conversations end far short of the window, and the rest of the reservation stays empty.",
+                     "The cache of a token shrinks as the reply goes on.",
+                     "Reserved memory cannot be read by the attention kernels.",
+                     "The weights are stored inside each reservation."),
+            correct=0,
+            feedback=(f"With ShareGPT's lengths on Llama 3 8B only about {share} of the reserved memory holds tokens; "
+                      "paging hands out blocks as the conversation grows.",
+                      "Every token keeps its keys and values for as long as the request runs.",
+                      "It can: the waste is in room set aside for tokens that never come.",
+                      "The weights are held once for every user, outside the caches."),
+        ),
+        Question(
+            prompt="Under static batching, what does a user who arrives just after a batch starts wait for?",
+            options=("The longest reply in that batch, then their own prefill.",
+                     "One decode step.",
+                     "Their own prefill only.",
+                     "Every request that arrived before them, one at a time."),
+            correct=0,
+            feedback=(f"At 10 requests a second the p99 first token came after {clock(at['static'].ttft_p99)} under "
+                      f"static batching, against {clock(at['continuous'].ttft_p99)} under continuous batching.",
+                      "That is continuous batching: the new user joins at the next step.",
+                      "The batch under way has to finish first.",
+                      "The batch runs its users together; the wait is for the whole batch to finish."),
+        ),
+        Question(
+            prompt="A 4,000-token prompt joins a running batch. What does chunked prefill change for the users "
+                   "already writing their replies?",
+            options=("Their longest wait for a token shrinks to about one step with a chunk in it.",
+                     "Nothing: their tokens are made in separate steps.",
+                     "They wait longer, since the prompt takes more steps.",
+                     "Their cache is freed while the prompt is read."),
+            correct=0,
+            feedback=(f"Prefilled whole, the step takes {clock(stall.whole_gap)}; in pieces of 512 tokens the longest "
+                      f"is {clock(stall.chunked_gap)}.",
+                      "Under continuous batching the prompt shares their step.",
+                      "It is the new user whose first token comes a little later.",
+                      "Their caches stay; only preemption frees a cache."),
+        ),
+        Question(
+            prompt="What does DistServe's goodput count?",
+            options=("The most requests a second at which at least 90 % of requests meet both latency targets.",
+                     "All the tokens a second a server makes.",
+                     "The tokens a second of the fastest user.",
+                     "The requests a second at which the GPU turns compute-bound."),
+            correct=0,
+            feedback=("A rate, found against targets for the first token and for the tokens after it.",
+                      "That is throughput, which keeps rising past the point where users wait too long.",
+                      "Goodput is a rate of requests served within the targets.",
+                      "Goodput is set by the targets, whatever the bound of a step."),
+        ),
+    )
+
+
+def __getattr__(name):
+    # Lesson 3's questions run the simulator: built on first use, not on import.
+    if name == "LESSON_3_QUESTIONS":
+        value = _lesson_3_questions()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
