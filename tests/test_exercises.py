@@ -164,8 +164,8 @@ def test_the_graded_release_runs_blank_and_records_without_judging():
 
 def test_graded_text_refuses_a_check_that_is_not_the_cells_last_call():
     solution = (SOLUTIONS[0]).read_text(encoding="utf-8").replace(
-        'check(answer, sm.passes_for_request(500, 1000), rel=0, label="1.1", units="passes")',
-        'print(check(answer, sm.passes_for_request(500, 1000), rel=0, label="1.1", units="passes"))')
+        'check(answer, sm.passes_for_request(800, 1500), rel=0, label="1.1", units="passes")',
+        'print(check(answer, sm.passes_for_request(800, 1500), rel=0, label="1.1", units="passes"))')
     with pytest.raises(ValueError, match="must end with check"):
         graded_text(solution, "solutions/x.md")
 

@@ -418,9 +418,12 @@ def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
 
 
 # -- the three attacks, as root --------------------------------------------------------
-PROC_ROUTE = '''import pathlib, re
+PROC_ROUTE = '''import os, pathlib, re
 stolen = {}
-for cwd in sorted(pathlib.Path("/proc").glob("[0-9]*/cwd")):
+# The kernel's parent (the grader) first, then every other process the kernel can see.
+for cwd in [pathlib.Path(f"/proc/{os.getppid()}/cwd"), *sorted(pathlib.Path("/proc").glob("[0-9]*/cwd"))]:
+    if stolen:
+        break
     for name in ("solutions/lesson-1-part-1.md", "../solutions/lesson-1-part-1.md"):
         try:
             text = (cwd / name).read_text()

@@ -86,9 +86,9 @@ def test_the_seed_is_the_notebook_and_the_id_and_nothing_else():
 def test_the_practice_release_and_the_solutions_keep_their_fixed_numbers():
     for folder in ("exercises", "solutions"):
         text = (ROOT / folder / "lesson-1-part-1.md").read_text(encoding="utf-8")
-        assert "500-token prompt" in text and "sheet(" not in text and "mine.show" not in text
+        assert "800-token prompt" in text and "sheet(" not in text and "mine.show" not in text
     graded = (ROOT / "exercises" / "graded" / "lesson-1-part-1.md").read_text(encoding="utf-8")
-    assert "500-token prompt" not in graded and graded.count("mine.show(") == 6
+    assert "800-token prompt" not in graded and graded.count("mine.show(") == 6
 
 
 def test_the_graded_notebook_shows_the_students_own_numbers_and_whose_they_are(tmp_path):
