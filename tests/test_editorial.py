@@ -300,3 +300,14 @@ def test_no_raw_float_is_printed_on_a_built_page(page):
         # A live chart's data (a script's JSON) is read by its script, not by the reader.
         text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>", " ", output, flags=re.S))
         assert not re.search(r"\d\.\d{5,}", text), (page, text.strip()[:200])
+
+
+def test_the_front_page_names_every_lesson_and_counts_the_plates():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    front = (ROOT / "index.md").read_text(encoding="utf-8")
+    lessons = re.findall(r"file: (chapters/lesson-\d+/index)", toc)
+    plates = re.findall(r"file: chapters/plates/", toc)
+    assert lessons and plates
+    assert all(f"<{lesson}>" in front for lesson in lessons)
+    spelled = {1: "One plate", 2: "Two plates", 3: "Three plates", 4: "Four plates", 5: "Five plates"}
+    assert spelled[len(plates)] in front

@@ -163,9 +163,10 @@ def test_the_graded_release_runs_blank_and_records_without_judging():
 
 
 def test_graded_text_refuses_a_check_that_is_not_the_cells_last_call():
-    solution = (SOLUTIONS[0]).read_text(encoding="utf-8").replace(
-        'check(answer, sm.passes_for_request(800, 1500), rel=0, label="1.1", units="passes")',
-        'print(check(answer, sm.passes_for_request(800, 1500), rel=0, label="1.1", units="passes"))')
+    original = (SOLUTIONS[0]).read_text(encoding="utf-8")
+    call = re.search(r'^check\(answer, .*label="1\.1".*\)$', original, flags=re.M).group(0)
+    solution = original.replace(call, f"print({call})")
+    assert solution != original
     with pytest.raises(ValueError, match="must end with check"):
         graded_text(solution, "solutions/x.md")
 
@@ -183,3 +184,20 @@ def test_nbgrader_source_marks_answer_and_check_cells_and_hides_the_check():
     # The hidden test marks against the student's own variant, with a fresh copy of the package's check.
     assert "_variants.expected('lesson-1-part-1', '1.1', _student)" in hidden and "### END HIDDEN TESTS" in hidden
     assert "_importlib.reload(_checks)" in hidden and "sm.passes_for_request(500, 1000)" not in hidden
+
+
+def test_a_problem_that_names_its_cache_checks_that_cache():
+    # Each problem of plate XXIII.1 that says "N cached tokens" or "the cache now holds N tokens"
+    # is checked against a decode step over those same N tokens.
+    text = (ROOT / "solutions" / "plate-xxiii-1.md").read_text(encoding="utf-8")
+    problems = re.split(r"^## Problem ", text, flags=re.M)[1:]
+    named_somewhere = False
+    for problem in problems:
+        prose = re.sub(r"```.*?```", "", problem, flags=re.S)
+        named = {int(n.replace(",", "")) for n in
+                 re.findall(r"([\d,]+) cached tokens|cache now holds ([\d,]+) tokens", prose) for n in n if n}
+        checked = {int(n.replace("_", "")) for n in re.findall(r"cached_tokens=([\d_]+)", problem)}
+        if named:
+            named_somewhere = True
+            assert named <= checked, (problem.splitlines()[0], named, checked)
+    assert named_somewhere

@@ -120,3 +120,17 @@ def test_ms_significant_refuses_bad_input():
         units.ms_significant(-1.0)
     with pytest.raises(ValueError, match="significant"):
         units.ms_significant(1.0, 0)
+
+
+def test_the_workshops_readouts_time_a_prefill_and_the_cache_moves_only_the_decode_line():
+    # The plate says the tokens slider sets a prefill (one token: nothing cached) and the cache
+    # slider only the red dashes' decode step.
+    from servingmath.explorers import plates
+
+    chart = plates.workshop(tokens=1024, cached=1000)
+    at_one = chart.readouts_at(tokens=1)
+    assert at_one == chart.readouts_at(tokens=1, cached=8000)
+    prefill_one = sm.time_per_token_curve(sm.LLAMA_3_8B, sm.H100_SXM, [1]).prefill_at(1)
+    assert at_one["time of the pass"] == sm.units.ms_significant(prefill_one.time)
+    decode = sm.time_per_token_curve(sm.LLAMA_3_8B, sm.H100_SXM, [1]).decode_at(1000)
+    assert decode.time > prefill_one.time
