@@ -47,13 +47,13 @@ def pages() -> list[str]:
             if not path.relative_to(ROOT).as_posix().startswith("solutions/")]
 
 
-# What puts something a reader works in JupyterLab on a page: importing widgets (an explorer, a quiz) or live charts.
-CONTROLS = re.compile(r"^[ \t]*(?:from|import)[ \t].*\b(?:ipywidgets|widgets|webcharts)\b", re.M)
+# What puts something a reader works in JupyterLab on a page: importing widgets, the explorers or a quiz.
+CONTROLS = re.compile(r"^[ \t]*(?:from|import)[ \t].*\b(?:ipywidgets|explorers|quiz)\b", re.M)
 
 
 def has_controls(path: str) -> bool:
     """Whether the page ``path`` holds something a reader works in JupyterLab: every exercise notebook (its
-    checks answer the reader), and every page that imports widgets (explorers, quizzes) or live charts."""
+    checks answer the reader), and every page that imports widgets, the explorers or a quiz."""
     return path.startswith("exercises/") or bool(CONTROLS.search((ROOT / path).read_text(encoding="utf-8")))
 
 
@@ -401,7 +401,12 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "cache_size": "chapters/lesson-2/part-2-its-size.md",
                   "users_that_fit": "chapters/lesson-2/part-3-how-many-users-fit.md",
                   "cached_batching": "chapters/lesson-2/part-4-decode-and-price.md",
-                  "kv_workshop": "chapters/plates/xxiii-2-the-kv-cache.md"}
+                  "kv_workshop": "chapters/plates/xxiii-2-the-kv-cache.md",
+                  "paging": "chapters/lesson-3/part-1-paged-memory.md",
+                  "first_token_wait": "chapters/lesson-3/part-2-continuous-batching.md",
+                  "stall": "chapters/lesson-3/part-3-prefill-meets-decode.md",
+                  "load_latency": "chapters/lesson-3/part-4-load-latency-and-price.md",
+                  "continuous_batching": "chapters/plates/xxiii-4-continuous-batching.md"}
 EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 

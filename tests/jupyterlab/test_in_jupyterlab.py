@@ -97,20 +97,20 @@ def test_the_test_covers_every_page_with_controls_and_every_exercise():
     listed = [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
     every = labdriver.pages()
     assert [page for page in listed if f"{page}.md" not in every] == []
-    with_widgets = [page for page in every if "servingmath.widgets import" in (labdriver.ROOT / page).read_text()]
+    with_widgets = [page for page in every if not page.startswith("exercises/") and labdriver.has_controls(page)]
     exercises = [page for page in every if page.startswith("exercises/")]
     assert len(exercises) >= 20 and "exercises/graded/lesson-1-part-1.md" in exercises
     assert len(with_widgets) >= 12 and set(with_widgets) | set(exercises) <= set(PAGES)
     assert {"index.md", "chapters/lesson-1/wrap-up.md", "chapters/lesson-2/wrap-up.md"} <= set(PAGES)  # chart, quizzes
     # The pages left to the book's build (scripts/nbgate.py checks their runs) build no widget and no chart.
     plain = set(every) - set(PAGES)
-    uses = re.compile(r"\b(?:ipywidgets|widgets|webcharts)\.\w|_explorer\(|\bQuiz\(")
+    uses = re.compile(r"\bipywidgets\.\w|\.live\(|\bQuiz\(")
     assert plain and not any(uses.search((labdriver.ROOT / page).read_text()) for page in plain)
     assert not any(p.startswith("solutions/") or "/." in p for p in PAGES)
     assert set(EXPLORER_PAGES) <= set(PAGES)
     # Every explorer a page builds is listed with its page (so the redraw benchmark and the screenshots find it).
     built = {(page, name) for page in every
-             for name in re.findall(r"\b(\w+)_explorer\(", (labdriver.ROOT / page).read_text())}
+             for name in re.findall(r"\b(\w+)\(\)\.live\(", (labdriver.ROOT / page).read_text())}
     assert built == {(page, name) for name, page in labdriver.EXPLORER_PAGES.items()}
 
 

@@ -36,9 +36,12 @@ def paging(rate: float = 10) -> Explorer:
     def bars(rate):
         seen = load.paged_against_reserved(rate)
         top = panel.y.end + 30
-        return (_bar_row(panel, top, seen.paged_share, kit.COMPUTE, f"paged: {units.percent(seen.paged_share, 1)}")
+        # Each bar names the most users it held at once, which is what the rate moves.
+        return (_bar_row(panel, top, seen.paged_share, kit.COMPUTE,
+                         f"paged: {units.percent(seen.paged_share, 1)}, up to {units.number(seen.paged_peak_users)} users")
                 + _bar_row(panel, top + 60, seen.reserved_share, kit.DECODE,
-                           f"reserved: {units.percent(seen.reserved_share, 1)}"))
+                           f"reserved: {units.percent(seen.reserved_share, 1)}, up to "
+                           f"{units.number(seen.reserved_peak_users)} users"))
 
     def readouts(rate):
         seen = load.paged_against_reserved(rate)
