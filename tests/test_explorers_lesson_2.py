@@ -21,9 +21,11 @@ def test_cache_saving_shows_example_1_1_and_follows_its_controls():
     live = made.live().set(tokens=1280, gpu="l4")
     timed = cache.time_with_and_without_cache(M, sm.CATALOG["l4"], 1280)
     assert live.readouts["the step without the cache"] == f"{units.ms_significant(timed.without_cache.time)}, compute-bound"
-    live.set(model="deepseek-v2-lite")
+    live.set(model="deepseek-v2-lite")   # its 16-bit weights do not fit the L4's 24 GB
+    assert set(live.readouts.values()) == {"does not fit"}
+    live.set(gpu="h100-sxm")
     lite = cache.decode_with_and_without_cache(sm.MODELS["deepseek-v2-lite"], 1280)
-    assert live.readouts["times fewer with the cache"] == units.number(lite.flops_saved) and live.draws == 3
+    assert live.readouts["times fewer with the cache"] == units.number(lite.flops_saved)
 
 
 def test_cache_size_shows_the_three_designs_and_any_model():
@@ -111,3 +113,12 @@ def test_a_context_past_a_models_window_reads_as_such_in_jupyter():
     live.set(tokens=3000)
     assert live.readouts["times fewer with the cache"] == units.number(
         cache.decode_with_and_without_cache(sm.MODELS["llama-2-7b"], 3000).flops_saved)
+
+
+def test_cache_saving_times_no_step_on_a_gpu_that_cannot_hold_the_model():
+    """Llama 3 70B's 16-bit weights do not fit an L4: the explorer refuses rather than time the step."""
+    made = lesson_2.cache_saving()
+    refused = made.readouts_at(model="llama-3-70b", gpu="l4")
+    assert set(refused.values()) == {"does not fit"}
+    held = made.readouts_at(model="llama-3-70b", gpu="h200")
+    assert held["the step with the cache"].endswith("memory-bound")

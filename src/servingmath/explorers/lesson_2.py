@@ -55,9 +55,14 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
                 + panel.label(1.5, float(without[0]) * 6, "without the cache", kit.PREFILL)
                 + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
 
+    def timed_on(model, gpu, tokens):
+        # No time for a step on a GPU that cannot hold the weights and this one conversation's cache.
+        fit(find_model(model), find_gpu(gpu), tokens + 1).require()
+        return time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+
     def markers(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
-        timed = time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+        timed = timed_on(model, gpu, tokens)
         return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
                 + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
                 + kit.text(panel.x.start + 6, panel.y.end + 18, f"on {find_gpu(gpu).name}: {ms(timed.with_cache.time)} "
@@ -65,7 +70,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
 
     def readouts(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
-        timed = time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+        timed = timed_on(model, gpu, tokens)
         bound = {True: "compute-bound", False: "memory-bound"}
         return {"FLOPs without the cache": units.trillions(saving.without_cache.flops, 2),
                 "FLOPs with the cache": units.billions(saving.with_cache.flops, 1),
