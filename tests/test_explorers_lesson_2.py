@@ -31,11 +31,11 @@ def test_cache_saving_shows_example_1_1_and_follows_its_controls():
 def test_cache_size_shows_the_three_designs_and_any_model():
     made = lesson_2.cache_size()
     shown = made.readouts_at()
-    assert (shown["multi-head"], shown["grouped-query, as published"], shown["multi-query"]) == (
+    assert (shown["multi-head"], shown["as published"], shown["multi-query"]) == (
         "4.19 GB", "1.05 GB", "0.13 GB")
-    assert shown["grouped-query, as a share of the weights"] == "6.5 %"
+    assert shown["as published, as a share of the weights"] == "6.5 %"
     assert shown["cache a token, as published"] == "131,072 bytes, 8 KV heads"
-    assert made.readouts_at(kv_bits=8)["grouped-query, as published"] == units.gb(kv_cache_bytes(M, 8000, kv_bits=8))
+    assert made.readouts_at(kv_bits=8)["as published"] == units.gb(kv_cache_bytes(M, 8000, kv_bits=8))
     lite = sm.MODELS["deepseek-v2-lite"]
     assert made.readouts_at(model="deepseek-v2-lite", kv_bits=8)["cache a token, as published"].startswith(
         units.number(kv_cache_bytes(lite, 1, kv_bits=8)))
@@ -122,3 +122,14 @@ def test_cache_saving_times_no_step_on_a_gpu_that_cannot_hold_the_model():
     assert set(refused.values()) == {"does not fit"}
     held = made.readouts_at(model="llama-3-70b", gpu="h200")
     assert held["the step with the cache"].endswith("memory-bound")
+
+
+def test_cache_size_draws_no_regrouped_heads_for_latent_attention():
+    """Part 2 invites DeepSeek-V2 into the explorer: it caches a latent, not key-value heads, so the explorer
+    neither labels it grouped-query nor draws multi-head and multi-query variants that cannot differ."""
+    v2 = sm.MODELS["deepseek-v2"]
+    shown = lesson_2.cache_size().readouts_at(model="deepseek-v2")
+    assert shown["as published"] == units.gb(kv_cache_bytes(v2, 8000))
+    assert shown["multi-head"] == shown["multi-query"] == "no key-value heads: latent attention"
+    assert shown["cache a token, as published"] == "69,120 bytes, one latent of 576 numbers a layer"
+    assert "KV head" in lesson_2.cache_size().readouts_at(model="llama-3-70b")["cache a token, as published"]
