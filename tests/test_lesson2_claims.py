@@ -42,3 +42,16 @@ def test_every_cache_with_a_sliding_window_stops_growing_at_it():
             assert full < 2 * half, model.name  # bends: the sliding layers hold only their window
         else:
             assert full == 2 * half, model.name  # a straight line through zero
+
+
+NOT_LATENT = [m for m in sm.MODELS.values() if not m.latent_attention]
+
+
+@pytest.mark.parametrize("model", NOT_LATENT, ids=[m.name for m in NOT_LATENT])
+def test_wrap_up_memory_bound_sentence_holds_for_every_grouped_query_model_sliding_windows_included(model):
+    """Wrap-up, point 4: "for grouped-query models on a data-centre GPU, conversations that fill the
+    window keep decode memory-bound at any batch" names no exception for sliding windows, so it must
+    hold for them too."""
+    for gpu in RENTED:
+        assert sm.serving.compute_bound_batch(model, gpu, model.context_window - 1,
+                                              assumptions=cache.CACHE_READ) is None, (model.name, gpu.name)

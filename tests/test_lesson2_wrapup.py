@@ -110,6 +110,14 @@ def test_the_quizs_feedback_quotes_the_packages_figures():
         assert figure in text
 
 
+def test_the_quizs_batches_name_their_model_and_fit_its_memory():
+    """Question 4's answers hold for the model it names (a latent-attention model would differ), and its
+    larger batch fits beside the weights, inside the model's window."""
+    asked = LESSON_2_QUESTIONS[3].prompt
+    assert asked.startswith(M.name) and "128" in asked
+    assert max_batch(M, G, 3000) >= 128 and 3000 < M.context_window
+
+
 def test_the_quiz_widget_answers_a_click():
     shown = Quiz(LESSON_2_QUESTIONS)
     assert shown.choose(3, 1).correct and not shown.choose(0, 1).correct

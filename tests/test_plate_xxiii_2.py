@@ -42,3 +42,19 @@ def test_the_lines_fall_a_decade_a_decade():
         assert abs(users[1] - users[0] / 10) <= 1  # a tenth of the users, but for rounding down to whole ones
 
 
+
+
+def test_on_every_80_gb_gpu_a_full_batch_of_each_workshop_model_spends_more_on_caches_than_weights():
+    """The plate: "on an 80 GB GPU, a full batch of any of these models spends most of its memory on caches,
+    not weights", at every length the chart draws and every bits the explorer offers."""
+    from servingmath.cache import WORKSHOP_MODELS
+    eighty = [g for g in sm.CATALOG.values() if 78e9 < g.memory_bytes < 90e9]
+    assert eighty
+    for gpu in eighty:
+        for model in (sm.MODELS[key] for key in WORKSHOP_MODELS):
+            for tokens in (256, 1000, 2048, 4096):
+                for wb in (16, 8, 4):
+                    for kb in (16, 8, 4):
+                        users = max_batch(model, gpu, tokens, wb, kb)
+                        assert users * kv_cache_bytes(model, tokens, 1, kb) > weight_bytes(model.parameters, wb), (
+                            gpu.name, model.name, tokens, wb, kb)

@@ -285,8 +285,8 @@ def _lesson_2_questions():
             ),
         ),
         Question(
-            prompt="Conversations of 3,000 tokens on an H100. You double the users sharing each decode step from "
-                   "64 to 128. What happens?",
+            prompt=f"{model.name} on an H100, with conversations of 3,000 tokens. You double the users sharing "
+                   "each decode step from 64 to 128. What happens?",
             options=(
                 "The cost of a million tokens halves and each user's speed stays the same, as in lesson 1.",
                 "The cost falls a little, and every user's tokens come more slowly.",

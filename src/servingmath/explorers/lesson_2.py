@@ -55,9 +55,14 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
                 + panel.label(1.5, float(without[0]) * 6, "without the cache", kit.PREFILL)
                 + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
 
+    def timed_on(model, gpu, tokens):
+        # No time for a step on a GPU that cannot hold the weights and this one conversation's cache.
+        fit(find_model(model), find_gpu(gpu), tokens + 1).require()
+        return time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+
     def markers(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
-        timed = time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+        timed = timed_on(model, gpu, tokens)
         return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
                 + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
                 + kit.text(panel.x.start + 6, panel.y.end + 18, f"on {find_gpu(gpu).name}: {ms(timed.with_cache.time)} "
@@ -65,7 +70,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
 
     def readouts(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
-        timed = time_with_and_without_cache(find_model(model), find_gpu(gpu), tokens)
+        timed = timed_on(model, gpu, tokens)
         bound = {True: "compute-bound", False: "memory-bound"}
         return {"FLOPs without the cache": units.trillions(saving.without_cache.flops, 2),
                 "FLOPs with the cache": units.billions(saving.with_cache.flops, 1),
@@ -86,9 +91,16 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
     """One conversation's KV cache against its length for the model's shape with full multi-head, its own
     and multi-query attention; the weights as a line."""
     def shapes(model):
+        """The three designs on the model's layers; a latent-attention model caches no key-value heads to
+        regroup, so only its own design is drawn."""
         served = find_model(model)
-        return {"multi-head": replace(served, kv_heads=served.heads), "grouped-query, as published": served,
+        if served.latent_attention:
+            return {"as published": served}
+        return {"multi-head": replace(served, kv_heads=served.heads), "as published": served,
                 "multi-query": replace(served, kv_heads=1)}
+
+    def colour(name):
+        return colours[("multi-head", "as published", "multi-query").index(name)]
 
     colours = (kit.DECODE, kit.PREFILL, kit.COMPUTE)
     most = longest(model, 131_072)   # a conversation inside the model's window
@@ -103,21 +115,25 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
         parts = [panel.line([256, most], [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
                  panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", kit.NEUTRAL)]
         for k, (name, shape) in enumerate(shapes(model).items()):
-            parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colours[k]),
-                      panel.label(300, weights / (4 * 2.5 ** k), name.split(",")[0], colours[k])]
+            parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name)),
+                      panel.label(300, weights / (4 * 2.5 ** k), name, colour(name))]
         return "".join(parts)
 
     def markers(tokens, kv_bits, model):
-        return "".join(panel.marker(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colour)
-                       for shape, colour in zip(shapes(model).values(), colours))
+        return "".join(panel.marker(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colour(name))
+                       for name, shape in shapes(model).items())
 
     def readouts(tokens, kv_bits, model):
         served = find_model(model)
-        shown = {name: units.gb(kv_cache_bytes(shape, tokens, kv_bits=kv_bits)) for name, shape in shapes(model).items()}
-        shown["grouped-query, as a share of the weights"] = units.percent(
+        drawn = shapes(model)
+        shown = {name: (units.gb(kv_cache_bytes(drawn[name], tokens, kv_bits=kv_bits)) if name in drawn
+                        else "no key-value heads: latent attention")
+                 for name in ("multi-head", "as published", "multi-query")}
+        shown["as published, as a share of the weights"] = units.percent(
             kv_cache_bytes(served, tokens, kv_bits=kv_bits) / weight_bytes(served.parameters), 1)
-        shown["cache a token, as published"] = (f"{units.number(kv_cache_bytes(served, 1, kv_bits=kv_bits))} bytes, "
-                                                f"{counted(served.kv_heads, 'KV head', 'KV heads')}")
+        design = (f"one latent of {units.number(served.cache_width)} numbers a layer" if served.latent_attention
+                  else counted(served.kv_heads, 'KV head', 'KV heads'))
+        shown["cache a token, as published"] = f"{units.number(kv_cache_bytes(served, 1, kv_bits=kv_bits))} bytes, {design}"
         return shown
 
     return Explorer("cache_size", "The KV cache of one conversation", [
