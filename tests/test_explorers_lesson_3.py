@@ -16,7 +16,11 @@ def test_paging_reads_the_simulated_shares_and_users():
     shown = made.readouts_at()
     assert shown["paged: memory holding tokens"] == units.percent(seen.paged_share, 1)
     assert shown["users that fit at their longest, reserved"] == units.number(seen.reserved_users)
-    assert f"reserved: {units.percent(seen.reserved_share, 1)}" in texts(made.svg_at())
+    assert (f"reserved: {units.percent(seen.reserved_share, 1)}, up to {units.number(seen.reserved_peak_users)} users"
+            in texts(made.svg_at()))
+    # The rate moves the drawing: the most users held at once differ between the slider's ends.
+    ends = [texts(made.svg_at(rate=rate)) for rate in (made.controls[0].options[0], made.controls[0].options[-1])]
+    assert ends[0] != ends[1]
 
 
 def test_batching_and_stall_read_the_simulator_at_every_setting():
