@@ -196,13 +196,14 @@ def sandbox_argv(sockets: Path, env: dict[str, str]) -> list[str]:
             "--hostname", "sandbox"]
     for folder in SYSTEM_DIRS:
         argv += ["--ro-bind-try", folder, folder]
+    # An empty /tmp first: a course cloned under /tmp (as CI clones it) is bound over it below, not hidden by it.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     python = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
                      Path(os.path.realpath(sys.executable)).parent.parent})
     for folder in python:
         argv += ["--ro-bind", str(folder), str(folder)]
     package = package_dir()
     argv += ["--ro-bind", str(package), str(package),
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
              "--size", str(SCRATCH_BYTES), "--tmpfs", HOME,
              "--bind", str(sockets), str(sockets), "--chdir", HOME, "--clearenv"]
     for key, value in env.items():

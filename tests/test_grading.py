@@ -9,6 +9,7 @@ and a student on the roster who handed in nothing.
 import csv
 import datetime as dt
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -612,3 +613,14 @@ def test_a_renamed_notebook_is_known_by_its_metadata(tmp_path):
     assert [(item.student, item.notebook) for item in found] == [("ada", PART_1)]
     assert bad == [(folder / "L1P1_final.ipynb", "its metadata says which notebook it is but its name not whose "
                                                  "(put the student's name first)")]
+
+
+
+def test_the_sandbox_binds_the_course_over_its_empty_tmp(tmp_path):
+    # CI clones the course under /tmp: the sandbox's empty /tmp must come before the course's binds, not hide them.
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed here")
+    argv = grade.sandbox_argv(tmp_path, grade.kernel_environment())
+    empty_tmp = next(k for k in range(len(argv) - 1) if argv[k:k + 2] == ["--tmpfs", "/tmp"])
+    python_and_package = [k for k, word in enumerate(argv) if word == "--ro-bind"]
+    assert python_and_package and min(python_and_package) > empty_tmp
