@@ -177,6 +177,7 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
     def readouts(tokens, gpu, kv_bits, model, weight_bits):
         served, chosen = find_model(model), find_gpu(gpu)
         budget = fit(served, chosen, weight_bits=weight_bits)
+        budget.require()   # weights that do not fit leave no batch to count: the setting reads "does not fit"
         return {"room for caches": units.gb(max(budget.usable_bytes - budget.weight_bytes, 0)),
                 "cache a user": units.gb(kv_cache_bytes(served, tokens, kv_bits=kv_bits)),
                 "users that fit": units.number(max_batch(served, chosen, tokens, weight_bits, kv_bits))}
