@@ -265,6 +265,7 @@ class Run:
     changed: list[str] = field(default_factory=list)   # labels whose check cell differs from the release's
     cells_run: int = 0                                  # code cells that finished
     shown_ids: list[str] = field(default_factory=list)  # whose variant the notebook's problem cells showed
+    executed: nbformat.NotebookNode | None = None       # the notebook with its outputs, as it ran
 
 
 LABEL = re.compile(r"""\b(?:check|submit)\s*\(.*?\blabel\s*=\s*["']([^"']+)["']""", re.S)
@@ -395,6 +396,7 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
         except Exception as error:
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
         outcome.seconds = time.monotonic() - started
+    outcome.executed = notebook
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     outcome.cells_run = sum(cell.get("execution_count") is not None for cell in code_cells)
     for number, cell in enumerate(code_cells, start=1):

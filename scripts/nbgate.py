@@ -12,8 +12,8 @@ runs when they are newer than the page and the package, and runs any other page 
 (pages of chapters/ not in the book, or every page when the book has not been built since
 they changed), two at a time. The notebooks of exercises/ and solutions/ are run by
 ``tests/test_grading.py`` (each solution's checks all right, each blank release run to
-the end, no cell raising) and the exercises again in JupyterLab (``make lab-check``), so
-the gate reads them without running them. Finding no notebook fails the gate, so it
+the end and its outputs checked with ``problems_in`` below; two of the exercises are opened in
+JupyterLab too, by ``make lab-check``), so the gate reads them without running them. Finding no notebook fails the gate, so it
 cannot pass by checking nothing.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("chapters", "exercises", "solutions")
 # Where the book keeps each page it ran (MyST-NB writes the executed notebook there).
 EXECUTED = ROOT / "_build" / "jupyter_execute"
-# Run by tests/test_grading.py and, for exercises/, in JupyterLab: read here, not run again.
+# Run by tests/test_grading.py: read here, not run again.
 RUN_ELSEWHERE = ("exercises", "solutions")
 # A matplotlib figure that failed to show as an image leaves only its text.
 FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import grade  # noqa: E402  (a script, not a package)
+import nbgate  # noqa: E402
 import variant_answers  # noqa: E402
 from servingmath.checks import _show  # noqa: E402  (how feedback prints a number)
 
@@ -54,9 +55,12 @@ def test_every_check_in_every_solution_is_right(problems):
 
 @pytest.mark.parametrize("folder, status", [("exercises", "unanswered"), ("exercises/graded", "unanswered")])
 def test_blank_releases_run_to_the_end_and_every_check_says_not_answered_yet(problems, folder, status):
+    """Every exercise notebook as a student opens it: each cell runs with no error, no stderr and no figure
+    shown as text (the JupyterLab test opens only two of them, and relies on these runs for the rest)."""
     runs = grade.run_many([ROOT / folder / f"{name}.md" for name in problems], time_limit=60, jobs=2)
     for name, ran in zip(problems, runs):
         assert ran.problems == []
+        assert nbgate.problems_in(ran.executed) == [], f"{folder}/{name}"
         assert list(ran.records) == list(problems[name])
         assert {record["status"] for record in ran.records.values()} == {status}
 

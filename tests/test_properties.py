@@ -148,3 +148,29 @@ def test_every_context_past_the_window_is_refused_naming_the_model_and_its_windo
     # and the window itself is a context the model reads
     assert sm.kv_cache_bytes(model, model.context_window) > 0
     assert sm.decode_step(model, gpu, model.context_window - 1).time > 0
+
+
+
+def _outcome(call):
+    """What a check gives: its value, or its error's kind and its message up to the value it got."""
+    try:
+        return "value", call()
+    except (TypeError, ValueError) as error:
+        return type(error).__name__, str(error).split(", got")[0]
+
+
+@given(st.one_of(st.integers(-10**400, 10**400), st.floats()),
+       st.sampled_from([None, -1, 0, 1.5]), st.sampled_from([None, 0, 2]), st.sampled_from([None, 10, 1e300]),
+       st.booleans(), st.booleans())
+def test_a_plain_number_is_checked_as_numpy_checks_it(value, minimum, above, maximum, integer, allow_inf):
+    """The check's fast path for a Python int or float answers as its general path (here given the same
+    value as a Fraction, or a numpy float where no Fraction can hold it) does."""
+    from fractions import Fraction
+
+    from servingmath import _check
+
+    options = dict(minimum=minimum, above=above, maximum=maximum, integer=integer, allow_inf=allow_inf)
+    same = Fraction(value) if not (isinstance(value, float) and not np.isfinite(value)) else np.float64(value)
+    assert type(same) not in (int, float)
+    assert _outcome(lambda: _check.number("x", value, **options)) == \
+        _outcome(lambda: _check.number("x", same, **options))

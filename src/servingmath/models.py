@@ -143,7 +143,13 @@ class Model:
     def check_context(self, tokens, name="context_tokens"):
         """Return ``tokens`` (a number or an array) if none is past the context window;
         otherwise raise ``ContextTooLong`` naming the model, its window and the value."""
-        if self.context_window is not None and np.any(np.asarray(tokens) > self.context_window):
+        if self.context_window is None:
+            return tokens
+        if type(tokens) in (int, float):  # the common case, without numpy
+            past = tokens > self.context_window
+        else:
+            past = np.any(np.asarray(tokens) > self.context_window)
+        if past:
             largest = np.max(tokens)
             shown = f"{int(largest):,}" if float(largest).is_integer() else f"{float(largest):g}"
             raise ContextTooLong(

@@ -49,17 +49,20 @@ def pages() -> list[str]:
 
 # What puts something a reader works in JupyterLab on a page: importing widgets, the explorers or a quiz.
 CONTROLS = re.compile(r"^[ \t]*(?:from|import)[ \t].*\b(?:ipywidgets|explorers|quiz)\b", re.M)
+# The exercise notebooks opened in JupyterLab: one practice release and one graded, each as a reader opens
+# it. Every exercise notebook is run by tests/test_grading.py, its outputs checked for the same faults.
+EXERCISES_IN_LAB = ("exercises/lesson-1-part-1.md", "exercises/graded/lesson-1-part-1.md")
 
 
 def has_controls(path: str) -> bool:
-    """Whether the page ``path`` holds something a reader works in JupyterLab: every exercise notebook (its
-    checks answer the reader), and every page that imports widgets, the explorers or a quiz."""
-    return path.startswith("exercises/") or bool(CONTROLS.search((ROOT / path).read_text(encoding="utf-8")))
+    """Whether the page ``path`` imports widgets, the explorers or a quiz (no exercise notebook does)."""
+    return bool(CONTROLS.search((ROOT / path).read_text(encoding="utf-8")))
 
 
 def pages_with_controls() -> list[str]:
-    """The pages the JupyterLab test runs; the others' runs are checked in the book's build (scripts/nbgate.py)."""
-    return [path for path in pages() if has_controls(path)]
+    """The pages the JupyterLab test runs: those with controls, and the two exercise notebooks of
+    ``EXERCISES_IN_LAB``; the others' runs are checked in the book's build (scripts/nbgate.py)."""
+    return [path for path in pages() if has_controls(path) or path in EXERCISES_IN_LAB]
 
 
 def free_port() -> int:

@@ -1,11 +1,11 @@
-"""Every page with controls, and every exercise notebook, in a real JupyterLab, in headless Chromium.
+"""Every page with controls, and two exercise notebooks, in a real JupyterLab, in headless Chromium.
 
 JupyterLab starts as `make lab` sets it up (Markdown pages open as notebooks through
 jupytext), on a free local port with a token, serving a temporary copy of the course, so
 the work tree is left as it was. It loads once, with one browser, for the whole run. Each
 notebook that a reader works in JupyterLab (every page importing widgets or live charts:
-the explorers, the quizzes; and every exercise notebook, whose checks answer the reader)
-is opened and run with Run All. Then:
+the explorers, the quizzes; and one practice and one graded exercise notebook, whose checks
+answer the reader) is opened and run with Run All. Then:
 
 - no cell shows an error or writes to stderr, and no figure shows as text instead of an image;
 - every explorer shows its controls, its readouts and its figure, each as the package
@@ -17,7 +17,9 @@ is opened and run with Run All. Then:
 The other pages (no widget, no chart: the glossary, the lessons' front pages...) are run once,
 by the book's build, and ``scripts/nbgate.py`` checks those runs for the same faults (no
 error, no stderr, no figure shown as text, every cell run) and reads every page as a
-notebook through jupytext, as JupyterLab opens it.
+notebook through jupytext, as JupyterLab opens it. Every exercise notebook, practice and graded, is
+run blank by ``tests/test_grading.py``, whose runs are checked for the same faults; the two opened
+here show that JupyterLab opens and runs them as that run does.
 
 Skipped only where Chromium (/usr/bin/chromium, or $CHROMIUM) is missing. ``make lab-check`` runs it
 (part of ``make test``); the explorers' screenshots come from ``scripts/lab_screenshots.py``
@@ -92,17 +94,18 @@ def problems_in(cells):
     return found
 
 
-def test_the_test_covers_every_page_with_controls_and_every_exercise():
+def test_the_test_covers_every_page_with_controls_and_two_exercises():
     toc = yaml.safe_load((labdriver.ROOT / "_toc.yml").read_text(encoding="utf-8"))
     listed = [toc["root"]] + [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
     every = labdriver.pages()
     assert [page for page in listed if f"{page}.md" not in every] == []
-    with_widgets = [page for page in every if not page.startswith("exercises/") and labdriver.has_controls(page)]
-    exercises = [page for page in every if page.startswith("exercises/")]
-    assert len(exercises) >= 20 and "exercises/graded/lesson-1-part-1.md" in exercises
-    assert len(with_widgets) >= 12 and set(with_widgets) | set(exercises) <= set(PAGES)
+    with_widgets = [page for page in every if labdriver.has_controls(page)]
+    exercises = [page for page in PAGES if page.startswith("exercises/")]
+    assert exercises == list(labdriver.EXERCISES_IN_LAB) and set(exercises) <= set(every)
+    assert not any(page.startswith("exercises/") for page in with_widgets)
+    assert len(with_widgets) >= 12 and set(with_widgets) | set(exercises) == set(PAGES)
     assert {"index.md", "chapters/lesson-1/wrap-up.md", "chapters/lesson-2/wrap-up.md"} <= set(PAGES)  # chart, quizzes
-    # The pages left to the book's build (scripts/nbgate.py checks their runs) build no widget and no chart.
+    # The pages left out (the book's build or tests/test_grading.py runs them) build no widget and no chart.
     plain = set(every) - set(PAGES)
     uses = re.compile(r"\bipywidgets\.\w|\.live\(|\bQuiz\(")
     assert plain and not any(uses.search((labdriver.ROOT / page).read_text()) for page in plain)
