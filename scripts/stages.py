@@ -1,9 +1,11 @@
 """Run `make test`'s stages and say how long each took.
 
-``stages.py unit book-check+lab-check ...`` runs ``make <stage>`` for each stage in turn and
-stops at the first that fails. Stages joined by ``+`` run side by side (the book's build
-keeps one processor busy while the JupyterLab test mostly waits on its browser and kernel);
-each one's output is passed on whole when it ends, so the two never interleave. At the end
+``stages.py unit book-check,browser-check+lab-check ...`` runs ``make <stage>`` for each stage
+in turn and stops at the first that fails. Lanes joined by ``+`` run side by side (the book's
+build and the site's browser test keep a processor busy while the JupyterLab test mostly waits
+on its browser and kernel); the stages of a lane, joined by ``,``, run one after another, and a
+lane stops at its first failure. Each stage's output is passed on whole when it ends, so two
+never interleave. At the end
 it prints one line a stage: its wall-clock seconds, the processor seconds it used (the
 figure a busy machine changes least), and its last pytest summary line (``812 passed in
 61.2s``), or the stage's last line where it ran no pytest (a skipped browser stage says
@@ -84,26 +86,31 @@ class Stage:
                 "status": self.process.returncode, "summary": summary_of(self.lines[-200:])}
 
 
-def run(group: list[str]) -> list[dict]:
-    """The stages of ``group`` side by side (one alone passes its output on as it comes); their figures, in order."""
-    if len(group) == 1:
-        stage = Stage(group[0])
+def run(lanes: list[list[str]]) -> list[dict]:
+    """The ``lanes`` side by side, each lane's stages in turn (one stage alone passes its output on as it
+    comes); their figures, in the order given. A lane stops at its first failure; the others go on."""
+    if len(lanes) == 1 and len(lanes[0]) == 1:
+        stage = Stage(lanes[0][0])
         stage.follow()
         return [stage.wait()]
-    print(f"stages: {', '.join(group)} side by side; each one's output follows when it ends", flush=True)
-    logs = [tempfile.TemporaryFile() for _ in group]
-    try:
-        running = [Stage(name, log) for name, log in zip(group, logs)]
-        results = {}
-        while running:
-            for stage in [stage for stage in running if stage.ended()]:
-                running.remove(stage)
-                results[stage.name] = stage.wait()
-            time.sleep(0.2)
-        return [results[name] for name in group]
-    finally:
-        for log in logs:
-            log.close()
+    print(f"stages: {' beside '.join(', then '.join(lane) for lane in lanes)}; "
+          "each one's output follows when it ends", flush=True)
+    order = [name for lane in lanes for name in lane]
+    results = {}
+    waiting = [list(lane) for lane in lanes]
+    def start(lane):
+        return Stage(lane.pop(0), tempfile.TemporaryFile()), lane
+
+    running = [start(lane) for lane in waiting]
+    while running:
+        for stage, lane in [pair for pair in running if pair[0].ended()]:
+            running.remove((stage, lane))
+            results[stage.name] = stage.wait()
+            stage.log.close()
+            if results[stage.name]["status"] == 0 and lane:
+                running.append(start(lane))
+        time.sleep(0.2)
+    return [results[name] for name in order if name in results]
 
 
 def load() -> float:
@@ -142,10 +149,11 @@ def main(argv: list[str]) -> int:
               "processors": os.cpu_count(), "stages": []}
     start = time.monotonic()
     status = 0
-    for group in (argument.split("+") for argument in argv):
-        results = run(group)
+    for lanes in ([lane.split(",") for lane in argument.split("+")] for argument in argv):
+        results = run(lanes)
         for result in results:
-            result["beside"] = ", ".join(other for other in group if other != result["stage"])
+            mine = next(lane for lane in lanes if result["stage"] in lane)
+            result["beside"] = ", ".join(other for lane in lanes if lane is not mine for other in lane)
         record["stages"] += results
         status = next((result["status"] for result in results if result["status"] != 0), 0)
         if status != 0:

@@ -168,18 +168,32 @@ def test_make_test_stops_at_the_first_failing_stage_and_says_so(tmp_path):
     assert [s["stage"] for s in json.loads(record.read_text())["stages"]] == ["lab-check", "grade"]
 
 
-def test_stages_joined_by_a_plus_run_side_by_side_and_their_outputs_do_not_interleave(tmp_path):
+def test_lanes_joined_by_a_plus_run_side_by_side_each_in_turn_and_their_outputs_do_not_interleave(tmp_path):
     record = tmp_path / "times.json"
-    result = make("test", "STAGES=python-check+lab-check browser-check", f"CHROMIUM={NO_CHROMIUM}",
-                  env={"STAGE_TIMES": str(record)})
+    result = make("test", "STAGES=python-check,browser-check+lab-check help", f"CHROMIUM={NO_CHROMIUM}",
+                  "JOBS=1", env={"STAGE_TIMES": str(record)})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "stages: python-check, lab-check side by side; each one's output follows when it ends"
-    assert sorted(line.split()[0] for line in lines[1:3]) == ["lab-check", "python3"]  # each whole, in one piece
+    assert lines[0] == ("stages: python-check, then browser-check beside lab-check; "
+                        "each one's output follows when it ends")
+    # Each stage's line once; python-check's before browser-check's, the next in its lane.
+    firsts = [line.split()[0] for line in lines[1:4]]
+    assert sorted(firsts) == ["browser-check", "lab-check", "python3"]
+    assert firsts.index("python3") < firsts.index("browser-check")
     stages = json.loads(record.read_text())["stages"]
-    assert [(s["stage"], s["beside"]) for s in stages] == [("python-check", "lab-check"), ("lab-check", "python-check"),
-                                                           ("browser-check", "")]
+    assert [(s["stage"], s["beside"]) for s in stages] == [
+        ("python-check", "lab-check"), ("browser-check", "lab-check"), ("lab-check", "python-check, browser-check"),
+        ("help", "")]
     assert "(beside lab-check)" in result.stdout.split("stage times, ")[1]
+
+
+def test_a_lane_stops_at_its_failure_and_the_run_fails(tmp_path):
+    record = tmp_path / "times.json"
+    result = make("test", "STAGES=grade,browser-check+lab-check help", f"CHROMIUM={NO_CHROMIUM}",
+                  env={"STAGE_TIMES": str(record)})
+    assert result.returncode != 0
+    ran = [(s["stage"], s["status"] == 0) for s in json.loads(record.read_text())["stages"]]
+    assert ran == [("grade", False), ("lab-check", True)]
 
 
 @pytest.mark.parametrize("lines, summary", [
