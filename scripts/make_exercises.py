@@ -134,6 +134,30 @@ def check_call(source: str, where: str = "solution") -> ast.Call:
     return call
 
 
+def checks_in(path: Path) -> list[tuple[str, object, dict]]:
+    """Each check of a problem notebook as (label, expected figure, keyword arguments), evaluated as the
+    notebook evaluates them: after its imports and the check cell's own lines above its call."""
+    import jupytext
+    import math
+
+    cells = [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
+    imports = [node for cell in cells for node in ast.parse(cell.source).body
+               if isinstance(node, (ast.Import, ast.ImportFrom))]
+    setup = {"math": math}
+    exec(compile(ast.Module(imports, []), str(path), "exec"), setup)
+    found = []
+    for cell in cells:
+        if "check(answer, " not in cell.source:
+            continue
+        namespace = dict(setup)
+        exec(compile(ast.Module(ast.parse(cell.source).body[:-1], []), str(path), "exec"), namespace)
+        call = check_call(cell.source, str(path))
+        evaluate = lambda node: eval(compile(ast.Expression(node), str(path), "eval"), namespace)  # noqa: E731
+        keywords = {keyword.arg: evaluate(keyword.value) for keyword in call.keywords}
+        found.append((keywords["label"], evaluate(call.args[1]), keywords))
+    return found
+
+
 def submit_line(call: ast.Call) -> str:
     """The graded release's one line for a check: the label, the units, the choices; no figure."""
     kept = [keyword for keyword in call.keywords if keyword.arg in ("label", "units", "choices")]

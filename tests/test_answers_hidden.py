@@ -27,7 +27,7 @@ from servingmath import units
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from make_exercises import check_call  # noqa: E402
+from make_exercises import checks_in  # noqa: E402
 
 # Pages whose exercises and problems this test holds to the rule.
 CHECKED_PAGES = [
@@ -208,27 +208,9 @@ def _decimals(value, figures):
 
 
 def problem_answers(notebook: str):
-    """(label, expected figure) for each check of a problem notebook."""
-    path = ROOT / notebook
-    cells = [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
-    imports = [node for cell in cells for node in ast.parse(cell.source).body
-               if isinstance(node, (ast.Import, ast.ImportFrom))]
-    setup = {"math": math}
-    exec(compile(ast.Module(imports, []), str(path), "exec"), setup)
-    found = []
-    for cell in cells:
-        if "check(answer, " not in cell.source:
-            continue
-        namespace = dict(setup)
-        tree = ast.parse(cell.source)
-        exec(compile(ast.Module(tree.body[:-1], []), str(path), "exec"), namespace)
-        call = check_call(cell.source, str(path))
-        expected = eval(compile(ast.Expression(call.args[1]), str(path), "eval"), namespace)
-        keywords = {k.arg: eval(compile(ast.Expression(k.value), str(path), "eval"), namespace)
-                    for k in call.keywords}
-        if isinstance(expected, (int, float)) and not isinstance(expected, bool):
-            found.append((keywords["label"], expected, keywords.get("units", "")))
-    return found
+    """(label, expected figure, units) for each check of a problem notebook whose figure is a number."""
+    return [(label, expected, keywords.get("units", "")) for label, expected, keywords in checks_in(ROOT / notebook)
+            if isinstance(expected, (int, float)) and not isinstance(expected, bool)]
 
 
 @pytest.mark.parametrize("page", CHECKED_PAGES)

@@ -282,37 +282,15 @@ def test_fuzz_the_expected_figure_itself_is_right(expected, rel):
 # -- every problem of the course -----------------------------------------------------
 def course_problems():
     """Each problem's check, from solutions/: (notebook, label, expected, keyword arguments)."""
-    import ast
-    import math
     import sys
     from pathlib import Path
 
-    import jupytext
-
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root / "scripts"))
-    from make_exercises import check_call
+    from make_exercises import checks_in
 
-    found = []
-    for path in sorted((root / "solutions").glob("*.md")):
-        cells = [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
-        # The notebook's own imports (its setup cell), so each check's figure is evaluated as it is there.
-        imports = [node for cell in cells for node in ast.parse(cell.source).body
-                   if isinstance(node, (ast.Import, ast.ImportFrom))]
-        setup = {"math": math}
-        exec(compile(ast.Module(imports, []), str(path), "exec"), setup)
-        for cell in cells:
-            if "check(answer, " not in cell.source:
-                continue
-            namespace = dict(setup)
-            tree = ast.parse(cell.source)
-            exec(compile(ast.Module(tree.body[:-1], []), str(path), "exec"), namespace)
-            call = check_call(cell.source, str(path))
-            expected = eval(compile(ast.Expression(call.args[1]), str(path), "eval"), namespace)
-            keywords = {k.arg: eval(compile(ast.Expression(k.value), str(path), "eval"), namespace)
-                        for k in call.keywords}
-            found.append((path.stem, keywords["label"], expected, keywords))
-    return found
+    return [(path.stem, label, expected, keywords) for path in sorted((root / "solutions").glob("*.md"))
+            for label, expected, keywords in checks_in(path)]
 
 
 PROBLEMS = course_problems()
