@@ -261,6 +261,16 @@ EVERY_CALL = [
                                            weight_bits=16, kv_bits=16, reserve=0.05),
      dict(context_tokens=WHOLE_FROM_1, prefix_tokens=WHOLE, block_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
           kv_bits=POSITIVE)),
+    (memory.vllm_weight_bytes, dict(model=M, weight_bits=8), dict(weight_bits=POSITIVE)),
+    (memory.vllm_activation_bytes, dict(model=M, max_num_batched_tokens=8192, max_num_seqs=256),
+     dict(max_num_batched_tokens=WHOLE_FROM_1, max_num_seqs=WHOLE_FROM_1)),
+    (memory.vllm_budget, dict(model=M, gpu=G, gpu_memory_utilization=0.9, max_num_batched_tokens=8192, weight_bits=16,
+                              kv_bits=16, max_num_seqs=256, max_model_len=8192),
+     dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
+          kv_bits=POSITIVE, max_num_seqs=WHOLE_FROM_1, max_model_len=WHOLE_FROM_1)),
+    (memory.vllm_cache_tokens, dict(model=M, gpu=G, gpu_memory_utilization=0.9, max_num_batched_tokens=8192,
+                                    weight_bits=16),
+     dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE)),
 ] + [
     (function, dict(value=1.0, digits=2), dict(value=REAL if name in ("number", "percent") else NOT_NEGATIVE,
                                                digits=WHOLE))
@@ -277,9 +287,10 @@ EVERY_CALL = [
 NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price_per_hour"),
                  (passes.positions_attended, "window"), (G.with_changes, "price_per_hour"),
                  (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour"),
-                 (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window")}
+                 (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window"),
+                 (memory.vllm_budget, "max_model_len")}
 # memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
-# shape built by hand that states no window.
+# shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window.
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]

@@ -219,3 +219,16 @@ VLLM_LOG_LLAMA_2_7B = MappingProxyType(dict(
     model="llama-2-7b", total_gib=79.19, gpu_memory_utilization=0.90, weights_gib=12.55, non_torch_gib=0.16,
     activation_peak_gib=2.38, kv_cache_gib=56.18, blocks=7191, block_tokens=16,
     source="https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"))
+
+
+# A second published vLLM start-up log (V0 engine, 2024-12-13), for the lesson's own model, Llama 3 8B,
+# on an H100 80GB at vLLM's defaults, posted by a vLLM maintainer while reworking the memory profiler.
+# Source: https://github.com/vllm-project/vllm/pull/10511 (its comment of 2024-12-14, "Some sanity checks"):
+#   "total_gpu_memory 79.22GiB / gpu_memory_utilization 0.90 / the current vLLM instance can use 71.29GiB /
+#    model weights take 14.96GiB / non_torch_memory 1.79GiB / PyTorch activation peak memory 1.26GiB /
+#    available_kv_cache_memory 53.29GiB". It prints no block count: 53.29 GiB in blocks of 16 tokens of
+#    Llama 3 8B's 131,072 bytes each is 27,284 blocks.
+VLLM_LOG_LLAMA_3_8B = MappingProxyType(dict(
+    model="llama-3-8b", total_gib=79.22, gpu_memory_utilization=0.90, weights_gib=14.96, non_torch_gib=1.79,
+    activation_peak_gib=1.26, kv_cache_gib=53.29, block_tokens=16, max_num_batched_tokens=8192,
+    source="https://github.com/vllm-project/vllm/pull/10511"))
