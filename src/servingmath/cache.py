@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _check
 from .hardware import GPU
-from .memory import RESERVE, kv_cache_bytes, max_batch, weight_bytes
+from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_batch, weight_bytes
 from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
@@ -203,8 +203,9 @@ WORKSHOP_MODELS = ("llama-3-8b", "llama-2-7b", "deepseek-v2-lite")
 # as the vLLM authors measured them on their own re-implementation of Orca (FasterTransformer and
 # Orca's code were not public for this).
 MEASURED_SHARE_HOLDING_TOKENS = (0.204, 0.382)
-# vLLM's documentation: the share of a GPU's memory its engine fills unless told otherwise.
-VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+# vLLM's documentation: the share of a GPU's memory its engine fills unless told otherwise
+# (the default of ``memory.vllm_budget``).
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = VLLM_GPU_MEMORY_UTILIZATION
 # DeepSeek-AI 2024 (DeepSeek-V2), abstract: how much smaller its KV cache is than DeepSeek 67B's.
 DEEPSEEK_V2_CACHE_REDUCTION = 0.933
 
