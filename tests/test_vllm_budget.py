@@ -57,14 +57,6 @@ LLAMA_2_7B = sm.MODELS["llama-2-7b"]
 TOLERANCE = 0.05
 
 
-def logged_tokens(log, model):
-    """The tokens a log's cache holds: its block count, or its cache's GiB cut into blocks."""
-    if "blocks" in log:
-        return log["blocks"] * log["block_tokens"]
-    block = log["block_tokens"] * model.kv_bytes_per_token()
-    return math.floor(log["kv_cache_gib"] * GiB / block) * log["block_tokens"]
-
-
 # -- the logs, as read -----------------------------------------------------------------------
 def test_the_logs_as_read_add_up():
     for log in (cache.VLLM_LOG_LLAMA_2_7B, cache.VLLM_LOG_LLAMA_3_8B):
@@ -73,8 +65,10 @@ def test_the_logs_as_read_add_up():
         assert abs(share - taken) < 0.02, log["source"]
     assert cache.VLLM_LOG_LLAMA_2_7B["source"] == "https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"
     assert cache.VLLM_LOG_LLAMA_3_8B["source"] == "https://github.com/vllm-project/vllm/pull/10511"
-    assert logged_tokens(cache.VLLM_LOG_LLAMA_2_7B, LLAMA_2_7B) == 115_056
-    assert logged_tokens(cache.VLLM_LOG_LLAMA_3_8B, LLAMA_3_8B) == 27_284 * 16 == 436_544
+    assert cache.vllm_log_tokens(cache.VLLM_LOG_LLAMA_2_7B) == 7191 * 16 == 115_056
+    # Pull request 10511 prints no block count: 53.29 GiB in blocks of 16 tokens of 131,072 bytes.
+    assert cache.vllm_log_tokens(cache.VLLM_LOG_LLAMA_3_8B) == math.floor(53.29 * GiB / (16 * 131_072)) * 16
+    assert cache.vllm_log_tokens(cache.VLLM_LOG_LLAMA_3_8B) == 27_284 * 16 == 436_544
 
 
 def test_the_weights_match_what_the_logs_say_they_take():
@@ -95,8 +89,10 @@ def test_the_h100s_cuda_figure_is_the_one_the_logs_print():
 def test_llama_2_7b_matches_the_gateway_log_within_5_percent():
     log = cache.VLLM_LOG_LLAMA_2_7B
     # V0 profiles max(max_model_len, 2,048) tokens when chunked prefill is off: 4,096 for Llama 2 7B.
+    assert log["max_num_batched_tokens"] == max(LLAMA_2_7B.context_window, 2048) == 4096
     budget = vllm_budget(LLAMA_2_7B, H100, log["gpu_memory_utilization"], max_num_batched_tokens=4096)
-    error = budget.tokens / logged_tokens(log, LLAMA_2_7B) - 1
+    error = cache.vllm_log_error(log, H100)
+    assert error == budget.tokens / cache.vllm_log_tokens(log) - 1
     assert abs(error) < TOLERANCE
     assert (budget.blocks, round(100 * error, 1)) == (7435, 3.4)
 
@@ -104,7 +100,8 @@ def test_llama_2_7b_matches_the_gateway_log_within_5_percent():
 def test_llama_3_8b_matches_the_profiler_log_within_5_percent():
     log = cache.VLLM_LOG_LLAMA_3_8B
     budget = vllm_budget(LLAMA_3_8B, H100, log["gpu_memory_utilization"], log["max_num_batched_tokens"])
-    error = budget.tokens / logged_tokens(log, LLAMA_3_8B) - 1
+    error = cache.vllm_log_error(log, H100)
+    assert error == budget.tokens / cache.vllm_log_tokens(log) - 1
     assert abs(error) < TOLERANCE
     assert (budget.tokens, round(100 * error, 1)) == (449_568, 3.0)
     # The activation model against the peak this log measured (no LoRA, no speculative decoding here).
