@@ -42,9 +42,14 @@ class GPU:
     # The spec sheet's memory where a program gets less of it: a T4 lists 16 GB of GDDR6, but
     # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB.
     listed_memory_bytes: float | None = None
+    # The memory CUDA reports for the card (``torch.cuda.mem_get_info``'s total, what vLLM
+    # multiplies by ``gpu_memory_utilization``): less than ``memory_bytes``, the driver keeping
+    # the rest. None where no published figure was found; ``cuda_reported_source`` says where.
+    cuda_reported_bytes: float | None = None
+    cuda_reported_source: str = ""
 
     def __post_init__(self):
-        for name in ("name", "source", "as_of", "price_source", "key", "source_url"):
+        for name in ("name", "source", "as_of", "price_source", "key", "source_url", "cuda_reported_source"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a string, got {getattr(self, name)!r}")
         if not isinstance(self.dense_flops, Mapping):
@@ -63,9 +68,15 @@ class GPU:
             _check.positive(name, getattr(self, name))
             if np.ndim(getattr(self, name)):
                 raise TypeError(f"{name} must be one number, got {getattr(self, name)!r}")
-        for name in ("price_per_hour", "listed_with_sparsity", "listed_memory_bytes"):
+        for name in ("price_per_hour", "listed_with_sparsity", "listed_memory_bytes", "cuda_reported_bytes"):
             if getattr(self, name) is not None:
                 _check.positive(name, getattr(self, name))
+        if self.cuda_reported_bytes is not None:
+            if np.ndim(self.cuda_reported_bytes):
+                raise TypeError(f"cuda_reported_bytes must be one number, got {self.cuda_reported_bytes!r}")
+            if self.cuda_reported_bytes > self.memory_bytes:
+                raise ValueError(f"cuda_reported_bytes must be at most memory_bytes ({self.memory_bytes!r}): CUDA "
+                                 f"reports part of the memory, never more, got {self.cuda_reported_bytes!r}")
 
     def __hash__(self):
         return hash((self.name, self.memory_bandwidth, self.memory_bytes))
@@ -100,6 +111,9 @@ class GPU:
             raise TypeError(f"with_changes got {unknown}, which GPU does not have; "
                             f"it has {sorted(self.__dataclass_fields__)}")
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if "memory_bytes" in changes and "cuda_reported_bytes" not in changes:
+            # A card of another size: what CUDA would report for it is not known.
+            values.update(cuda_reported_bytes=None, cuda_reported_source="")
         values.update(changes)
         return GPU(**values)
 
@@ -118,6 +132,12 @@ _ENTRIES = [
         listed_with_sparsity=1978.9 * T,
         source="NVIDIA H100 Tensor Core GPU datasheet, SXM5 column", as_of="2023-07",
         price_source="the lesson's round rental price",
+        cuda_reported_bytes=79.19 * GiB,
+        cuda_reported_source=(
+            "vLLM start-up log on an H100 80GB HBM3, 2025-03-21: 'total_gpu_memory (79.19GiB)', "
+            "https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550; vLLM's "
+            "profiling logs of 2024-12 and 2025-01 print 79.22GiB on the same card, "
+            "https://github.com/vllm-project/vllm/pull/10511, https://github.com/vllm-project/vllm/pull/12126"),
     ),
     GPU(
         key="h100-pcie", source_url="https://www.nvidia.com/en-us/data-center/h100/",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, units
-from .hardware import GPU
+from .hardware import CATALOG, GPU
 from .models import ContextTooLong, Model  # noqa: F401  (ContextTooLong: raised through kv_cache_bytes)
 
 
@@ -199,3 +199,187 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
     users = np.where(users * own > room, users - 1, users)
     users = np.maximum(users, 0).astype(np.int64)
     return int(users) if users.ndim == 0 else users
+
+
+# --- vLLM's own budget, as its engine works it out at start-up -------------------------------
+# vLLM does not hold back a round share. It takes ``gpu_memory_utilization`` of the memory CUDA
+# reports for the card (``GPU.cuda_reported_bytes``), loads the weights, runs one profiling pass
+# of ``max_num_batched_tokens`` tokens (and its sampler over ``max_num_seqs`` sequences), and
+# measures the peak; what is left of its share becomes cache blocks of 16 tokens.
+# Defaults: gpu_memory_utilization 0.9, max_num_seqs 256 (vLLM's engine arguments); the course
+# models the rest of what vLLM measures (``vllm_budget``'s docstring), each piece with its source.
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+VLLM_MAX_NUM_SEQS = 256
+# Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
+# cuBLAS and NCCL workspaces): 0.16 GiB in vLLM's own logs on one H100
+# (https://github.com/vllm-project/vllm/pull/12126, and the log of cache.VLLM_LOG_LLAMA_2_7B).
+VLLM_NON_TORCH_BYTES = 0.16 * 2**30
+# Copies of the sampler's 32-bit logits alive at its peak: the logits, their probabilities and
+# their log-probabilities.
+VLLM_SAMPLER_COPIES = 3
+
+
+def vllm_weight_bytes(model: Model, weight_bits=16):
+    """Bytes of weights as vLLM loads a checkpoint of ``weight_bits`` bits.
+
+    At 16 bits and above, every parameter at that width. Below 16 (FP8, INT8, the 4-bit AWQ and
+    GPTQ formats) the quantised checkpoints keep the embedding table and the output head in
+    16 bits (one table when the model ties them); every other parameter takes ``weight_bits``.
+    """
+    _check.instance("model", model, Model)
+    weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    if np.ndim(weight_bits):
+        raise TypeError(f"weight_bits must be one number, got {weight_bits!r}")
+    if weight_bits >= 16:
+        return weight_bytes(model.parameters, weight_bits)
+    tables = (1 if model.tied_embeddings else 2) * model.vocab * model.hidden
+    return weight_bytes(model.parameters - tables, weight_bits) + weight_bytes(tables, 16)
+
+
+def vllm_activation_bytes(model: Model, max_num_batched_tokens=8192, max_num_seqs=VLLM_MAX_NUM_SEQS):
+    """The course's model of the activation peak vLLM measures in its profiling pass.
+
+    The pass carries ``max_num_batched_tokens`` tokens through the model, one layer at a time,
+    so the peak is one layer's widest moment, in 16 bits: the feed-forward block's gate-and-up
+    output (2 × its width) beside the activated product (1 × its width), and about four
+    hidden-wide tensors (the residual stream, the normed input, attention's output, the
+    layer's output). A mixture of experts counts the experts each token runs, plus its shared
+    ones. Then the sampler: ``max_num_seqs`` rows of 32-bit logits over the vocabulary,
+    ``VLLM_SAMPLER_COPIES`` of them at once. The peak is the sum of the two:
+
+        tokens × (3 × FFN width + 4 × hidden) × 2 + max_num_seqs × vocab × 4 × 3  bytes.
+
+    A model, calibrated against published logs (tests/test_vllm_budget.py); vLLM measures
+    the real figure on the card. Llama 3 8B at 8,192 tokens: 1.27 GiB (vLLM's log: 1.26 GiB).
+    """
+    _check.instance("model", model, Model)
+    tokens = _check.count("max_num_batched_tokens", max_num_batched_tokens, minimum=1)
+    seqs = _check.count("max_num_seqs", max_num_seqs, minimum=1)
+    for name, value in (("max_num_batched_tokens", tokens), ("max_num_seqs", seqs)):
+        if np.ndim(value):
+            raise TypeError(f"{name} must be one whole number, got {value!r}")
+    if model.mixture_of_experts:
+        ffn = max(model.ffn if model.dense_layers else 0,
+                  model.experts_per_token * model.expert_width + model.shared_ffn)
+    else:
+        ffn = model.ffn
+    layer = tokens * (3 * ffn + 4 * model.hidden) * 2
+    sampler = seqs * model.vocab * 4 * VLLM_SAMPLER_COPIES
+    return float(layer + sampler)
+
+
+@dataclass(frozen=True)
+class VllmBudget:
+    """How vLLM shares out one GPU at start-up (bytes), and the cache it allocates."""
+
+    model: Model
+    gpu: GPU
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_model_len: int
+    total_bytes: float
+    weight_bytes: float
+    activation_bytes: float
+    non_torch_bytes: float
+    bytes_per_token: float
+    block_tokens: int = BLOCK_TOKENS
+
+    @property
+    def share_bytes(self) -> float:
+        """The engine's share: ``gpu_memory_utilization`` of the memory CUDA reports."""
+        return self.gpu_memory_utilization * self.total_bytes
+
+    @property
+    def cache_bytes(self) -> float:
+        """What is left of the share for the KV cache (negative when nothing is)."""
+        return self.share_bytes - self.weight_bytes - self.activation_bytes - self.non_torch_bytes
+
+    @property
+    def blocks(self) -> int:
+        """Whole cache blocks of ``block_tokens`` tokens that fit in ``cache_bytes`` (vLLM's '# GPU blocks')."""
+        return max(int(self.cache_bytes // (self.block_tokens * self.bytes_per_token)), 0)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the cache holds: blocks × tokens a block (vLLM's 'GPU KV cache size')."""
+        return self.blocks * self.block_tokens
+
+    @property
+    def max_concurrency(self) -> float:
+        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency')."""
+        return self.tokens / self.max_model_len
+
+
+def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
+                max_num_batched_tokens=8192, weight_bits=16, kv_bits=16, max_num_seqs=VLLM_MAX_NUM_SEQS,
+                max_model_len=None) -> VllmBudget:
+    """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
+
+    The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
+    (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure). Out of
+    it come, in order:
+
+    - the weights, as vLLM loads them (``vllm_weight_bytes``: below 16 bits, the embedding
+      table and the output head stay in 16);
+    - the activation peak of the profiling pass of ``max_num_batched_tokens`` tokens and its
+      sampler over ``max_num_seqs`` sequences (``vllm_activation_bytes``, a model);
+    - non-torch memory, ``VLLM_NON_TORCH_BYTES``.
+
+    What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. ``max_model_len``
+    (default: the model's window, past which it raises ``ContextTooLong``) only sets
+    ``max_concurrency``; like vLLM, the budget refuses to start (``DoesNotFit``) when the cache
+    cannot hold one request that long, or when nothing is left for a cache at all. Models with
+    sliding-window layers are refused: vLLM pages their caches in groups this count leaves out.
+    """
+    _check.instance("model", model, Model)
+    _check.instance("gpu", gpu, GPU)
+    if np.ndim(gpu_memory_utilization):
+        raise TypeError(f"gpu_memory_utilization must be one number, got {gpu_memory_utilization!r}")
+    utilization = _check.fraction("gpu_memory_utilization", gpu_memory_utilization)
+    kv_bits = _check.finite("kv_bits", kv_bits, above=0)
+    if np.ndim(kv_bits):
+        raise TypeError(f"kv_bits must be one number, got {kv_bits!r}")
+    if gpu.cuda_reported_bytes is None:
+        raise ValueError(f"gpu {gpu.name!r} has no published figure for the memory CUDA reports, which vLLM's "
+                         f"budget starts from; cards that have one: "
+                         f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
+    if model.sliding_layers:
+        raise ValueError(f"model {model.name!r} has {model.sliding_layers} sliding-window layers "
+                         f"({model.sliding_window:,} tokens), whose cache vLLM pages apart from the full layers'; "
+                         f"vllm_budget counts models whose every layer keeps every token")
+    window = model.context_window
+    if max_model_len is None:
+        if window is None:
+            raise ValueError(f"max_model_len must be given for {model.name!r}, which states no context window")
+        max_model_len = window
+    max_model_len = model.check_context(_check.count("max_model_len", max_model_len, minimum=1), "max_model_len")
+    if np.ndim(max_model_len):
+        raise TypeError(f"max_model_len must be one whole number, got {max_model_len!r}")
+    max_model_len = int(max_model_len)
+    activation = vllm_activation_bytes(model, max_num_batched_tokens, max_num_seqs)
+    budget = VllmBudget(
+        model=model, gpu=gpu, gpu_memory_utilization=float(utilization),
+        max_num_batched_tokens=int(max_num_batched_tokens), max_model_len=int(max_model_len),
+        total_bytes=float(gpu.cuda_reported_bytes), weight_bytes=float(vllm_weight_bytes(model, weight_bits)),
+        activation_bytes=activation, non_torch_bytes=VLLM_NON_TORCH_BYTES,
+        bytes_per_token=float(model.kv_bytes_per_token(kv_bits)))
+    gib = 2**30
+    if budget.blocks == 0:
+        raise DoesNotFit(
+            f"{model.name} leaves vLLM no cache on one {gpu.name}: weights {budget.weight_bytes / gib:.2f} GiB, "
+            f"activations {budget.activation_bytes / gib:.2f} GiB and non-torch memory "
+            f"{budget.non_torch_bytes / gib:.2f} GiB against a share of {budget.share_bytes / gib:.2f} GiB "
+            f"({utilization:g} of {budget.total_bytes / gib:.2f} GiB)")
+    if budget.tokens < max_model_len:
+        raise DoesNotFit(
+            f"vLLM would not start {model.name} on one {gpu.name}: max_model_len ({max_model_len:,}) is more than "
+            f"the {budget.tokens:,} tokens its cache holds; lower max_model_len or raise gpu_memory_utilization")
+    return budget
+
+
+def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
+                      max_num_batched_tokens=8192, weight_bits=16, **options) -> int:
+    """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's
+    'GPU KV cache size'): ``vllm_budget(...).tokens``; the budget also gives the blocks, the
+    share and each piece taken out of it. ``options``: ``kv_bits``, ``max_num_seqs``, ``max_model_len``."""
+    return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
