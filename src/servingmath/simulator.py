@@ -53,7 +53,9 @@ MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
 # vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7: "default block size 16").
 BLOCK_TOKENS = 16
-# vLLM's default for the most sequences a step carries (--max-num-seqs).
+# The most sequences a step carries (vLLM's --max-num-seqs): 256 is vLLM's default in its V0 engine
+# and, in V1, on GPUs of under 70 GiB; V1 on an H100 allows 1,024 (vllm/engine/arg_utils.py,
+# get_batch_defaults). The lesson keeps 256; part 4 shows it is what caps the goodput.
 MAX_RUNNING = 256
 # The course's token budget a step for chunked prefill: each step carries at most this many tokens.
 CHUNK_TOKENS = 512
@@ -817,11 +819,15 @@ class Goodput:
         return cost_per_million_tokens(price, self.tokens_per_second * SECONDS_PER_HOUR)
 
 
-def goodput(server: Server, ttft, tpot, count=2000, lengths=None, seed=0, attainment=ATTAINMENT,
+def goodput(server: Server, ttft, tpot, count=8000, lengths=None, seed=0, attainment=ATTAINMENT,
             steps=14) -> Goodput:
     """The highest request rate at which at least ``attainment`` of requests see a time to first token
     of at most ``ttft`` seconds and a mean time per later token of at most ``tpot`` (DistServe's goodput),
-    found by halving the interval between a rate that meets them and one that does not ``steps`` times."""
+    found by halving the interval between a rate that meets them and one that does not ``steps`` times.
+
+    Each rate is tried with ``count`` requests on a server that starts empty. Past the rate the server
+    keeps up with, its queue grows steadily, but a short run ends before the queue is long enough to
+    break the targets: keep ``count`` large enough that a run twice as long gives the same rate."""
     from .workload import SHAREGPT
     _check.instance("server", server, Server)
     ttft = _check.positive("ttft", ttft)
