@@ -105,3 +105,11 @@ def test_the_wrap_up_names_each_engines_setting_as_the_engine_does():
     assert "-1" in table["chunked prefill"][1] and "enable_chunked_context" in table["chunked prefill"][3]
     # vLLM's V1 engine has no swap: the flags are V0's.
     assert "V0" in table["preemption"][0]
+
+
+def test_past_the_knee_the_first_tokens_wait_is_the_queue_of_the_run_so_far():
+    """Part 4 gives the p99 first token at 80 requests a second as the queue after load.REQUESTS
+    requests: a run twice as long waits far longer; below the knee it does not."""
+    short, long_ = (load.load_curve("continuous", (30, 80), count=n).ttft_p99 for n in (load.REQUESTS, 2 * load.REQUESTS))
+    assert long_[1] > 1.5 * short[1]
+    assert long_[0] < 1.5 * short[0]
