@@ -113,3 +113,13 @@ def test_past_the_knee_the_first_tokens_wait_is_the_queue_of_the_run_so_far():
     short, long_ = (load.load_curve("continuous", (30, 80), count=n).ttft_p99 for n in (load.REQUESTS, 2 * load.REQUESTS))
     assert long_[1] > 1.5 * short[1]
     assert long_[0] < 1.5 * short[0]
+
+
+def test_a_server_or_a_request_that_cannot_fit_is_refused_as_does_not_fit():
+    """The explorers read DoesNotFit as "does not fit"; the simulator raises it, not a bare ValueError."""
+    from servingmath.memory import DoesNotFit
+    with pytest.raises(DoesNotFit, match="leave no room"):
+        Server(sm.MODELS["llama-3-70b"], sm.CATALOG["l4"])
+    tiny = sm.H100_SXM.with_changes(memory_bytes=(sm.LLAMA_3_8B.parameters * 2 + 20.5 * Server(sm.LLAMA_3_8B, sm.H100_SXM).block_bytes) / 0.95)
+    with pytest.raises(DoesNotFit, match="blocks of cache alone"):
+        simulate(Server(sm.LLAMA_3_8B, tiny), workload([0.0], [400], [200]))

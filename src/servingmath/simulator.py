@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _check
 from .hardware import GPU
-from .memory import RESERVE, kv_cache_bytes, usable_memory, weight_bytes
+from .memory import RESERVE, DoesNotFit, kv_cache_bytes, usable_memory, weight_bytes
 from .models import Model
 from .passes import attention_flops, forward_pass, linear_flops
 from .roofline import PLATE, Assumptions, pass_time
@@ -126,7 +126,7 @@ class Server:
             raise TypeError(f"reserve must be a single number, got {self.reserve!r}")
         usable_memory(self.gpu, self.reserve)
         if self.cache_room <= 0 or self.cache_blocks < 1:
-            raise ValueError(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
+            raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
                              f"leave no room for a block of cache on one {self.gpu.name} "
                              f"(reserve {self.reserve!r}): the server cannot run")
 
@@ -472,7 +472,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
         alone = server.blocks(work.prompt + work.reply)
     if alone.max() > total:
         i = int(np.argmax(alone))
-        raise ValueError(f"request {i} needs {int(alone[i]):,} blocks of cache alone, more than the "
+        raise DoesNotFit(f"request {i} needs {int(alone[i]):,} blocks of cache alone, more than the "
                          f"{total:,} that fit beside {server.model.name}'s weights on one {server.gpu.name}")
     watermark = max(1, total // 100) if paged else 0
     per_flop, per_byte, overhead = clock.per_flop, clock.per_byte, clock.overhead
