@@ -175,6 +175,9 @@ class Preemption:
 # A host link for swapping: PCIe 5.0 x16, 64 GB/s each way as its specification gives it; the
 # course takes half of it as reached.
 SWAP_BANDWIDTH = 32e9
+# Kwon et al. 2023, section 7.3 and figure 19: swapping's many small copies cost most with small blocks;
+# "for medium block sizes from 16 to 64, the two methods exhibit comparable end-to-end performance".
+KWON_SWAP_EVEN_BLOCKS = (16, 64)
 
 
 def preemption(rate=10, blocks=600, count=600, seed=0, model: Model = MODEL, gpu: GPU = GPU_) -> Preemption:

@@ -51,7 +51,8 @@ from .workload import Workload, context_window
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
-# vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7: "default block size 16").
+# vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7.2: "vLLM sets its default
+# block size as 16").
 BLOCK_TOKENS = 16
 # The most sequences a step carries (vLLM's --max-num-seqs): 256 is vLLM's default in its V0 engine
 # and, in V1, on GPUs of under 70 GiB; V1 on an H100 allows 1,024 (vllm/engine/arg_utils.py,
