@@ -76,9 +76,11 @@ def run(rate, policy="continuous", memory="paged", model: Model = MODEL, gpu: GP
 # -- Part 1: paged memory ------------------------------------------------------------------------
 
 # Kwon et al. 2023 (PagedAttention), figure 2, as the paper states it: of the memory each system set
-# aside for the KV cache while serving OPT-13B on ShareGPT (section 6.2), the share holding tokens'
-# keys and values ("token states"). Orca (Max) reserves the model's 2,048 tokens for every request,
-# Orca (Pow2) up to twice the reply, Orca (Oracle) exactly the reply; vLLM pages blocks of 16.
+# aside for the KV cache "during the experiment in §6.2" (basic sampling: OPT-13B, 66B and 175B on
+# ShareGPT and Alpaca; the figure names no one run), the share holding tokens' keys and values
+# ("token states"). The Orca rows are the authors' own rebuild of Orca, which is not public:
+# Orca (Max) reserves the model's 2,048 tokens for every request, Orca (Pow2) up to twice the
+# reply, Orca (Oracle) exactly the reply; vLLM pages blocks of 16.
 KWON_FIGURE_2 = {"Orca (Max)": 0.204, "Orca (Pow2)": 0.268, "Orca (Oracle)": 0.382, "vLLM": 0.963}
 KWON_FIGURE_2_RESERVATION = 2048
 
@@ -173,6 +175,9 @@ class Preemption:
 # A host link for swapping: PCIe 5.0 x16, 64 GB/s each way as its specification gives it; the
 # course takes half of it as reached.
 SWAP_BANDWIDTH = 32e9
+# Kwon et al. 2023, section 7.3 and figure 19: swapping's many small copies cost most with small blocks;
+# "for medium block sizes from 16 to 64, the two methods exhibit comparable end-to-end performance".
+KWON_SWAP_EVEN_BLOCKS = (16, 64)
 
 
 def preemption(rate=10, blocks=600, count=600, seed=0, model: Model = MODEL, gpu: GPU = GPU_) -> Preemption:
@@ -237,13 +242,21 @@ class Capacity:
         return self.cost_per_million / self.ideal_cost_per_million
 
 
+# Requests a goodput search runs at each rate it tries. The server starts empty, so a short run
+# flatters a rate the server cannot keep up with: its queue has not had time to grow. At about 50
+# requests a second, 1,000 requests (20 s) put the goodput near 68; 8,000 (nearly three minutes)
+# put it near 53, and 16,000 no lower (tests/test_lesson3_review.py holds the found rate to a run
+# twice as long).
+GOODPUT_REQUESTS = 8000
+
+
 @lru_cache(maxsize=64)
 def _goodput(model, gpu, policy, ttft, tpot, count, seed):
     return simulator.goodput(Server(model, gpu, policy=policy), ttft, tpot, count=count, seed=seed, steps=10)
 
 
 def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Model = MODEL, gpu: GPU = GPU_,
-             count=1000, seed=0, ideal_users=32) -> Capacity:
+             count=GOODPUT_REQUESTS, seed=0, ideal_users=32) -> Capacity:
     """Part 4: the goodput of one GPU at the targets (DistServe's: 90 % of requests within both),
     the GPUs ``rate_asked`` requests a second need, and the price of a million reply tokens there
     against lesson 1's ideal (``ideal_users`` sharing each step at the spec sheet's peaks)."""

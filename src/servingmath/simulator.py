@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _check
 from .hardware import GPU
-from .memory import RESERVE, kv_cache_bytes, usable_memory, weight_bytes
+from .memory import RESERVE, DoesNotFit, kv_cache_bytes, usable_memory, weight_bytes
 from .models import Model
 from .passes import attention_flops, forward_pass, linear_flops
 from .roofline import PLATE, Assumptions, pass_time
@@ -51,9 +51,12 @@ from .workload import Workload, context_window
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
-# vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7: "default block size 16").
+# vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7.2: "vLLM sets its default
+# block size as 16").
 BLOCK_TOKENS = 16
-# vLLM's default for the most sequences a step carries (--max-num-seqs).
+# The most sequences a step carries (vLLM's --max-num-seqs): 256 is vLLM's default in its V0 engine
+# and, in V1, on GPUs of under 70 GiB; V1 on an H100 allows 1,024 (vllm/engine/arg_utils.py,
+# get_batch_defaults). The lesson keeps 256; part 4 shows it is what caps the goodput.
 MAX_RUNNING = 256
 # The course's token budget a step for chunked prefill: each step carries at most this many tokens.
 CHUNK_TOKENS = 512
@@ -124,7 +127,7 @@ class Server:
             raise TypeError(f"reserve must be a single number, got {self.reserve!r}")
         usable_memory(self.gpu, self.reserve)
         if self.cache_room <= 0 or self.cache_blocks < 1:
-            raise ValueError(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
+            raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
                              f"leave no room for a block of cache on one {self.gpu.name} "
                              f"(reserve {self.reserve!r}): the server cannot run")
 
@@ -470,7 +473,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
         alone = server.blocks(work.prompt + work.reply)
     if alone.max() > total:
         i = int(np.argmax(alone))
-        raise ValueError(f"request {i} needs {int(alone[i]):,} blocks of cache alone, more than the "
+        raise DoesNotFit(f"request {i} needs {int(alone[i]):,} blocks of cache alone, more than the "
                          f"{total:,} that fit beside {server.model.name}'s weights on one {server.gpu.name}")
     watermark = max(1, total // 100) if paged else 0
     per_flop, per_byte, overhead = clock.per_flop, clock.per_byte, clock.overhead
@@ -817,11 +820,15 @@ class Goodput:
         return cost_per_million_tokens(price, self.tokens_per_second * SECONDS_PER_HOUR)
 
 
-def goodput(server: Server, ttft, tpot, count=2000, lengths=None, seed=0, attainment=ATTAINMENT,
+def goodput(server: Server, ttft, tpot, count=8000, lengths=None, seed=0, attainment=ATTAINMENT,
             steps=14) -> Goodput:
     """The highest request rate at which at least ``attainment`` of requests see a time to first token
     of at most ``ttft`` seconds and a mean time per later token of at most ``tpot`` (DistServe's goodput),
-    found by halving the interval between a rate that meets them and one that does not ``steps`` times."""
+    found by halving the interval between a rate that meets them and one that does not ``steps`` times.
+
+    Each rate is tried with ``count`` requests on a server that starts empty. Past the rate the server
+    keeps up with, its queue grows steadily, but a short run ends before the queue is long enough to
+    break the targets: keep ``count`` large enough that a run twice as long gives the same rate."""
     from .workload import SHAREGPT
     _check.instance("server", server, Server)
     ttft = _check.positive("ttft", ttft)
