@@ -311,3 +311,8 @@ def test_the_front_page_names_every_lesson_and_counts_the_plates():
     assert all(f"<{lesson}>" in front for lesson in lessons)
     spelled = {1: "One plate", 2: "Two plates", 3: "Three plates", 4: "Four plates", 5: "Five plates"}
     assert spelled[len(plates)] in front
+    # Each plate is named, and a plate missing from the run of numbers is said not to be written yet.
+    numbers = [int(n) for n in re.findall(r'title: "Plate XXIII\.(\d+)', toc)]
+    assert all(f"XXIII.{n}" in front for n in numbers)
+    for missing in sorted(set(range(1, max(numbers) + 1)) - set(numbers)):
+        assert f"plate XXIII.{missing} is not yet written" in front
