@@ -25,7 +25,8 @@ from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_ba
 from .models import MODELS, Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
-from .serving import LESSON_WITH_CACHE, Batching, batching, compute_bound_batch, memory_bound_from_cache
+from .serving import (LESSON_WITH_CACHE, Batching, _first_where, batching, compute_bound_batch,
+                      memory_bound_from_cache)
 
 # Lesson 2: lesson 1's ideal GPU (the spec sheet's peaks, no overhead), now with each
 # user's cache read on every step and attention over it counted: lesson 1's caveat, named for lesson 2.
@@ -145,14 +146,7 @@ def longest_compute_bound_context(model: Model, gpu: GPU, weight_bits=16, kv_bit
         return None
     if holds(longest):
         return longest
-    below, at = 0, longest  # holds at below, fails at at; the first failure less one is the answer
-    while at - below > 1:
-        middle = (below + at) // 2
-        if holds(middle):
-            below = middle
-        else:
-            at = middle
-    return below
+    return _first_where(lambda cached: not holds(cached), 0, longest) - 1  # the first that fails, less one
 
 
 def decode_attention_intensity(model: Model, kv_bits=16):

@@ -32,11 +32,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import labdriver  # noqa: E402
+
+sys.path.insert(0, str(labdriver.ROOT / "scripts"))
+import nbgate  # noqa: E402
 
 from servingmath import charts  # noqa: E402
 
@@ -45,8 +49,6 @@ if not labdriver.CHROMIUM.exists():
                 allow_module_level=True)
 
 PAGES = labdriver.pages_with_controls()
-# A matplotlib figure that failed to show as an image leaves only its text.
-FIGURE_AS_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
 # The explorers each page holds.
 EXPLORER_PAGES = {path: [name] for name, path in labdriver.EXPLORER_PAGES.items()}
 
@@ -73,25 +75,11 @@ def lab():
 
 
 def problems_in(cells):
-    """What a reader would see go wrong in the outputs: errors, stderr, figures shown as text."""
-    found = []
-    for cell in cells:
-        first_line = cell["source"].strip().splitlines()[0][:60] if cell["source"].strip() else ""
-        where = f"cell {cell['index']} ({first_line})"
-        for output in cell["outputs"]:
-            kind = output.get("output_type")
-            if kind == "error":
-                found.append(f"{where}: {output.get('ename')}: {output.get('evalue')}")
-            elif kind == "stream" and output.get("name") == "stderr":
-                found.append(f"{where}: stderr: {''.join(output.get('text', ''))[:300]}")
-            elif kind in ("display_data", "execute_result"):
-                data = output.get("data", {})
-                text = "".join(data.get("text/plain", ""))
-                if FIGURE_AS_TEXT.search(text) and not any(k.startswith("image/") for k in data):
-                    found.append(f"{where}: a figure shows as text, not as an image: {text[:80]}")
-        if cell["count"] is None:
-            found.append(f"{where}: never ran")
-    return found
+    """What a reader would see go wrong in the page's outputs, as ``scripts/nbgate.py`` reads a book's run:
+    errors, stderr, figures shown as text, cells never run."""
+    notebook = nbformat.from_dict({"cells": [{"cell_type": "code", "source": cell["source"], "outputs": cell["outputs"],
+                                              "execution_count": cell["count"]} for cell in cells]})
+    return nbgate.problems_in(notebook)
 
 
 def test_the_test_covers_every_page_with_controls_and_two_exercises():
