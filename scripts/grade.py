@@ -811,7 +811,9 @@ def expected_for(name: str, label: str, record: dict, student_id: str) -> dict:
     """The reference's record for a problem, its expected answer that of ``student_id``'s variant where it has one."""
     if not student_id or not variant_answers.has_variant(name, label):
         return record
-    return {**record, "expected": variant_answers.expected(name, label, student_id)}
+    # The solution's own slips are figures of its fixed numbers: the variant's are the same slips, for its own.
+    return {**record, "expected": variant_answers.expected(name, label, student_id),
+            "slips": variant_answers.slips(name, label, student_id)}
 
 
 def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad, rostered=True) -> Graded:
