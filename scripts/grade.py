@@ -807,6 +807,18 @@ def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) 
     return own, ""
 
 
+def public_answers(problems: dict[str, dict[str, dict]]) -> list[str]:
+    """A line for each graded notebook some of whose problems have no per-student numbers: their graded
+    release asks them with the practice release's numbers, so their answers are public."""
+    lines = []
+    for name, records in problems.items():
+        fixed = [label for label in records if not variant_answers.has_variant(name, label)]
+        if fixed:
+            lines.append(f"{name}: problems {', '.join(fixed)} have no per-student numbers (servingmath.variants); "
+                         "every student is asked them with the practice release's numbers, whose answers are public")
+    return lines
+
+
 def expected_for(name: str, label: str, record: dict, student_id: str) -> dict:
     """The reference's record for a problem, its expected answer that of ``student_id``'s variant where it has one."""
     if not student_id or not variant_answers.has_variant(name, label):
@@ -1092,6 +1104,8 @@ def main(argv: list[str]) -> int:
         if stray:
             print(f"grade: the rubric gives points to {name} problems {stray}, which it does not have", file=sys.stderr)
             return 2
+    for line in public_answers(problems):
+        print(f"grade: warning: {line}", file=sys.stderr)
     marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, options.unsafe)
     write_outputs(options.out, marks, problems, rubric, bad, sandboxed)
     for path, reason in bad:

@@ -624,3 +624,10 @@ def test_the_sandbox_binds_the_course_over_its_empty_tmp(tmp_path):
     empty_tmp = next(k for k in range(len(argv) - 1) if argv[k:k + 2] == ["--tmpfs", "/tmp"])
     python_and_package = [k for k, word in enumerate(argv) if word == "--ro-bind"]
     assert python_and_package and min(python_and_package) > empty_tmp
+
+
+def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_are_public():
+    assert grade.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
+    assert grade.public_answers({"lesson-3-part-1": {"1.1": {}, "1.2": {}}}) == [
+        "lesson-3-part-1: problems 1.1, 1.2 have no per-student numbers (servingmath.variants); every student is "
+        "asked them with the practice release's numbers, whose answers are public"]
