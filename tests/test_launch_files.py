@@ -71,7 +71,7 @@ def test_the_setup_cell_installs_the_package_at_the_commit_pinned_in_config():
     # Nothing the notebooks do not import: no Sphinx, no myst-nb, no pins of the build's.
     assert source.count('"pip", "install"') == 1 and "==" not in source
     assert source.count("git+") == 1 and "sphinx" not in source.lower()
-    # The URL and the tag are written in _config.yml only (the README names the URL for readers).
+    # The URL and the commit are written in _config.yml only (the README names the URL for readers).
     for written in (url.split("://")[1], release):
         places = subprocess.run(["git", "grep", "-l", "-w", "-F", written, "--", ".", ":!notebooks", ":!README.md"],
                                 cwd=ROOT, capture_output=True, text=True).stdout
