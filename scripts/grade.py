@@ -74,7 +74,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import servingmath
 from servingmath import variants
-from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _show, check
+from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _matching, _show, check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_answers  # noqa: E402  (beside this script: the expected answer of each student's variant)
@@ -748,7 +748,9 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
             if roster is not None:
                 why = ("shares a name with another student on the roster, and no Canvas ID or Moodle participant "
                        "number in the file or the times tells which (give Moodle's grading worksheet as --times)"
-                       if _key(submission.student) in shared else "is not on the roster")
+                       if _key(submission.student) in shared else
+                       "is Canvas's Test Student (Student View), left out as no student"
+                       if _key(submission.student) in ("studenttest", "teststudent") else "is not on the roster")
                 bad.append((submission.path, f"names a student ({submission.student}) who {why}"))
                 continue
             student = students.setdefault(submission.student, Student(submission.student, submission.student))
@@ -913,6 +915,12 @@ def final_word(result) -> str:
         if slip is SIGN:
             return f"✗ {shown} is not right: {slip.hint}"
         return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({slip.hint})" if slip else "")
+    if isinstance(answer, str) and result.choices and not _matching(answer, result.choices,
+                                                                     partial=len(result.choices) > 1):
+        # A word the problem does not take at all: say so, and which it takes where they are few.
+        listed = ", ".join(f'"{option}"' for option in result.choices)
+        return f"✗ {shown} is not right: it is none of the words the problem takes" + (
+            f" ({listed})" if len(result.choices) <= 4 else "")
     return f"✗ {shown} is not right"
 
 
@@ -1035,15 +1043,29 @@ def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
                 lines.append(f"  {label:>5}  {_number(points)} of {_number(rubric.points(name, label))}  "
                              f"{graded.feedback[(name, label)]}")
         lines.append("")
-    for name, late in graded.late_notes.items():
-        lines.append(f"Late: {name} was handed in {late}. " + (
-            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each of its marks above is "
-            f"{1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty else
-            "The rubric takes nothing off for it."))
     if graded.late_notes:
+        # One sentence for the notebooks late for the same reason (Canvas's mark, or how late by whose clock),
+        # and the penalty told once.
+        reasons: dict[str, list[str]] = {}
+        for name, late in graded.late_notes.items():
+            reasons.setdefault(late, []).append(name)
+        sentences = []
+        for late, names in reasons.items():
+            named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            if late.startswith("Canvas marked it"):
+                sentences.append(f"Late: {named} ({late.replace('marked it', 'marked them') if len(names) > 1 else late}).")
+            else:
+                sentences.append(f"Late: {named} {'was' if len(names) == 1 else 'were'} handed in {late}.")
+        lines.append(" ".join(sentences) + " " + (
+            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each mark of a notebook "
+            f"marked (late) above is {1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty
+            else "The rubric takes nothing off for it."))
         lines.append("")
-    if graded.notes:
-        lines += ["Notes:", *(f"- {note}" for note in graded.notes), ""]
+    # The lateness is told above; the notes keep the rest.
+    notes = [note for note in graded.notes if not any(note == f"{name}: late ({late})"
+                                                      for name, late in graded.late_notes.items())]
+    if notes:
+        lines += ["Notes:", *(f"- {note}" for note in notes), ""]
     return "\n".join(lines)
 
 
