@@ -914,7 +914,9 @@ def final_word(result) -> str:
             return f"✗ {shown} is not right: it looks like a count off by one ({slip.hint})"
         if slip is SIGN:
             return f"✗ {shown} is not right: {slip.hint}"
-        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({slip.hint})" if slip else "")
+        # The problem's own slips carry their hint too (what to look at again, never the answer).
+        hint = slip.hint if slip else ((getattr(result, "slips", None) or {}).get(result.slip) or (None, ""))[1]
+        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({hint})" if hint else "")
     if isinstance(answer, str) and result.choices and not _matching(answer, result.choices,
                                                                      partial=len(result.choices) > 1):
         # A word the problem does not take at all: say so, and which it takes where they are few.

@@ -191,9 +191,9 @@ def _decimal_named(gpu) -> str:
 def _batch_slips(model, gpu, context, kv_bits=16, decimal=True, decimal_name="decimal gigabytes for the memory"):
     slips = {}
     if kv_bits != 16:
+        size = {8: "1 byte", 4: "half a byte"}.get(kv_bits, f"{kv_bits / 8:g} bytes")
         slips["a 16-bit cache"] = (max_batch(model, gpu, context),
-                                   f"the question stores the cache in {kv_bits} bits: {kv_bits / 8:g} byte"
-                                   f"{'s' if kv_bits != 8 else ''} a value, not 2.")
+                                   f"the question stores the cache in {kv_bits} bits: {size} a value, not 2.")
     if decimal:
         slips[decimal_name] = (
             max_batch(model, gpu.with_changes(memory_bytes=gpu.memory_bytes / 2**30 * 1e9), context, kv_bits=kv_bits),

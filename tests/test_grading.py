@@ -664,3 +664,8 @@ def test_feedback_on_a_word_the_problem_does_not_take_says_so():
                                         '("memory", "compute")')
     assert grade.final_word(check("compute", "memory", label="2.2", choices=("memory", "compute"))) == (
         "✗ 'compute' is not right")
+
+
+def test_feedback_on_a_problems_own_slip_gives_its_hint():
+    result = check(72, 100, label="3.1", units="users", slips={"a 16-bit cache": (72, "the cache is 4-bit.")})
+    assert grade.final_word(result) == "✗ 72 users is not right: it looks like a 16-bit cache (the cache is 4-bit.)"
