@@ -234,3 +234,13 @@ def test_a_problems_own_slips_for_the_practice_numbers_are_the_solutions(name):
             right = variant_answers.expected(name, label, student)
             # A slip that gives the right answer would take a right answer for a slip.
             assert all(value != right for value, _ in slips.values()), (name, label, student, slips)
+
+
+@pytest.mark.parametrize("name", sorted(variants.TEMPLATES))
+def test_the_graded_release_shows_each_templated_problem_with_the_students_numbers(name):
+    text = (ROOT / "exercises" / "graded" / f"{name}.md").read_text(encoding="utf-8")
+    assert f"mine = sheet({name!r}, STUDENT_ID)" in text
+    for label, statement in solution_statements(name).items():
+        assert f'mine.show("{label}")' in text, (name, label)
+        # The fixed numbers' statement is gone from the graded release: only the student's are shown.
+        assert statement not in " ".join(text.split()), (name, label)
