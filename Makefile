@@ -28,7 +28,7 @@ STAGE_MAKE := $(MAKE)
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
 .PHONY: help python-check lab book test unit lab-check notebooks-check book-check browser-check colab-check \
-	screenshots bench exercises grade notebooks pins clean
+	screenshots bench exercises grade notebooks pin pins clean
 
 # One line: the interpreter's version and what is needed, before the environment is made.
 define check_python
@@ -119,6 +119,11 @@ screenshots: $(READY) ## PNGs of every page and explorer under _build/screenshot
 # of every page under notebooks/. Run it after changing a page; a test fails while they differ.
 notebooks: $(READY) ## refresh notebooks/ and .binder/ (what Colab and Binder open) after editing a page
 	$(BIN)/python scripts/launch_files.py
+
+# The commit the Colab copies install the package from: pin the current one once the package's
+# changes are committed, then commit the pin (a test fails while the package differs from it).
+pin: $(READY) ## pin the current commit as the package the Colab copies install, and refresh them
+	$(BIN)/python scripts/launch_files.py --pin
 
 bench: $(READY) ## the speed figures, and each stage's time in the last make test
 	$(BIN)/python scripts/bench.py

@@ -5,13 +5,14 @@
 The environment holds Colab's versions of the packages the course uses (``COLAB``,
 as Colab's runtime listed them in February 2026) and no Sphinx, myst-nb or Jupyter Book.
 The package is installed from the work tree with its declared dependencies, as the
-copies' setup cell installs it from the tagged release, and must leave Colab's versions
+copies' setup cell installs it from the pinned commit, and must leave Colab's versions
 as they are. Then every copy runs with nbclient (no error, nothing on stderr, no figure
 shown as text), and every control of every explorer is moved under ipywidgets 7.
 
 Not checked here: Colab's own front end (its widget manager in the browser), its
 Python (3.12; this runs the Python it is started with), and the install from the
-repository at the tag, which needs the tag published.
+repository at the pinned commit, which needs the commit pushed
+(tests/test_launch_files.py installs the pinned commit from this repository).
 """
 from __future__ import annotations
 

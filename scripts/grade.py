@@ -74,7 +74,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import servingmath
 from servingmath import variants
-from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _show, check
+from servingmath.checks import RECORD_MIME, SLIPS, OFF_BY_ONE, SIGN, _matching, _show, check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variant_answers  # noqa: E402  (beside this script: the expected answer of each student's variant)
@@ -750,7 +750,9 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
             if roster is not None:
                 why = ("shares a name with another student on the roster, and no Canvas ID or Moodle participant "
                        "number in the file or the times tells which (give Moodle's grading worksheet as --times)"
-                       if _key(submission.student) in shared else "is not on the roster")
+                       if _key(submission.student) in shared else
+                       "is Canvas's Test Student (Student View), left out as no student"
+                       if _key(submission.student) in ("studenttest", "teststudent") else "is not on the roster")
                 bad.append((submission.path, f"names a student ({submission.student}) who {why}"))
                 continue
             student = students.setdefault(submission.student, Student(submission.student, submission.student))
@@ -809,11 +811,25 @@ def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) 
     return own, ""
 
 
+def public_answers(problems: dict[str, dict[str, dict]]) -> list[str]:
+    """A line for each graded notebook some of whose problems have no per-student numbers: their graded
+    release asks them with the practice release's numbers, so their answers are public."""
+    lines = []
+    for name, records in problems.items():
+        fixed = [label for label in records if not variant_answers.has_variant(name, label)]
+        if fixed:
+            lines.append(f"{name}: problems {', '.join(fixed)} have no per-student numbers (servingmath.variants); "
+                         "every student is asked them with the practice release's numbers, whose answers are public")
+    return lines
+
+
 def expected_for(name: str, label: str, record: dict, student_id: str) -> dict:
     """The reference's record for a problem, its expected answer that of ``student_id``'s variant where it has one."""
     if not student_id or not variant_answers.has_variant(name, label):
         return record
-    return {**record, "expected": variant_answers.expected(name, label, student_id)}
+    # The solution's own slips are figures of its fixed numbers: the variant's are the same slips, for its own.
+    return {**record, "expected": variant_answers.expected(name, label, student_id),
+            "slips": variant_answers.slips(name, label, student_id)}
 
 
 def _mark_student(student, names, problems, rubric, chosen, runs, submissions, bad, rostered=True) -> Graded:
@@ -900,7 +916,15 @@ def final_word(result) -> str:
             return f"✗ {shown} is not right: it looks like a count off by one ({slip.hint})"
         if slip is SIGN:
             return f"✗ {shown} is not right: {slip.hint}"
-        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({slip.hint})" if slip else "")
+        # The problem's own slips carry their hint too (what to look at again, never the answer).
+        hint = slip.hint if slip else ((getattr(result, "slips", None) or {}).get(result.slip) or (None, ""))[1]
+        return f"✗ {shown} is not right: it looks like {result.slip}" + (f" ({hint})" if hint else "")
+    if isinstance(answer, str) and result.choices and not _matching(answer, result.choices,
+                                                                     partial=len(result.choices) > 1):
+        # A word the problem does not take at all: say so, and which it takes where they are few.
+        listed = ", ".join(f'"{option}"' for option in result.choices)
+        return f"✗ {shown} is not right: it is none of the words the problem takes" + (
+            f" ({listed})" if len(result.choices) <= 4 else "")
     return f"✗ {shown} is not right"
 
 
@@ -1023,15 +1047,29 @@ def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
                 lines.append(f"  {label:>5}  {_number(points)} of {_number(rubric.points(name, label))}  "
                              f"{graded.feedback[(name, label)]}")
         lines.append("")
-    for name, late in graded.late_notes.items():
-        lines.append(f"Late: {name} was handed in {late}. " + (
-            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each of its marks above is "
-            f"{1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty else
-            "The rubric takes nothing off for it."))
     if graded.late_notes:
+        # One sentence for the notebooks late for the same reason (Canvas's mark, or how late by whose clock),
+        # and the penalty told once.
+        reasons: dict[str, list[str]] = {}
+        for name, late in graded.late_notes.items():
+            reasons.setdefault(late, []).append(name)
+        sentences = []
+        for late, names in reasons.items():
+            named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            if late.startswith("Canvas marked it"):
+                sentences.append(f"Late: {named} ({late.replace('marked it', 'marked them') if len(names) > 1 else late}).")
+            else:
+                sentences.append(f"Late: {named} {'was' if len(names) == 1 else 'were'} handed in {late}.")
+        lines.append(" ".join(sentences) + " " + (
+            f"The rubric takes {rubric.late_penalty:.0%} off a late notebook's points: each mark of a notebook "
+            f"marked (late) above is {1 - rubric.late_penalty:.0%} of what the answer earned." if rubric.late_penalty
+            else "The rubric takes nothing off for it."))
         lines.append("")
-    if graded.notes:
-        lines += ["Notes:", *(f"- {note}" for note in graded.notes), ""]
+    # The lateness is told above; the notes keep the rest.
+    notes = [note for note in graded.notes if not any(note == f"{name}: late ({late})"
+                                                      for name, late in graded.late_notes.items())]
+    if notes:
+        lines += ["Notes:", *(f"- {note}" for note in notes), ""]
     return "\n".join(lines)
 
 
@@ -1092,6 +1130,8 @@ def main(argv: list[str]) -> int:
         if stray:
             print(f"grade: the rubric gives points to {name} problems {stray}, which it does not have", file=sys.stderr)
             return 2
+    for line in public_answers(problems):
+        print(f"grade: warning: {line}", file=sys.stderr)
     marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, options.unsafe)
     write_outputs(options.out, marks, problems, rubric, bad, sandboxed)
     for path, reason in bad:

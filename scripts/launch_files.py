@@ -4,17 +4,25 @@
   reads only ``.binder/`` once that folder exists, and cannot follow ``-r ../``.
 - ``notebooks/``: an ``.ipynb`` copy of every page, exercise and solution (Colab opens
   only ``.ipynb``), at the same path as its source. Its first cell, hidden, installs
-  what a fresh kernel lacks: ``servingmath`` at the release tagged in ``_config.yml``
-  (the one place the URL and the tag are set), and nothing else. The pages glue numbers
+  what a fresh kernel lacks: ``servingmath`` at the commit pinned in ``_config.yml``
+  (the one place the URL and the commit are set), and nothing else. The pages glue numbers
   into the website's prose with myst-nb; in a notebook without it the cell stands in a
   ``glue`` that shows only what it is asked to show, rather than installing Sphinx.
 
 ``python scripts/launch_files.py`` writes them (``make notebooks``);
 ``tests/test_launch_files.py`` fails when a committed copy differs from what this makes.
+
+The pin is a commit's full hash, not a tag: a commit exists as soon as it is pushed, never moves,
+and can be checked here, where a tag may be cut late or not at all. It must hold the package the
+copies were made with (``src/servingmath/`` and ``pyproject.toml`` as committed now), and a test
+fails once they differ. ``python scripts/launch_files.py --pin`` (``make pin``), run after the
+package's changes are committed, pins the current commit and rewrites the copies; commit the result.
 """
 from __future__ import annotations
 
 import hashlib
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,12 +49,50 @@ def repository() -> tuple[str, str]:
 
 
 def release() -> str:
-    """The tag the copies install the package from, from ``_config.yml``."""
-    return _repository_config()["release"]
+    """The commit the copies install the package from (its full hash), from ``_config.yml``."""
+    return str(_repository_config()["release"])
+
+
+PACKAGE = ("src/servingmath", "pyproject.toml")
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def pin_problem(commit: str) -> str:
+    """Why ``commit`` cannot be the copies' pin ('' if it can): it must be a full hash of a commit of this
+    repository that holds ``servingmath.variants`` and the package as committed now."""
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return f"the pin must be a commit's full hash (40 hex digits), got {commit!r}"
+    if _git("cat-file", "-e", f"{commit}^{{commit}}").returncode:
+        return f"commit {commit} is not in this repository"
+    if _git("cat-file", "-e", f"{commit}:src/servingmath/variants.py").returncode:
+        return f"commit {commit} has no src/servingmath/variants.py"
+    changed = _git("diff", "--name-only", commit, "HEAD", "--", *PACKAGE).stdout.split()
+    if changed:
+        return (f"the package changed since the pinned commit {commit[:12]} ({', '.join(changed)}): "
+                "commit it, then run `make pin` and commit the pin")
+    return ""
+
+
+def pin() -> str:
+    """Pin the current commit in ``_config.yml``, once the package is committed; returns the hash."""
+    dirty = _git("status", "--porcelain", "--", *PACKAGE).stdout.strip()
+    if dirty:
+        raise SystemExit(f"launch_files: commit the package first; not committed:\n{dirty}")
+    commit = _git("rev-parse", "HEAD").stdout.strip()
+    config = ROOT / "_config.yml"
+    text, count = re.subn(r"^(  release: ).*$", lambda match: match.group(1) + commit,
+                          config.read_text(encoding="utf-8"), count=1, flags=re.M)
+    if count != 1:
+        raise SystemExit("launch_files: _config.yml has no `  release:` line under `repository:`")
+    config.write_text(text, encoding="utf-8")
+    return commit
 
 
 def package_requirement() -> str:
-    """``servingmath`` at the tagged release: what a copy installs, and all it installs.
+    """``servingmath`` at the pinned commit: what a copy installs, and all it installs.
 
     The package's own dependencies are loose (``pyproject.toml``), so pip keeps the numpy,
     matplotlib and ipywidgets that Colab already has.
@@ -117,6 +163,8 @@ def stale(files: dict[Path, str], notebooks: Path = NOTEBOOKS) -> list[Path]:
 
 
 def main() -> int:
+    if "--pin" in sys.argv[1:]:
+        print("pinned", pin())
     files = expected()
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -287,6 +287,10 @@ def hidden_test(notebook: str, call: ast.Call, helpers: list[str], worth: float)
         lines += [f"_sys.path.insert(0, {str(SCRIPTS)!r})", "import variant_answers as _variants",
                   "_student = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
                   f"_expected = _variants.expected({notebook!r}, {label!r}, _student)"]
+        # The solution's own slips are figures of its fixed numbers; the student's are of their own.
+        if "slips" in keywords:
+            keywords["slips"] = ast.parse(f"{{name: tuple(entry) for name, entry in (_variants.slips({notebook!r}, "
+                                          f"{label!r}, _student) or {{}}).items()}}", mode="eval").body
     else:
         lines += helpers + [f"_expected = {ast.unparse(call.args[1])}"]
     options = ", ".join(f"{name}={ast.unparse(value)}" for name, value in keywords.items())

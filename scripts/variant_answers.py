@@ -16,6 +16,7 @@ from servingmath.memory import fit, kv_cache_bytes, max_batch
 
 H100 = sm.H100_SXM
 L3 = sm.LLAMA_3_8B
+L31 = sm.MODELS["llama-3.1-8b"]
 
 
 def _first(mask, values):
@@ -26,7 +27,7 @@ def _first(mask, values):
 
 
 def _prompts(model=L3):
-    return np.arange(1, variants.window(model) + 1)
+    return np.arange(1, model.context_window + 1)
 
 
 def _cheapest(n):
@@ -37,7 +38,7 @@ def _cheapest(n):
 
 
 def _cache_share(n):
-    step = sm.decode_step(L3, sm.CATALOG[n["gpu"]], cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
+    step = sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
     return (step.kv_read_bytes + step.kv_write_bytes) / step.bytes
 
 
@@ -62,7 +63,7 @@ ANSWERS = {
         "2.5": lambda n: sm.decode_step(L3, H100, weight_bits=n["decode_bits"]).cost.intensity,
         "2.6": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["turn_gpu"]], _prompts()).timing.compute_bound,
                                 _prompts()),
-        "2.7": lambda n: sm.prefill(L3, sm.CATALOG[n["pace_gpu"]], n["pace_prompt"], weight_bits=n["pace_bits"]).bound,
+        "2.7": lambda n: sm.prefill(L3, sm.CATALOG["l40s"], n["pace_prompt"], weight_bits=8).bound,
     },
     "lesson-1-part-3": {
         "3.1": lambda n: 1 / sm.decode_step(L3, H100, weight_bits=n["bits"]).time,
@@ -73,28 +74,26 @@ ANSWERS = {
         "3.6": _cheapest,
     },
     "lesson-1-part-4": {
-        "4.1": lambda n: sm.batching(L3, H100, n["users"], price_per_hour=n["price"]).cost_per_million_tokens,
-        "4.2": lambda n: sm.batching(L3, H100, n["users"], price_per_hour=n["price"]).tokens_per_hour,
+        "4.1": lambda n: sm.batching(L3, H100, n["users"]).cost_per_million_tokens,
+        "4.2": lambda n: sm.batching(L3, H100, n["users"]).tokens_per_hour,
         "4.3": lambda n: sm.batching(L3, sm.CATALOG[n["gpu"]], n["gpu_users"]).cost_per_million_tokens,
-        "4.4": lambda n: sm.batching(L3, H100, n["bits_users"], price_per_hour=n["price"],
-                                     weight_bits=n["bits"]).cost_per_million_tokens,
-        "4.5": lambda n: _first(sm.batching(L3, H100, np.arange(1, 2001), price_per_hour=n["price"])
-                                .cost_per_million_tokens <= n["target"], np.arange(1, 2001)),
-        "4.6": lambda n: _first(sm.decode_step(L3, sm.CATALOG[n["gpu"]], batch=np.arange(1, 4001)).timing.compute_bound,
-                                np.arange(1, 4001)),
-        "4.7": lambda n: sm.batching(L3, H100, n["plate_users"], cached_tokens=n["plate_cache"], assumptions=sm.PLATE,
-                                     price_per_hour=n["price"]).cost_per_million_tokens,
+        "4.4": lambda n: sm.batching(L3, H100, n["bits_users"], weight_bits=n["bits"]).cost_per_million_tokens,
+        "4.5": lambda n: _first(sm.batching(L3, H100, np.arange(1, 2001)).cost_per_million_tokens <= n["target"],
+                                np.arange(1, 2001)),
+        "4.6": lambda n: _first(sm.decode_step(L3, sm.CATALOG[n["flip_gpu"]], batch=np.arange(1, 4001))
+                                .timing.compute_bound, np.arange(1, 4001)),
+        "4.7": lambda n: sm.batching(L3, H100, n["plate_users"], cached_tokens=n["plate_cache"],
+                                     assumptions=sm.PLATE).cost_per_million_tokens,
     },
     "plate-xxiii-1": {
-        "1": lambda n: sm.decode_step(L3, sm.CATALOG[n["gpu"]], cached_tokens=n["cache"],
-                                      assumptions=sm.PLATE).time * 1e3,
-        "2": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["gpu"]], cached_tokens=n["cache"],
-                                          assumptions=sm.PLATE).time,
-        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["gpu"]], n["prompt"], assumptions=sm.PLATE).time_per_token * 1e3,
-        "4": lambda n: sm.decode_step(L3, sm.CATALOG[n["gpu"]], cached_tokens=n["long_cache"],
-                                      assumptions=sm.PLATE).time * 1e3,
+        "1": lambda n: sm.decode_step(L3, H100, cached_tokens=n["cache"], assumptions=sm.PLATE).time * 1e3,
+        "2": lambda n: 1 / sm.decode_step(L3, H100, cached_tokens=n["cache"], assumptions=sm.PLATE).time,
+        "3": lambda n: sm.prefill(L3, H100, n["prompt"], assumptions=sm.PLATE).time_per_token * 1e3,
+        "4": lambda n: sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).time * 1e3,
         "5": _cache_share,
-        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["gpu"]], _prompts(), assumptions=sm.PLATE)
+        "6": lambda n: math.ceil(sm.weight_bytes(L31.parameters, n["weight_bits"])
+                                 / L31.kv_bytes_per_token(n["kv_bits"])),
+        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), assumptions=sm.PLATE)
                               .timing.compute_bound, _prompts()),
     },
 }
@@ -106,13 +105,13 @@ def _without_against_with(n):
 
 
 def _room(n):
-    budget = fit(L3, sm.CATALOG[n["gpu"]])
+    budget = fit(L3, sm.CATALOG[n["room_gpu"]])
     return (budget.usable_bytes - budget.weight_bytes) / 1e9
 
 
 def _full(n):
     users = max_batch(L3, H100, n["full_context"])
-    return cache.cached_decode(L3, H100, users, n["full_context"], price_per_hour=n["price"]).cost_per_million_tokens
+    return cache.cached_decode(L3, H100, users, n["full_context"]).cost_per_million_tokens
 
 
 ANSWERS.update({
@@ -128,24 +127,26 @@ ANSWERS.update({
         "2.1": lambda n: kv_cache_bytes(sm.MODELS[n["small"]], 1, kv_bits=n["small_bits"]),
         "2.2": lambda n: kv_cache_bytes(sm.MODELS[n["large"]], 1, kv_bits=n["large_bits"]),
         "2.3": lambda n: kv_cache_bytes(sm.MODELS["llama-2-7b"], n["mha_context"]) / 1e9,
+        "2.4": lambda n: sm.weight_bytes(sm.MODELS[n["outweigh"]].parameters, n["outweigh_bits"])
+        / kv_cache_bytes(sm.MODELS[n["outweigh"]], 1, kv_bits=n["outweigh_kv_bits"]),
         "2.5": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
-        "2.6": lambda n: kv_cache_bytes(L3, n["context"], kv_bits=n["bits"]) / 1e9,
+        "2.6": lambda n: kv_cache_bytes(L31, n["long_context"], kv_bits=n["long_bits"]) / 1e9,
     },
     "lesson-2-part-3": {
         "3.1": lambda n: max_batch(L3, H100, n["bits_context"], kv_bits=n["bits"]),
         "3.2": _room,
-        "3.3": lambda n: max_batch(L3, sm.CATALOG[n["gpu"]], n["context"]),
-        "3.4": lambda n: max_batch(L3, sm.CATALOG[n["window_gpu"]], n["window"], kv_bits=n["window_bits"]),
+        "3.3": lambda n: max_batch(L3, sm.CATALOG[n["fit_gpu"]], n["context"]),
+        "3.4": lambda n: max_batch(sm.MODELS[n["window_model"]], sm.CATALOG[n["window_gpu"]],
+                                   sm.MODELS[n["window_model"]].context_window),
         "3.5": lambda n: kv_cache_bytes(L3, n["users_context"], batch=n["users"]) / 1e9,
         "3.6": lambda n: max_batch(L3, sm.CATALOG[n["big_gpu"]], n["big_context"]),
     },
     "lesson-2-part-4": {
-        "4.1": lambda n: cache.cached_decode(L3, H100, n["users"], n["context"],
-                                             price_per_hour=n["price"]).cost_per_million_tokens,
+        "4.1": lambda n: cache.cached_decode(L3, H100, n["users"], n["context"]).cost_per_million_tokens,
         "4.2": lambda n: cache.cached_decode(L3, H100, n["step_users"], n["step_context"]).step_time * 1e3,
         "4.3": lambda n: cache.cached_decode(L3, H100, n["many"], n["many_context"]).tokens_per_second_per_user,
         "4.4": lambda n: cache.cache_matches_weights_batch(L3, n["match_context"]),
-        "4.5": lambda n: cache.cheapest_cost_per_million(L3, H100, n["floor_context"], price_per_hour=n["price"]),
+        "4.5": lambda n: cache.cheapest_cost_per_million(L3, H100, n["floor_context"]),
         "4.6": _full,
     },
     "plate-xxiii-2": {
@@ -153,7 +154,7 @@ ANSWERS.update({
         "2": lambda n: max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
         "3": lambda n: cache.cache_matches_weights_batch(sm.MODELS["deepseek-v2-lite"], n["lite_context"]),
         "4": lambda n: max_batch(L3, H100, n["reserve_context"], reserve=n["reserve"]),
-        "5": lambda n: max_batch(L3, H100, n["bits_context"], kv_bits=n["bits"]),
+        "5": lambda n: max_batch(L31, H100, n["bits_context"], kv_bits=n["bits"]),
     },
 })
 
@@ -171,3 +172,53 @@ def expected(notebook: str, label: str, student_id):
     if not math.isfinite(value):
         raise ValueError(f"{notebook} {label} for {student_id!r}: the answer is {value}")
     return value
+
+
+# -- the problems' own slips, for each student's numbers -----------------------------------
+def _binary(gpu) -> str:
+    gb = f"{gpu.memory_bytes / 2**30:g}"
+    return f"memory is counted in binary: the {gpu.name}'s {gb} GB are {gb} × 2³⁰ bytes, not {gb} × 10⁹."
+
+
+RESERVE = "hold back 5 % of the memory for the engine first: usable = 0.95 × memory."
+
+
+def _decimal_named(gpu) -> str:
+    gb = f"{gpu.memory_bytes / 2**30:g}"
+    return f"{gb} × 10⁹ bytes for the {variants.SHORT_NAMES.get(gpu.key, gpu.name)}'s {gb} GB"
+
+
+def _batch_slips(model, gpu, context, kv_bits=16, decimal=True, decimal_name="decimal gigabytes for the memory"):
+    slips = {}
+    if kv_bits != 16:
+        size = {8: "1 byte", 4: "half a byte"}.get(kv_bits, f"{kv_bits / 8:g} bytes")
+        slips["a 16-bit cache"] = (max_batch(model, gpu, context),
+                                   f"the question stores the cache in {kv_bits} bits: {size} a value, not 2.")
+    if decimal:
+        slips[decimal_name] = (
+            max_batch(model, gpu.with_changes(memory_bytes=gpu.memory_bytes / 2**30 * 1e9), context, kv_bits=kv_bits),
+            _binary(gpu))
+    slips["the reserve forgotten"] = (max_batch(model, gpu, context, kv_bits=kv_bits, reserve=0), RESERVE)
+    return slips
+
+
+# A problem whose solution names slips of its own: the same slips, for the student's numbers.
+SLIPS = {
+    ("lesson-2-part-3", "3.1"): lambda n: _batch_slips(L3, H100, n["bits_context"], n["bits"]),
+    ("lesson-2-part-3", "3.3"): lambda n: _batch_slips(L3, sm.CATALOG[n["fit_gpu"]], n["context"]),
+    ("lesson-2-part-3", "3.6"): lambda n: _batch_slips(L3, sm.CATALOG[n["big_gpu"]], n["big_context"],
+                                                       decimal_name=_decimal_named(sm.CATALOG[n["big_gpu"]])),
+    ("plate-xxiii-2", "2"): lambda n: _batch_slips(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
+    ("plate-xxiii-2", "5"): lambda n: _batch_slips(L31, H100, n["bits_context"], n["bits"], decimal=False),
+}
+
+
+def slips(notebook: str, label: str, student_id) -> dict | None:
+    """The named slips of ``student_id``'s variant of problem ``label`` ({name: [value, hint]}), or None."""
+    named = SLIPS.get((notebook, label))
+    if named is None:
+        return None
+    right = expected(notebook, label, student_id)
+    # A slip that lands on the right answer (a small count) names nothing: it is left out.
+    return {name: [float(value), hint] for name, (value, hint) in named(variants.numbers(notebook, student_id)).items()
+            if value != right} or None

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import grade  # noqa: E402  (a script, not a package)
 import nbgate  # noqa: E402
 import variant_answers  # noqa: E402
-from servingmath.checks import _show  # noqa: E402  (how feedback prints a number)
+from servingmath.checks import _show, check  # noqa: E402  (how feedback prints a number; the check)
 
 PART_1 = "lesson-1-part-1"
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
@@ -208,6 +208,7 @@ def messy_folder(root: Path) -> Path:
     (folder / "ada" / ".ipynb_checkpoints").mkdir(parents=True)
     write(graded_release(), folder / "ada" / ".ipynb_checkpoints" / f"{PART_1}-checkpoint.ipynb")
     write(graded_release(), folder / "dave-homework.ipynb")
+    write(worked("S1"), folder / f"studenttest_1099_90099_{PART_1}.ipynb")   # Canvas's Student View tried it
     return folder
 
 
@@ -300,7 +301,9 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
             f"jo-{PART_1} (1).ipynb instead") in report
     assert f"- {folder / 'flo' / f'{PART_1}.ipynb'}: is not JSON" in report
     assert f"- {folder / 'ada' / '.ipynb_checkpoints' / f'{PART_1}-checkpoint.ipynb'}: is a hidden or system" in report
-    assert report.count("\n- ") == 5 + 2   # and two blank notebooks: Bo's, and Hal's, who found nothing to steal
+    assert (f"- {folder / f'studenttest_1099_90099_{PART_1}.ipynb'}: names a student (studenttest) who is Canvas's "
+            "Test Student (Student View), left out as no student") in report
+    assert report.count("\n- ") == 6 + 2   # and two blank notebooks: Bo's, and Hal's, who found nothing to steal
     assert "Handed in blank (no problem answered), graded 0:\n- bo: lesson-1-part-1\n- hal: lesson-1-part-1\n" in report
     assert ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces" if SANDBOXED else
             "sandbox: NONE (--unsafe") in report
@@ -333,6 +336,10 @@ def test_each_student_gets_a_feedback_file(graded):
     assert "    1.3  0 of 1  … no answer: `answer` was still None when this problem's cell ran" in cy
     assert ("Late: lesson-1-part-1 was handed in 6 h 30 min after the deadline, by the LMS's times. The rubric "
             "takes 10% off a late notebook's points") in cy
+    assert "- lesson-1-part-1: late" not in cy   # told once, in the Late paragraph
+    kim = (feedback / "kim.txt").read_text(encoding="utf-8")
+    assert ("\nLate: lesson-1-part-1 (Canvas marked it LATE). The rubric takes 10% off a late notebook's points: "
+            "each mark of a notebook marked (late) above is 90% of what the answer earned.\n") in kim
     ada = (feedback / "ada.txt").read_text(encoding="utf-8")
     assert f"1.1  0.5 of 0.5  ✓ right: {_show(right('S1', '1.1'), 'passes')}\n" in ada
     # Nothing a student is told holds an expected figure, nor the words of a check cell still to run.
@@ -628,3 +635,41 @@ def test_the_sandbox_binds_the_course_over_its_empty_tmp(tmp_path):
     empty_tmp = next(k for k in range(len(argv) - 1) if argv[k:k + 2] == ["--tmpfs", "/tmp"])
     python_and_package = [k for k, word in enumerate(argv) if word == "--ro-bind"]
     assert python_and_package and min(python_and_package) > empty_tmp
+
+
+def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_are_public():
+    assert grade.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
+    assert grade.public_answers({"lesson-3-part-1": {"1.1": {}, "1.2": {}}}) == [
+        "lesson-3-part-1: problems 1.1, 1.2 have no per-student numbers (servingmath.variants); every student is "
+        "asked them with the practice release's numbers, whose answers are public"]
+
+
+def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
+    student = grade.Student("kim", "Kim Late")
+    graded = grade.Graded(student)
+    rubric = grade.Rubric(assignment="Lesson 1 problems", notebooks={PART_1: {}, "lesson-1-part-2": {}},
+                          late_penalty=0.1)
+    problems = {PART_1: {"1.1": {}}, "lesson-1-part-2": {"2.1": {}}}
+    for name, label in ((PART_1, "1.1"), ("lesson-1-part-2", "2.1")):
+        graded.points[(name, label)], graded.feedback[(name, label)] = 0.9, "✓ right: 1 pass"
+        graded.handed_in[name] = f"kim_LATE_1_2_{name}.ipynb"
+        graded.late.append(name)
+        graded.late_notes[name] = "Canvas marked it LATE"
+        graded.notes.append(f"{name}: late (Canvas marked it LATE)")
+    text = grade.feedback_text(graded, problems, rubric)
+    assert ("Late: lesson-1-part-1 and lesson-1-part-2 (Canvas marked them LATE). The rubric takes 10% off a late "
+            "notebook's points") in text
+    assert text.count("The rubric takes") == 1 and "Notes:" not in text
+
+
+def test_feedback_on_a_word_the_problem_does_not_take_says_so():
+    result = check("h100-sxm", "memory", label="2.2", choices=("memory", "compute"))
+    assert grade.final_word(result) == ("✗ 'h100-sxm' is not right: it is none of the words the problem takes "
+                                        '("memory", "compute")')
+    assert grade.final_word(check("compute", "memory", label="2.2", choices=("memory", "compute"))) == (
+        "✗ 'compute' is not right")
+
+
+def test_feedback_on_a_problems_own_slip_gives_its_hint():
+    result = check(72, 100, label="3.1", units="users", slips={"a 16-bit cache": (72, "the cache is 4-bit.")})
+    assert grade.final_word(result) == "✗ 72 users is not right: it looks like a 16-bit cache (the cache is 4-bit.)"

@@ -59,19 +59,19 @@ def test_a_copy_is_its_page_after_a_hidden_setup_cell():
     assert len({c["id"] for c in copy["cells"]}) == len(copy["cells"])
 
 
-def test_the_setup_cell_installs_the_package_at_the_release_tagged_in_config():
+def test_the_setup_cell_installs_the_package_at_the_commit_pinned_in_config():
     source = launch_files.setup_cell_source()
     url, branch = launch_files.repository()
     release = launch_files.release()
     assert url.startswith("https://github.com/") and branch == "main"
-    # A tag named after the package's version, not a branch that moves under the copies.
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    assert release == f"v{version}"
+    # A commit of this repository that holds the package as it is committed now (variants and all),
+    # not a branch that moves under the copies nor a tag that may never be cut.
+    assert launch_files.pin_problem(release) == ""
     assert f'"servingmath @ git+{url}@{release}"' in source
     # Nothing the notebooks do not import: no Sphinx, no myst-nb, no pins of the build's.
     assert source.count('"pip", "install"') == 1 and "==" not in source
     assert source.count("git+") == 1 and "sphinx" not in source.lower()
-    # The URL and the tag are written in _config.yml only (the README names the URL for readers).
+    # The URL and the commit are written in _config.yml only (the README names the URL for readers).
     for written in (url.split("://")[1], release):
         places = subprocess.run(["git", "grep", "-l", "-w", "-F", written, "--", ".", ":!notebooks", ":!README.md"],
                                 cwd=ROOT, capture_output=True, text=True).stdout
@@ -217,3 +217,25 @@ def test_the_page_scan_ignores_what_jupyterlab_saves_beside_the_pages(tmp_path):
     assert nbgate.sources(tmp_path) == [tmp_path / "index.md", lesson / page.name]
     made = {copies / "part-1-prompt-and-reply.ipynb": "{}"}
     assert launch_files.stale(made, tmp_path / "notebooks") == [copies / "gone.ipynb"]
+
+
+def test_a_pin_that_is_not_a_commit_holding_this_package_is_refused():
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    first = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.split()[0]
+    assert launch_files.pin_problem("v0.1.0") == "the pin must be a commit's full hash (40 hex digits), got 'v0.1.0'"
+    assert launch_files.pin_problem("0" * 40) == f"commit {'0' * 40} is not in this repository"
+    assert launch_files.pin_problem(first) == f"commit {first} has no src/servingmath/variants.py"
+    assert launch_files.pin_problem(head) == ""
+
+
+def test_what_the_pin_installs_holds_the_variants_of_this_package(tmp_path):
+    """pip installs the pinned commit as Colab's setup cell does (from this repository, not GitHub)."""
+    release = launch_files.release()
+    target = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--target", str(target), f"servingmath @ git+file://{ROOT}@{release}"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    installed = target / "servingmath" / "variants.py"
+    assert installed.read_bytes() == (ROOT / "src" / "servingmath" / "variants.py").read_bytes()

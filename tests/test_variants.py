@@ -5,6 +5,7 @@ numbers ``servingmath.variants`` draws; a draw must be a case that can happen (w
 window, weights and caches fitting the GPU the question runs them on).
 """
 import math
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -128,3 +129,118 @@ def test_variant_answers_agree_with_the_worked_arithmetic():
         model = MODELS[n["small"]]
         assert variant_answers.expected("lesson-2-part-2", "2.1", student) == pytest.approx(
             2 * model.layers * model.kv_heads * model.head_dim * n["small_bits"] / 8, rel=1e-12)
+
+
+# -- the templates against the solutions ----------------------------------------------------
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_exercises  # noqa: E402
+
+RUBRICS = sorted((ROOT / "grading").glob("rubric*.yml"))
+PLACE = re.compile(r"\{(\w+)(?::(\w))?\}")
+
+
+def graded_notebooks() -> list[str]:
+    """Every notebook a rubric of the course grades."""
+    return sorted({name for rubric in RUBRICS for name in make_exercises.rubric_points(rubric)})
+
+
+def solution_statements(notebook: str) -> dict[str, str]:
+    """Each problem's statement in the worked solution, its whitespace run together: label -> text."""
+    text = (ROOT / "solutions" / f"{notebook}.md").read_text(encoding="utf-8")
+    return {match.group(2): " ".join(match.group(3).split()) for match in make_exercises.PROBLEM.finditer(text)}
+
+
+def test_every_graded_problem_has_a_template_and_an_answer():
+    assert RUBRICS and graded_notebooks()
+    for name in graded_notebooks():
+        labels = set(solution_statements(name))
+        assert labels, name
+        assert labels == set(variants.TEMPLATES[name].statements), name
+        assert labels == set(variant_answers.ANSWERS[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(variants.TEMPLATES))
+def test_each_template_is_the_solutions_statement_with_the_practice_numbers_in_their_places(name):
+    """A student sees the problem the solution states, word for word, with their own numbers in the places."""
+    practice = variants.practice(name)
+    assert variants.sense(name, practice) == []
+    statements = solution_statements(name)
+    for label, template in variants.TEMPLATES[name].statements.items():
+        places = list(PLACE.finditer(template))
+        pattern, at = "", 0
+        for place in places:
+            pattern += re.escape(template[at:place.start()]) + "(.+?)"
+            at = place.end()
+        match = re.fullmatch(pattern + re.escape(template[at:]), statements[label])
+        assert match, (name, label, statements[label], variants.fill(name, label, practice))
+        for place, found in zip(places, match.groups()):
+            key = place.group(1)
+            shown = ("{" + key + (":" + place.group(2) if place.group(2) else "") + "}").format_map(
+                {key: variants._placed(practice[key])})
+            if key.endswith("_named"):
+                # The solution may name the GPU or model more shortly, or give its key in the catalog.
+                value = practice[key[: -len("_named")]]
+                named = CATALOG[value].name if value in CATALOG else variants.MODELS[value].name
+                assert f'["{value}"]' in found or found in named, (name, label, key, found)
+            else:
+                assert found == shown, (name, label, key, found, shown)
+        assert variants.fill(name, label, practice) == statements[label] or any(
+            place.group(1).endswith("_named") for place in places), (name, label)
+
+
+def solution_expected(name: str) -> dict[str, object]:
+    """Each check's expected answer, as the worked solution's check cells compute it."""
+    notebook = jupytext.read(ROOT / "solutions" / f"{name}.md")
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    found = {}
+
+    def check(answer, expected, *, label, slips=None, **_):
+        found[label] = expected
+        found[label, "slips"] = {name: entry[0] for name, entry in (slips or {}).items()}
+
+    space = {}
+    exec(code[0], space)
+    space["check"], space["answer"] = check, None
+    for source in code[1:]:
+        if "check(answer, " in source:
+            exec(source, space)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(variants.TEMPLATES))
+def test_the_graders_answer_to_the_practice_numbers_is_the_solutions(name):
+    expected = solution_expected(name)
+    practice = variants.practice(name)
+    for label, answer in variant_answers.ANSWERS[name].items():
+        ours, theirs = answer(practice), expected[label]
+        if isinstance(theirs, str):
+            assert ours == theirs, (name, label)
+        else:
+            assert float(ours) == pytest.approx(float(theirs), rel=1e-9), (name, label)
+
+
+@pytest.mark.parametrize("name", sorted(variants.TEMPLATES))
+def test_a_problems_own_slips_for_the_practice_numbers_are_the_solutions(name):
+    """The slips a solution names (a 16-bit cache, decimal gigabytes...) are named for each student's numbers too."""
+    expected = solution_expected(name)
+    practice = variants.practice(name)
+    for label in variants.TEMPLATES[name].statements:
+        ours = variant_answers.SLIPS.get((name, label))
+        ours = {} if ours is None else {slip: value for slip, (value, _) in ours(practice).items()}
+        assert ours == pytest.approx(expected[label, "slips"], rel=1e-12), (name, label)
+    for student in STUDENTS[:50]:
+        for label in variants.TEMPLATES[name].statements:
+            slips = variant_answers.slips(name, label, student) or {}
+            right = variant_answers.expected(name, label, student)
+            # A slip that gives the right answer would take a right answer for a slip.
+            assert all(value != right for value, _ in slips.values()), (name, label, student, slips)
+
+
+@pytest.mark.parametrize("name", sorted(variants.TEMPLATES))
+def test_the_graded_release_shows_each_templated_problem_with_the_students_numbers(name):
+    text = (ROOT / "exercises" / "graded" / f"{name}.md").read_text(encoding="utf-8")
+    assert f"mine = sheet({name!r}, STUDENT_ID)" in text
+    for label, statement in solution_statements(name).items():
+        assert f'mine.show("{label}")' in text, (name, label)
+        # The fixed numbers' statement is gone from the graded release: only the student's are shown.
+        assert statement not in " ".join(text.split()), (name, label)

@@ -19,6 +19,7 @@ weights (and caches) that fit the named GPU where the question takes it that the
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass
 from typing import Callable
@@ -32,21 +33,9 @@ RECORD_MIME = "application/vnd.servingmath.variant+json"
 # The GPUs a variant may name: those rented by the hour in the data centre (not a laptop, not a T4,
 # which cannot hold an 8B model's 16-bit weights with room to spare).
 RENTED = ("h100-sxm", "h100-pcie", "h200", "a100-80gb", "l4", "l40s", "mi300x", "b200")
-# The windows of the families the variants name, for a package whose models do not yet carry their
-# own: Llama 3's 8,192 tokens and Llama 2's 4,096 (max_position_embeddings in Meta's configs), and
-# DeepSeek-V2-Lite's 32k (its model card).
-_WINDOWS = {"Llama 3 ": 8192, "Llama 2 ": 4096, "DeepSeek-V2-Lite": 32 * 1024}
-
-
-def window(model) -> int:
-    """The most tokens (prompt and reply, or cache) ``model`` reads at once."""
-    own = getattr(model, "context_window", None)
-    if own:
-        return int(own)
-    for family, tokens in _WINDOWS.items():
-        if model.name.startswith(family):
-            return tokens
-    raise ValueError(f"model {model.name!r} has no context window the variants know")
+# How a problem calls a GPU when it names it without the maker, as "the H200 has 141 GB" does.
+SHORT_NAMES = {"h100-sxm": "H100 SXM", "h100-pcie": "H100 PCIe", "h200": "H200", "a100-80gb": "A100 80 GB",
+               "l4": "L4", "l40s": "L40S", "mi300x": "MI300X", "b200": "B200"}
 
 
 def student_key(student_id) -> str:
@@ -65,13 +54,29 @@ def seed(notebook: str, student_id) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def _nothing(numbers: dict) -> dict:
+    return {}
+
+
+def _sound(numbers: dict) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Template:
-    """A notebook's graded problems: a draw of numbers, and each problem's statement with places for them."""
+    """A notebook's graded problems: a draw of numbers, and each problem's statement with places for them.
+
+    ``practice`` holds the numbers the practice release and ``solutions/`` ask with: the statement
+    filled with them is the solution's own statement, word for word (a test holds the two together,
+    and the grader's answer for them to the solution's check). ``derive`` adds what follows from a draw
+    (a model's shape, a GPU's figures); ``sense`` says what makes a draw a case that cannot happen.
+    A statement's place is ``{name}``; ``{name:a}`` puts "a" or "an" before it, ``{name:A}`` "A" or "An"."""
 
     draw: Callable[[random.Random], dict]
     statements: dict[str, str]
-    sense: Callable[[dict], list[str]] = lambda numbers: []
+    practice: dict
+    derive: Callable[[dict], dict] = _nothing
+    sense: Callable[[dict], list[str]] = _sound
 
 
 def _steps(rng: random.Random, low: int, high: int, step: int) -> int:
@@ -79,10 +84,34 @@ def _steps(rng: random.Random, low: int, high: int, step: int) -> int:
 
 
 def _n(value) -> str:
-    """A number as a statement prints it: thousands separated, no needless decimals."""
+    """A number as a statement prints it: thousands separated; a price's cents, or no needless decimals."""
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.2f}"
     return f"{int(value):,}"
+
+
+def _decimal(value: float) -> str:
+    """A figure with as many decimals as it has, up to three: 2.039, 989.4, 312."""
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def _article(text: str) -> str:
+    """ "a" or "an" before ``text`` as it is read aloud: an 800, an 11,000, an 18, a 1,800; an NVIDIA, an AMD."""
+    head = text.split(",")[0] if text[:1].isdigit() else text
+    if head[:1].isdigit():
+        return "an" if head.startswith("8") or head in ("11", "18") else "a"
+    return "an" if head[:1].upper() in "AEIOU" or head.startswith("NVIDIA") else "a"
+
+
+class _Place(str):
+    """A value as a statement shows it; formatted with ``a`` or ``A``, it takes its article."""
+
+    def __format__(self, spec: str) -> str:
+        if spec == "a":
+            return f"{_article(self)} {self}"
+        if spec == "A":
+            return f"{_article(self).capitalize()} {self}"
+        return format(str(self), spec)
 
 
 def _gpu(key: str) -> str:
@@ -93,15 +122,17 @@ def _model(key: str) -> str:
     return f'{MODELS[key].name} (`sm.MODELS["{key}"]`)'
 
 
-def _within(numbers: dict, model_key: str, *lengths: str) -> list[str]:
+def _within(numbers: dict, model_key: str, *lengths: str, plus: int = 0) -> list[str]:
+    """Empty if the tokens named (and ``plus`` more, the new token a decode step adds) fit the model's window."""
     model = MODELS[model_key]
-    total = sum(numbers[name] for name in lengths)
-    return [] if total <= window(model) else [
-        f"{' + '.join(lengths)} = {total:,} tokens is past {model.name}'s window of {window(model):,}"]
+    total = sum(numbers[name] for name in lengths) + plus
+    named = " + ".join(lengths) + (f" + {plus}" if plus else "")
+    return [] if total <= model.context_window else [
+        f"{named} = {total:,} tokens is past {model.name}'s window of {model.context_window:,}"]
 
 
-def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1) -> list[str]:
-    fit = memory.fit(MODELS[model_key], CATALOG[gpu_key], context, batch, weight_bits=bits)
+def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1, kv_bits=16) -> list[str]:
+    fit = memory.fit(MODELS[model_key], CATALOG[gpu_key], context, batch, weight_bits=bits, kv_bits=kv_bits)
     return [] if fit.fits else [f"{MODELS[model_key].name} does not fit the {CATALOG[gpu_key].name}: {fit.message}"]
 
 
@@ -116,20 +147,20 @@ def _draw_1_1(rng):
 
 LESSON_1_PART_1 = Template(
     draw=_draw_1_1,
+    practice={"prompt": 800, "reply": 1500, "report": 6000, "summary": 150, "short": 30, "story": 1200,
+              "requests": 10_000, "day_prompt": 2000, "day_reply": 300},
     statements={
-        "1.1": "Someone sends a {prompt}-token prompt to Llama 3 8B, and it answers with {reply} tokens. "
-               "Count the forward passes the model runs for this request.",
-        "1.2": "Of the passes in Problem 1.1 (a {prompt}-token prompt, a {reply}-token reply), how many are "
-               "decode steps, each carrying one token?",
-        "1.3": "A {report}-token report goes in, and a {summary}-token summary comes out. How many forward "
+        "1.1": "Someone sends {prompt:a}-token prompt, and the model answers it with {reply} tokens. Count the "
+               "forward passes the model runs for this request.",
+        "1.2": "Of the passes in Problem 1.1, how many are decode steps, each carrying one token?",
+        "1.3": "{report:A}-token contract goes in, and {summary:a}-token summary comes out. How many forward "
                "passes does the request take?",
-        "1.4": "A one-line, {short}-token prompt asks for a {story}-token story. How many times as many passes "
+        "1.4": "A one-line, {short}-token prompt asks for {story:a}-token story. How many times as many passes "
                "does the story take as the summary of Problem 1.3?",
-        "1.5": "In a day, a service answers {requests} requests one after another, each a {day_prompt}-token "
-               "prompt with a {day_reply}-token reply. How many forward passes does it run in the day?",
-        "1.6": "Over that day ({requests} requests, each a {day_prompt}-token prompt and a {day_reply}-token "
-               "reply), how many tokens do all those passes carry into the model? Each pass counts the tokens "
-               "it takes in as input.",
+        "1.5": "In a day, a service answers {requests} requests one after another, each {day_prompt:a}-token "
+               "prompt with {day_reply:a}-token reply. How many forward passes does it run in the day?",
+        "1.6": "Over that day, how many tokens do all those passes carry into the model? Each pass counts the "
+               "tokens it takes in as input.",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt", "reply") + _within(n, "llama-3-8b", "report", "summary")
                      + _within(n, "llama-3-8b", "short", "story")
@@ -138,67 +169,86 @@ LESSON_1_PART_1 = Template(
 
 
 # -- Lesson 1, Part 2: the roofline ----------------------------------------------------
-WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "llama-3-70b")
+WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "llama-3-70b", "qwen3-8b")
 
 
 def _draw_1_2(rng):
-    return {"prompt": _steps(rng, 50, 400, 10), "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8)),
-            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "decode_bits": rng.choice((3, 4, 5, 6, 8)),
+    return {"prompt": _steps(rng, 50, 400, 10), "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "decode_bits": rng.choice((3, 4, 5, 6, 8)),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
-            "pace_gpu": rng.choice(RENTED), "pace_prompt": _steps(rng, 20, 500, 10), "pace_bits": rng.choice((16, 8))}
+            "pace_prompt": _steps(rng, 100, 500, 10)}
+
+
+def _derive_1_2(n):
+    gpu = CATALOG[n["ridge_gpu"]]
+    return {"ridge_gpu_tflops": _decimal(gpu.peak_flops / 1e12), "ridge_gpu_tbps": _decimal(gpu.memory_bandwidth / 1e12)}
 
 
 LESSON_1_PART_2 = Template(
     draw=_draw_1_2,
+    practice={"prompt": 120, "model": "llama-3-70b", "bits": 16, "ridge_gpu": "a100-80gb", "decode_bits": 4,
+              "turn_gpu": "l4", "pace_prompt": 300},
+    derive=_derive_1_2,
     statements={
-        "2.1": "Llama 3 8B, its weights in 16 bits, runs on the H100 SXM, and the prompt is {prompt} tokens "
-               "long. About how many FLOPs does its prefill pass do for each byte of weights it reads?",
+        "2.1": "Llama 3 8B, its weights in 16 bits, still runs on the H100 SXM, but this time the prompt is only "
+               "{prompt} tokens long. About how many FLOPs does its prefill pass do for each byte of weights it "
+               "reads?",
         "2.2": "What sets the pace of that {prompt}-token prefill: reading memory or doing arithmetic? Answer "
                '`"memory"` or `"compute"`.',
-        "2.3": "How many gigabytes do the weights of {model_named} take in {bits} bits? Count a gigabyte as "
-               "10⁹ bytes, as spec sheets do, and take the parameter count from the model's `parameters`.",
-        "2.4": "How many FLOPs can the {ridge_gpu_named} do in the time it reads one byte? Take its peak and its "
-               "bandwidth from the catalog.",
-        "2.5": "Store Llama 3 8B's weights in {decode_bits} bits each instead, on the H100 SXM. How many FLOPs does "
-               "one decode step for one user now do for each byte of weights it reads?",
-        "2.6": "On the {turn_gpu_named}, with Llama 3 8B's weights in 16 bits, what is the shortest prompt, in "
-               "whole tokens, whose prefill pass spends longer on arithmetic than on reading the weights?",
-        "2.7": "The {pace_gpu_named} runs Llama 3 8B with its weights in {pace_bits} bits. A {pace_prompt}-token "
-               'prompt arrives. Does memory or arithmetic set the pace of its prefill? Answer `"memory"` or '
-               '`"compute"`.',
+        "2.3": "How many gigabytes do {model_name}'s weights take in {bits} bits? Count a gigabyte as 10⁹ bytes, "
+               'as spec sheets do, and take the parameter count from `sm.MODELS["{model}"].parameters`.',
+        "2.4": "The {ridge_gpu_named} does {ridge_gpu_tflops} trillion dense 16-bit FLOPs a second and reads "
+               "{ridge_gpu_tbps} TB a second. How many FLOPs can it do in the time it reads one byte?",
+        "2.5": "Store Llama 3 8B's weights in {decode_bits} bits each instead. How many FLOPs does one decode step "
+               "for one user now do for each byte of weights it reads?",
+        "2.6": "On the {turn_gpu_named}, with 16-bit weights, what is the shortest prompt, in whole tokens, whose "
+               "prefill pass spends longer on arithmetic than on reading the weights?",
+        "2.7": 'An NVIDIA L40S (`sm.CATALOG["l40s"]`) runs Llama 3 8B with its weights stored in 8 bits, widened '
+               "to 16 bits for the arithmetic, so the GPU computes at its dense 16-bit rate (`peak_flops`), as "
+               "throughout the lesson. {pace_prompt:A}-token prompt arrives. Does memory or arithmetic set the "
+               'pace of its prefill? Answer `"memory"` or `"compute"`, then try the same prompt with 16-bit '
+               'weights. (FP8 arithmetic, `l40s.flops("fp8")`, would put the ridge twice as high; this problem '
+               "does not use it.)",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "pace_prompt")
-                     + _fits("llama-3-8b", n["pace_gpu"], n["pace_bits"], n["pace_prompt"])
+                     + _fits("llama-3-8b", "l40s", 8, n["pace_prompt"])
                      + _fits("llama-3-8b", n["turn_gpu"]) + _fits("llama-3-8b", "h100-sxm", n["decode_bits"])),
 )
 
 
 # -- Lesson 1, Part 3: time ------------------------------------------------------------
 BIG_MODEL_GPUS = ("mi300x", "b200", "h200")
+# A weight of so many bits, in bytes, as the problem says it in words.
+BYTES_IN_WORDS = {3: "three eighths of a byte", 4: "half a byte", 5: "five eighths of a byte",
+                  6: "three quarters of a byte", 8: "one byte"}
 
 
 def _draw_1_3(rng):
-    return {"bits": rng.choice((3, 4, 5, 6, 8)), "prompt": _steps(rng, 500, 4000, 100), "gpu": rng.choice(RENTED),
-            "big_gpu": rng.choice(BIG_MODEL_GPUS), "request_prompt": _steps(rng, 500, 3000, 100),
-            "request_reply": _steps(rng, 100, 1000, 50), "speed": rng.choice((40, 60, 80, 100, 120, 150))}
+    return {"bits": rng.choice(tuple(BYTES_IN_WORDS)), "prompt": _steps(rng, 500, 4000, 100),
+            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
+            "request_prompt": _steps(rng, 500, 3000, 100), "request_reply": _steps(rng, 100, 1000, 50),
+            "speed": rng.choice((40, 60, 80, 100, 120, 150))}
 
 
 LESSON_1_PART_3 = Template(
     draw=_draw_1_3,
+    practice={"bits": 4, "prompt": 2000, "gpu": "h200", "big_gpu": "mi300x", "request_prompt": 1000,
+              "request_reply": 500, "speed": 100},
+    derive=lambda n: {"bits_in_bytes": BYTES_IN_WORDS[n["bits"]]},
     statements={
-        "3.1": "Keep Llama 3 8B on the H100 SXM, but store each weight in {bits} bits. What is the most tokens a "
-               "second that a single reply can get?",
-        "3.2": "Llama 3 8B with 16-bit weights on the H100 SXM. A {prompt}-token prompt arrives. At best, how many "
+        "3.1": "Keep Llama 3 8B on the H100 SXM, but store each weight in {bits} bits ({bits_in_bytes}) rather "
+               "than 16. What is the most tokens a second that a single reply can get?",
+        "3.2": "Back to 16-bit weights on the H100 SXM. {prompt:A}-token prompt arrives. At best, how many "
                "milliseconds pass before the first reply token?",
-        "3.3": "Move Llama 3 8B, in 16 bits, to the {gpu_named}. At best, how many tokens a second does one "
-               "user get?",
+        "3.3": "Move Llama 3 8B, in 16 bits, to {gpu_named:a}. At best, how many tokens a second does one user get?",
         "3.4": 'Llama 3 70B (`sm.MODELS["llama-3-70b"]`), in 16 bits, runs on one {big_gpu_named}. At best, how '
                "many milliseconds apart do one user's tokens come?",
-        "3.5": "Llama 3 8B, 16-bit, on the H100 SXM: a {request_prompt}-token prompt and a {request_reply}-token "
+        "3.5": "Llama 3 8B, 16-bit, on the H100 SXM: {request_prompt:a}-token prompt and {request_reply:a}-token "
                "reply. At best, how many seconds pass from sending the prompt to receiving the last reply token?",
-        "3.6": "Which GPU in the catalog, of those that hold Llama 3 8B's 16-bit weights, rents for the least an "
-               "hour while still giving one user at least {speed} tokens a second? Answer with its catalog key, "
-               'such as `"h100-sxm"`.',
+        "3.6": "Which GPU in the catalog rents for the least an hour while holding Llama 3 8B's 16-bit weights "
+               "(`sm.memory.fit(model, gpu).fits`) and giving one user at least {speed} tokens a second? Answer "
+               'with its catalog key, such as `"h100-sxm"`.',
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "request_prompt", "request_reply")
                      + _fits("llama-3-8b", n["gpu"]) + _fits("llama-3-70b", n["big_gpu"])),
@@ -207,75 +257,130 @@ LESSON_1_PART_3 = Template(
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
 def _draw_1_4(rng):
-    return {"price": _steps(rng, 200, 400, 10) / 100, "users": rng.choice((4, 6, 8, 10, 12, 16)),
-            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "gpu_users": rng.choice((16, 24, 32, 48)),
-            "bits_users": rng.choice((16, 24, 32, 48)), "bits": rng.choice((4, 8)),
-            "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
+    return {"users": rng.choice((4, 6, 8, 10, 12, 16, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "gpu_users": rng.choice((16, 24, 32, 48, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
+            "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
+            "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100)}
+
+
+def _derive_1_4(n):
+    from .roofline import PLATE
+
+    return {"h100_price": CATALOG["h100-sxm"].price_per_hour, "gpu_price": CATALOG[n["gpu"]].price_per_hour,
+            "plate_compute": _decimal(PLATE.compute_efficiency * 100),
+            "plate_memory": _decimal(PLATE.bandwidth_efficiency * 100), "plate_overhead": _decimal(PLATE.overhead * 1e3)}
 
 
 LESSON_1_PART_4 = Template(
     draw=_draw_1_4,
+    practice={"users": 16, "gpu": "h200", "gpu_users": 32, "bits_users": 32, "bits": 4, "target": 0.10,
+              "flip_gpu": "a100-80gb", "plate_users": 32, "plate_cache": 1000},
+    derive=_derive_1_4,
     statements={
-        "4.1": "The H100 SXM rents for ${price:.2f} an hour, and {users} users share every decode pass of Llama 3 "
-               "8B in 16 bits. Roughly how many dollars do a million output tokens cost?",
+        "4.1": "The H100 SXM still rents for ${h100_price} an hour, and now {users} users share every decode pass. "
+               "Roughly how many dollars do a million output tokens cost?",
         "4.2": "With those {users} users sharing each pass, how many tokens does the GPU make in an hour? Give the "
                "number of tokens, not of millions.",
-        "4.3": "The {gpu_named} rents for its catalog price an hour. With {gpu_users} users of Llama 3 8B in 16 bits "
-               "sharing each pass, what does a million tokens cost on it?",
-        "4.4": "Back on the H100 SXM at ${price:.2f} an hour with {bits_users} users per pass, store the weights in "
+        "4.3": "{gpu_named:A} rents for ${gpu_price} an hour. With {gpu_users} users sharing each pass, what does a "
+               "million tokens cost on it?",
+        "4.4": "Back on the H100 SXM at ${h100_price} an hour with {bits_users} users per pass, store the weights in "
                "{bits} bits. What does a million tokens cost now?",
-        "4.5": "On the H100 SXM at ${price:.2f} an hour, with 16-bit weights, what is the fewest users per pass that "
-               "brings a million tokens to ${target:.2f} or less?",
-        "4.6": "On the {gpu_named} with Llama 3 8B's weights in 16 bits, what is the smallest number of users per "
-               "pass at which a decode step is compute-bound?",
-        "4.7": "Count what the lesson left out, with the assumptions of plate XXIII.1 (`sm.PLATE`). Each of "
-               "{plate_users} users has {plate_cache} tokens in its cache. What does a million tokens cost on "
-               "the H100 SXM at ${price:.2f} an hour?",
+        "4.5": "On the H100 SXM at ${h100_price} an hour, with 16-bit weights, what is the fewest users per pass "
+               "that brings a million tokens to ${target} or less?",
+        "4.6": "Count the weights alone, as Example 4.1 does. Each user added to a pass then adds arithmetic but no "
+               "bytes, so at some batch size the arithmetic takes longer than the read and every further user "
+               "slows each step. On the {flip_gpu_named} with 16-bit weights, what is the smallest number of users "
+               "per pass at which a decode step is compute-bound?",
+        "4.7": "Now count what the lesson left out, with the assumptions of plate XXIII.1 (`sm.PLATE`): the "
+               "arithmetic runs at {plate_compute} % of its peak, memory at {plate_memory} % of its peak, each pass "
+               "costs {plate_overhead} ms more, and attention and the KV cache are counted. Each of {plate_users} "
+               "users has {plate_cache} tokens in its cache. What does a million tokens cost on the H100 SXM at "
+               "${h100_price} an hour?",
     },
-    sense=lambda n: (_fits("llama-3-8b", n["gpu"]) + _fits("llama-3-8b", "h100-sxm", 16, n["plate_cache"],
-                                                           n["plate_users"])
-                     + _within(n, "llama-3-8b", "plate_cache")),
+    sense=lambda n: (_fits("llama-3-8b", n["gpu"]) + _fits("llama-3-8b", n["flip_gpu"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["plate_cache"] + 1, n["plate_users"])
+                     + _within(n, "llama-3-8b", "plate_cache", plus=1)),
 )
 
 
 # -- Plate XXIII.1 -------------------------------------------------------------------------
 def _draw_plate_1(rng):
-    return {"cache": _steps(rng, 200, 3000, 100), "prompt": _steps(rng, 256, 4096, 128),
-            "long_cache": _steps(rng, 4000, 8000, 100), "gpu": rng.choice(("h100-sxm", "h200", "a100-80gb", "l40s"))}
+    weight_bits, kv_bits = rng.choice([(weights, kv) for _, weights, kv in PLATE_1_BITS])
+    return {"cache": _steps(rng, 1000, 8000, 100), "prompt": _steps(rng, 1000, 8000, 100),
+            "long_cache": _steps(rng, 10_000, 120_000, 1000), "weight_bits": weight_bits, "kv_bits": kv_bits,
+            "ridge_gpu": rng.choice(RENTED)}
+
+
+def _derive_plate_1(n):
+    same = n["weight_bits"] == n["kv_bits"]
+    return {"short_window": MODELS["llama-3-8b"].context_window, "long_window": MODELS["llama-3.1-8b"].context_window,
+            "both_bits": f"both in {n['kv_bits']} bits" if same else
+            f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}"}
+
+
+def _outweighs(model_key: str, weight_bits: int, kv_bits: int) -> int:
+    """The fewest whole tokens whose cache, read by a decode step, weighs as much as the weights."""
+    model = MODELS[model_key]
+    return math.ceil(memory.weight_bytes(model.parameters, weight_bits) / model.kv_bytes_per_token(kv_bits))
+
+
+# The bits of weights and cache for which Llama 3.1 8B's cache outweighs its weights within its window.
+PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 4, 3) for kv in (16, 8, 4)
+                     if _outweighs("llama-3.1-8b", weights, kv) <= MODELS["llama-3.1-8b"].context_window)
 
 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
+    practice={"cache": 7000, "prompt": 3000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
+              "ridge_gpu": "h200"},
+    derive=_derive_plate_1,
     statements={
-        "1": "One user of Llama 3 8B on the {gpu_named}, weights and cache in 16 bits, has {cache} tokens in the KV "
-             "cache. Under the plate's assumptions (`sm.PLATE`), how many milliseconds does the next decode "
-             "step take?",
+        "1": "One user of Llama 3 8B, weights and cache in 16 bits, has {cache} tokens in the KV cache. How many "
+             "milliseconds does the next decode step take?",
         "2": "How many tokens a second does that user get, one token per decode step?",
-        "3": "On the same GPU, a {prompt}-token prompt is prefilled in one pass. How many milliseconds does that "
-             "pass take for each prompt token?",
-        "4": "The conversation has grown, and the cache now holds {long_cache} tokens. How many milliseconds "
-             "does one decode step take now?",
+        "3": "{prompt:A}-token prompt is prefilled in one pass. How many milliseconds does that pass take for each "
+             "prompt token?",
+        "4": "The conversation has grown past Llama 3 8B's {short_window}-token window. Llama 3.1 8B "
+             '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it, '
+             "the cache now holds {long_cache} tokens. How many milliseconds does one decode step take now?",
         "5": "In that step over {long_cache} cached tokens, what fraction of all the bytes moved belongs to the KV "
              "cache, read or written? Give a fraction, such as 0.5.",
-        "7": "Under the plate's assumptions, what is the shortest prompt whose prefill pass on the {gpu_named} "
-             "is compute-bound?",
+        "6": "What is the fewest whole tokens Llama 3.1 8B's cache can hold for a decode step to read at least as "
+             "many bytes of cache as of weights, {both_bits}? Count the cache the step reads, not the one new "
+             "token's keys and values it writes.",
+        "7": "Under the plate's assumptions, what is the shortest prompt whose prefill pass on the {ridge_gpu_named} "
+             "is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
+             "peaks are reached in full.",
     },
-    sense=lambda n: (_within(n, "llama-3-8b", "cache") + _within(n, "llama-3-8b", "prompt")
-                     + _within(n, "llama-3-8b", "long_cache") + _fits("llama-3-8b", n["gpu"], 16, n["long_cache"])),
+    sense=lambda n: (_within(n, "llama-3-8b", "cache", plus=1) + _within(n, "llama-3-8b", "prompt")
+                     + _within(n, "llama-3.1-8b", "long_cache", plus=1)
+                     + _fits("llama-3.1-8b", "h100-sxm", 16, n["long_cache"] + 1)
+                     + _fits("llama-3-8b", n["ridge_gpu"])
+                     + ([] if _outweighs("llama-3.1-8b", n["weight_bits"], n["kv_bits"])
+                        <= MODELS["llama-3.1-8b"].context_window
+                        else ["Llama 3.1 8B's cache never outweighs its weights within its window"])),
 )
+
 
 # -- Lesson 2, Part 1: what the cache saves ---------------------------------------------
 def _draw_2_1(rng):
     prompt = _steps(rng, 1000, 6000, 100)
-    reply = _steps(rng, 100, min(1000, 8192 - prompt), 10)
     return {"context": _steps(rng, 500, 7000, 100), "long": _steps(rng, 4000, 8000, 100),
             "gpu": rng.choice(RENTED), "clock_context": _steps(rng, 1000, 7000, 100),
-            "prompt": prompt, "reply": reply, "steps": reply - 1, "second": prompt + 1, "last": prompt + reply - 2}
+            "prompt": prompt, "reply": _steps(rng, 100, min(1000, 8192 - prompt), 10)}
+
+
+def _derive_2_1(n):
+    first = (n["prompt"], n["reply"]) == (2000, 300)   # the request lesson 1 opened with
+    return {"steps": n["reply"] - 1, "second": n["prompt"] + 1, "last": n["prompt"] + n["reply"] - 2,
+            "request": "Lesson 1's first request" if first else "Your request"}
 
 
 LESSON_2_PART_1 = Template(
     draw=_draw_2_1,
+    practice={"context": 2000, "long": 8000, "gpu": "h100-sxm", "clock_context": 3000, "prompt": 2000, "reply": 300},
+    derive=_derive_2_1,
     statements={
         "1.1": "Llama 3 8B has read {context} tokens. How many times the arithmetic does the next decode step take "
                "without the cache, against the step that uses it?",
@@ -284,20 +389,27 @@ LESSON_2_PART_1 = Template(
         "1.3": "And with the cache, after the same {long} tokens: how many FLOPs?",
         "1.4": "On the {gpu_named}, how many milliseconds does Llama 3 8B's decode step after {clock_context} tokens "
                "take without the cache? It reads only the weights; take the slower of its arithmetic and its reading.",
-        "1.5": "A request of a {prompt}-token prompt and a {reply}-token reply makes {steps} decode steps, after "
+        "1.5": "{request}: {prompt:a}-token prompt and {reply:a}-token reply, so {steps} decode steps, after "
                "{prompt}, {second}, ... {last} tokens. Over all {steps} steps, how many times the arithmetic does "
                "decoding without the cache take, against decoding with it?",
     },
-    sense=lambda n: (_within(n, "llama-3-8b", "context") + _within(n, "llama-3-8b", "long")
-                     + _within(n, "llama-3-8b", "prompt", "reply") + _fits("llama-3-8b", n["gpu"], 16,
-                                                                            n["clock_context"])),
+    sense=lambda n: (_within(n, "llama-3-8b", "context", plus=1) + _within(n, "llama-3-8b", "long", plus=1)
+                     + _within(n, "llama-3-8b", "clock_context", plus=1)
+                     + _within(n, "llama-3-8b", "prompt", "reply")
+                     + _fits("llama-3-8b", n["gpu"], 16, n["clock_context"] + 1)),
 )
 
 
 # -- Lesson 2, Part 2: the cache's size ---------------------------------------------------
-GQA_MODELS = ("qwen2-7b", "llama-3-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "gemma-7b")
+GQA_MODELS = ("qwen3-8b", "qwen2-7b", "llama-3-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "gemma-7b")
 LARGE_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-2-70b", "llama-3.1-405b")
 LATENT_MODELS = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3")
+# Models whose window is long enough for one conversation's cache to outweigh the weights.
+LONG_MODELS = ("llama-3.2-3b", "llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "qwen2-7b", "mistral-7b", "qwen3-8b",
+               "gemma-3-4b", "llama-3.3-70b", "qwen2.5-72b")
+# (model, weight bits, cache bits) for which that happens within the window.
+OUTWEIGHED = tuple((key, weight_bits, kv_bits) for key in LONG_MODELS for weight_bits in (16, 8, 4)
+                   for kv_bits in (16, 8) if _outweighs(key, weight_bits, kv_bits) <= MODELS[key].context_window)
 
 
 def _shape(key: str) -> dict:
@@ -306,19 +418,25 @@ def _shape(key: str) -> dict:
             "rank": model.kv_lora_rank, "rope": model.rope_head_dim}
 
 
+def _shapes(n: dict, *keys: str) -> dict:
+    return {f"{key}_{part}": value for key in keys for part, value in _shape(n[key]).items()}
+
+
 def _draw_2_2(rng):
-    small, large, latent = rng.choice(GQA_MODELS), rng.choice(LARGE_MODELS), rng.choice(LATENT_MODELS)
-    drawn = {"small": small, "large": large, "latent": latent, "mha_context": _steps(rng, 1000, 4000, 100),
-             "latent_bits": rng.choice((16, 8)), "bits": rng.choice((8, 4)), "context": _steps(rng, 2000, 8000, 100),
-             "small_bits": rng.choice((16, 8)), "large_bits": rng.choice((16, 8, 4))}
-    drawn.update({f"small_{key}": value for key, value in _shape(small).items()})
-    drawn.update({f"large_{key}": value for key, value in _shape(large).items()})
-    drawn.update({f"latent_{key}": value for key, value in _shape(latent).items()})
-    return drawn
+    outweigh, outweigh_bits, outweigh_kv_bits = rng.choice(OUTWEIGHED)
+    return {"small": rng.choice(GQA_MODELS), "large": rng.choice(LARGE_MODELS), "latent": rng.choice(LATENT_MODELS),
+            "small_bits": rng.choice((16, 8)), "large_bits": rng.choice((16, 8, 4)), "latent_bits": rng.choice((16, 8)),
+            "mha_context": _steps(rng, 1000, 4000, 100), "outweigh": outweigh, "outweigh_bits": outweigh_bits,
+            "outweigh_kv_bits": outweigh_kv_bits, "long_bits": rng.choice((8, 4)),
+            "long_context": _steps(rng, 10_000, 130_000, 1000)}
 
 
 LESSON_2_PART_2 = Template(
     draw=_draw_2_2,
+    practice={"small": "qwen3-8b", "large": "llama-3-70b", "latent": "deepseek-v2", "small_bits": 16, "large_bits": 16,
+              "latent_bits": 16, "mha_context": 4000, "outweigh": "llama-3.2-3b", "outweigh_bits": 16,
+              "outweigh_kv_bits": 16, "long_bits": 8, "long_context": 32_000},
+    derive=lambda n: _shapes(n, "small", "large", "latent"),
     statements={
         "2.1": "{small_named} has {small_layers} layers, {small_kv_heads} key-value heads and a head dim of "
                "{small_head_dim}. How many bytes does each token leave in its cache at {small_bits} bits?",
@@ -326,57 +444,84 @@ LESSON_2_PART_2 = Template(
                "{large_head_dim}. How many bytes a token does its cache take at {large_bits} bits?",
         "2.3": 'Llama 2 7B (`sm.MODELS["llama-2-7b"]`) gives each of its 32 query heads its own key-value head. '
                "How many gigabytes (1e9 bytes) is the cache of one {mha_context}-token conversation at 16 bits?",
+        "2.4": "At how many tokens does one {outweigh_name} conversation's {outweigh_kv_bits}-bit cache weigh as "
+               "much as the model's {outweigh_bits}-bit weights? ({outweigh_name}, "
+               '`sm.MODELS["{outweigh}"]`, reads up to {outweigh_window} tokens.)',
         "2.5": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
                "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
                "{latent_bits} bits?",
-        "2.6": "Llama 3 8B's cache stored in {bits} bits: how many gigabytes (1e9 bytes) for one {context}-token "
-               "conversation?",
+        "2.6": "Llama 3.1 8B's cache stored in {long_bits} bits: how many gigabytes (1e9 bytes) for one "
+               "{long_context}-token conversation?",
     },
-    sense=lambda n: _within(n, "llama-2-7b", "mha_context") + _within(n, "llama-3-8b", "context"),
+    sense=lambda n: (_within(n, "llama-2-7b", "mha_context") + _within(n, "llama-3.1-8b", "long_context")
+                     + ([] if (n["outweigh"], n["outweigh_bits"], n["outweigh_kv_bits"]) in OUTWEIGHED else
+                        [f"{MODELS[n['outweigh']].name}'s cache does not outweigh its weights within its window"])),
 )
 
 
 # -- Lesson 2, Part 3: users that fit ------------------------------------------------------
+# (model, GPU) where a model's whole window, cached in 16 bits, fits beside its weights at least once.
+WINDOW_CASES = tuple((key, gpu) for key in ("llama-3.1-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "qwen3-8b")
+                     for gpu in RENTED if memory.max_batch(MODELS[key], CATALOG[gpu], MODELS[key].context_window) >= 1)
+
+
 def _draw_2_3(rng):
-    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100),
-            "gpu": rng.choice(RENTED), "context": _steps(rng, 1000, 6000, 100),
-            "window_gpu": rng.choice(RENTED), "window_bits": rng.choice((16, 8)),
-            "users": _steps(rng, 100, 400, 4), "users_context": _steps(rng, 1000, 5000, 100),
+    window_model, window_gpu = rng.choice(WINDOW_CASES)
+    users = _steps(rng, 100, 400, 4)
+    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100), "room_gpu": rng.choice(RENTED),
+            "fit_gpu": rng.choice(RENTED), "context": _steps(rng, 1000, 6000, 100), "window_model": window_model,
+            "window_gpu": window_gpu, "users": users, "users_context": _steps(rng, 1000, 5000, 100),
+            "users_intro": f"Say {users:,} users share each decode step.",
             "big_gpu": rng.choice(("h200", "mi300x", "b200")), "big_context": _steps(rng, 2000, 8000, 100)}
+
+
+def _derive_2_3(n):
+    return {"room_gpu_memory": _decimal(CATALOG[n["room_gpu"]].memory_bytes / 2**30),
+            "big_gpu_memory": _decimal(CATALOG[n["big_gpu"]].memory_bytes / 2**30),
+            "window_model_window": MODELS[n["window_model"]].context_window}
 
 
 LESSON_2_PART_3 = Template(
     draw=_draw_2_3,
+    practice={"bits": 8, "bits_context": 7000, "room_gpu": "l40s", "fit_gpu": "h100-sxm", "context": 2000,
+              "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm", "users": 296, "users_context": 1000,
+              "users_intro": "Lesson 1 found decode turning compute-bound at 296 users.", "big_gpu": "h200",
+              "big_context": 8000},
+    derive=_derive_2_3,
     statements={
         "3.1": "Store Llama 3 8B's cache in {bits} bits on the H100 SXM, keeping the weights in 16 bits. What is the "
                "largest batch of users with {bits_context} tokens each?",
-        "3.2": "On the {gpu_named} with Llama 3 8B's 16-bit weights, how many gigabytes (1e9 bytes) are left for "
-               "the caches?",
-        "3.3": "How many users of Llama 3 8B, each with a {context}-token conversation, fit on the {gpu_named}?",
-        "3.4": "An engine without paging sets aside Llama 3 8B's whole window, {window} tokens, for every user, "
-               "its cache in {window_bits} bits. How many users fit on the {window_gpu_named}?",
-        "3.5": "How many gigabytes (1e9 bytes) would {users} users' Llama 3 8B caches take at {users_context} "
-               "tokens each, in 16 bits?",
-        "3.6": "How many Llama 3 8B users with {big_context} tokens each fit on the {big_gpu_named}?",
+        "3.2": 'On the {room_gpu_short} (`sm.CATALOG["{room_gpu}"]`, {room_gpu_memory} GB) with Llama 3 8B\'s '
+               "16-bit weights, how many gigabytes (1e9 bytes) are left for the caches?",
+        "3.3": "How many users of Llama 3 8B, each with {context:a}-token conversation, fit on the {fit_gpu_named}?",
+        "3.4": "An engine without paging sets aside the whole window for every user. Serving {window_model_named}, "
+               "whose window is {window_model_window} tokens, how many users fit on the {window_gpu_named}?",
+        "3.5": "{users_intro} How many gigabytes (1e9 bytes) would {users} users' caches take at {users_context} "
+               "tokens each?",
+        "3.6": 'The {big_gpu_short} (`sm.CATALOG["{big_gpu}"]`) has {big_gpu_memory} GB. How many Llama 3 8B users '
+               "with {big_context} tokens each fit on it?",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "bits_context") + _within(n, "llama-3-8b", "context")
                      + _within(n, "llama-3-8b", "users_context") + _within(n, "llama-3-8b", "big_context")
-                     + _fits("llama-3-8b", n["gpu"], 16, n["context"]) + _fits("llama-3-8b", n["window_gpu"], 16,
-                                                                               8192)),
+                     + _fits("llama-3-8b", n["room_gpu"]) + _fits("llama-3-8b", n["fit_gpu"], 16, n["context"])
+                     + _fits("llama-3-8b", n["big_gpu"], 16, n["big_context"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["bits_context"], kv_bits=n["bits"])
+                     + _fits(n["window_model"], n["window_gpu"], 16, MODELS[n["window_model"]].context_window)),
 )
 
 
 # -- Lesson 2, Part 4: what the cache costs --------------------------------------------------
 def _fitting(rng, users, contexts, gpu="h100-sxm"):
-    """Users and a context, drawn again until their caches fit beside Llama 3 8B's weights on ``gpu``."""
+    """Users and a context, drawn again until their caches (and each step's new token) fit beside Llama 3 8B's
+    weights on ``gpu``."""
     while True:
         drawn = (_steps(rng, *users), _steps(rng, *contexts))
-        if memory.fit(MODELS["llama-3-8b"], CATALOG[gpu], drawn[1], drawn[0]).fits:
+        if memory.fit(MODELS["llama-3-8b"], CATALOG[gpu], drawn[1] + 1, drawn[0]).fits:
             return drawn
 
 
 def _draw_2_4(rng):
-    drawn = {"price": _steps(rng, 200, 400, 10) / 100}
+    drawn = {}
     drawn["users"], drawn["context"] = _fitting(rng, (4, 16, 1), (1000, 6000, 100))
     drawn["step_users"], drawn["step_context"] = _fitting(rng, (16, 64, 8), (2000, 8000, 100))
     drawn["many"], drawn["many_context"] = _fitting(rng, (64, 160, 8), (1000, 4000, 100))
@@ -387,58 +532,66 @@ def _draw_2_4(rng):
 
 LESSON_2_PART_4 = Template(
     draw=_draw_2_4,
+    practice={"users": 16, "context": 3000, "step_users": 48, "step_context": 4000, "many": 128, "many_context": 3000,
+              "match_context": 8000, "floor_context": 6000, "full_context": 8000},
+    derive=lambda n: {"h100_price": CATALOG["h100-sxm"].price_per_hour},
     statements={
-        "4.1": "The H100 SXM at ${price:.2f} an hour runs Llama 3 8B, {users} users in each pass, each holding "
-               "{context} tokens. About what does a million output tokens cost?",
+        "4.1": "The H100 SXM at ${h100_price} an hour, {users} users in each pass, each holding {context} tokens. "
+               "About what does a million output tokens cost?",
         "4.2": "{step_users} users, each holding {step_context} tokens: how many milliseconds does one decode step "
                "take?",
         "4.3": "{many} users, each holding {many_context} tokens: how many tokens a second does each user get?",
         "4.4": "With {match_context} tokens a user, at how many users do the caches weigh as much as Llama 3 8B's "
                "weights? (A fraction is fine.)",
         "4.5": "At {floor_context} tokens a user, however many users share each step, below what cost of a million "
-               "tokens can the H100 at ${price:.2f} an hour never go? (Each token still costs the reading of its "
+               "tokens can the H100 at ${h100_price} an hour never go? (Each token still costs the reading of its "
                "own user's cache.)",
-        "4.6": "Fill the H100 with as many {full_context}-token users as fit. At ${price:.2f} an hour, what does a "
+        "4.6": "Fill the H100 with as many {full_context}-token users as fit (Part 3's arithmetic). What does a "
                "million tokens cost?",
     },
-    sense=lambda n: (_fits("llama-3-8b", "h100-sxm", 16, n["context"], n["users"])
-                     + _fits("llama-3-8b", "h100-sxm", 16, n["step_context"], n["step_users"])
-                     + _fits("llama-3-8b", "h100-sxm", 16, n["many_context"], n["many"])
-                     + sum((_within(n, "llama-3-8b", key) for key in ("context", "step_context", "many_context",
-                                                                      "match_context", "floor_context",
-                                                                      "full_context")), [])),
+    sense=lambda n: (_fits("llama-3-8b", "h100-sxm", 16, n["context"] + 1, n["users"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["step_context"] + 1, n["step_users"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["many_context"] + 1, n["many"])
+                     + _fits("llama-3-8b", "h100-sxm", 16, n["full_context"] + 1)
+                     + sum((_within(n, "llama-3-8b", key, plus=1) for key in (
+                         "context", "step_context", "many_context", "floor_context", "full_context")), [])
+                     + _within(n, "llama-3-8b", "match_context")),
 )
 
 
 # -- Plate XXIII.2 --------------------------------------------------------------------------
 def _draw_plate_2(rng):
-    latent = rng.choice(LATENT_MODELS)
-    drawn = {"latent": latent, "latent_bits": rng.choice((16, 8)), "gpu": rng.choice(RENTED),
-             "mha_context": _steps(rng, 1000, 4000, 100), "lite_context": _steps(rng, 2000, 8000, 100),
-             "reserve": rng.choice((0.08, 0.10, 0.12, 0.15)), "reserve_context": _steps(rng, 2000, 8000, 100),
-             "bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100)}
-    drawn.update({f"latent_{key}": value for key, value in _shape(latent).items()})
-    return drawn
+    return {"latent": rng.choice(LATENT_MODELS), "latent_bits": rng.choice((16, 8)), "gpu": rng.choice(RENTED),
+            "mha_context": _steps(rng, 1000, 4000, 100), "lite_context": _steps(rng, 2000, 8000, 100),
+            "reserve": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)), "reserve_context": _steps(rng, 2000, 8000, 100),
+            "bits": rng.choice((8, 4)), "bits_context": _steps(rng, 8000, 64_000, 1000)}
 
 
 PLATE_XXIII_2 = Template(
     draw=_draw_plate_2,
+    practice={"latent": "deepseek-v3", "latent_bits": 16, "gpu": "h100-sxm", "mha_context": 2000, "lite_context": 8000,
+              "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 24_000},
+    derive=lambda n: {**_shapes(n, "latent"), "reserve_percent": f"{n['reserve'] * 100:g} %",
+                      "long_window": MODELS["llama-3.1-8b"].context_window},
     statements={
         "1": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
              "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
              "{latent_bits} bits?",
-        "2": "How many Llama 2 7B users, with {mha_context} tokens each, fit on the {gpu_named}, weights and cache "
-             "in 16 bits?",
+        "2": "How many Llama 2 7B users, with {mha_context} tokens each, fit on the {gpu_named}?",
         "3": "At {lite_context} tokens each, at how many DeepSeek-V2-Lite users do the caches weigh as much as its "
              "weights? (A fraction is fine.)",
-        "4": "Hold back {reserve_percent} of the H100 SXM's memory instead of 5 %. How many Llama 3 8B users with "
-             "{reserve_context} tokens each fit?",
-        "5": "Llama 3 8B with a {bits}-bit cache (16-bit weights) on the H100 SXM: how many users with "
-             "{bits_context} tokens each fit?",
+        "4": "Hold back {reserve_percent} of the memory instead of 5 %. How many Llama 3 8B users with "
+             "{reserve_context} tokens each fit on the H100?",
+        "5": 'Llama 3.1 8B (`sm.MODELS["llama-3.1-8b"]`, Llama 3 8B\'s shape reading up to {long_window} tokens) '
+             "with {bits:a}-bit cache (16-bit weights): how many users with {bits_context} tokens each fit?",
     },
     sense=lambda n: (_within(n, "llama-2-7b", "mha_context") + _within(n, "deepseek-v2-lite", "lite_context")
-                     + _within(n, "llama-3-8b", "reserve_context") + _within(n, "llama-3-8b", "bits_context")
-                     + _fits("llama-2-7b", n["gpu"], 16, n["mha_context"])),
+                     + _within(n, "llama-3-8b", "reserve_context") + _within(n, "llama-3.1-8b", "bits_context")
+                     + _fits("llama-2-7b", n["gpu"], 16, n["mha_context"])
+                     + _fits("llama-3.1-8b", "h100-sxm", 16, n["bits_context"], kv_bits=n["bits"])
+                     + ([] if memory.max_batch(MODELS["llama-3-8b"], CATALOG["h100-sxm"], n["reserve_context"],
+                                               reserve=n["reserve"]) >= 1 else
+                        ["no Llama 3 8B user fits the H100 SXM with that reserve"])),
 )
 
 TEMPLATES: dict[str, Template] = {
@@ -455,28 +608,47 @@ TEMPLATES: dict[str, Template] = {
 }
 
 
+def _complete(notebook: str, drawn: dict) -> dict:
+    """``drawn`` with what follows from it: the template's own, and each GPU's and model's names and figures."""
+    drawn = {**drawn, **TEMPLATES[notebook].derive(drawn)}
+    for key in [key for key, value in drawn.items() if isinstance(value, str) and value in CATALOG]:
+        drawn[f"{key}_named"] = _gpu(drawn[key])
+        drawn[f"{key}_short"] = SHORT_NAMES.get(drawn[key], CATALOG[drawn[key]].name)
+    for key in [key for key, value in drawn.items() if isinstance(value, str) and value in MODELS]:
+        drawn[f"{key}_named"] = _model(drawn[key])
+        drawn[f"{key}_name"] = MODELS[drawn[key]].name
+        drawn[f"{key}_window"] = MODELS[drawn[key]].context_window
+    return drawn
+
+
+def practice(notebook: str) -> dict:
+    """The numbers the practice release and ``solutions/`` ask ``notebook``'s templated problems with."""
+    if notebook not in TEMPLATES:
+        raise KeyError(f"notebook {notebook!r} has no variants; those with variants: {sorted(TEMPLATES)}")
+    return _complete(notebook, dict(TEMPLATES[notebook].practice))
+
+
 def numbers(notebook: str, student_id) -> dict:
     """The numbers of ``student_id``'s variant of ``notebook`` (KeyError names a notebook with none)."""
     if notebook not in TEMPLATES:
         raise KeyError(f"notebook {notebook!r} has no variants; those with variants: {sorted(TEMPLATES)}")
-    drawn = TEMPLATES[notebook].draw(random.Random(seed(notebook, student_id)))
-    if "reserve" in drawn:
-        drawn["reserve_percent"] = f"{drawn['reserve'] * 100:g} %"
-    if notebook == "lesson-2-part-3":
-        drawn["window"] = window(MODELS["llama-3-8b"])
-    for key in [key for key, value in drawn.items() if isinstance(value, str) and value in CATALOG]:
-        drawn[f"{key}_named"] = _gpu(drawn[key])
-    for key in [key for key, value in drawn.items() if isinstance(value, str) and value in MODELS]:
-        drawn[f"{key}_named"] = _model(drawn[key])
-    return drawn
+    return _complete(notebook, TEMPLATES[notebook].draw(random.Random(seed(notebook, student_id))))
+
+
+def _placed(value) -> _Place:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _Place(_n(value))
+    return _Place(value)
+
+
+def fill(notebook: str, label: str, drawn: dict) -> str:
+    """Problem ``label`` of ``notebook`` with the numbers ``drawn`` (Markdown)."""
+    return TEMPLATES[notebook].statements[label].format_map({key: _placed(value) for key, value in drawn.items()})
 
 
 def statement(notebook: str, label: str, student_id) -> str:
     """Problem ``label`` of ``notebook`` as ``student_id`` is asked it (Markdown)."""
-    drawn = numbers(notebook, student_id)
-    shown = {key: _n(value) if isinstance(value, int) and not isinstance(value, bool) else value
-             for key, value in drawn.items()}
-    return TEMPLATES[notebook].statements[label].format(**shown)
+    return fill(notebook, label, numbers(notebook, student_id))
 
 
 class Sheet:
