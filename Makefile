@@ -15,10 +15,10 @@ export CHROMIUM
 # How many processes the CPU-bound pytest stages use (pytest-xdist's -n).
 JOBS ?= 2
 # `make test`'s stages, in the order they run. `+` runs lanes side by side, `,` runs a lane's stages
-# in turn: the book's build, then the notebook check (it reads the build's runs) and the browser
-# test (it opens the site built), keep a processor busy while the JupyterLab test mostly waits on
-# its browser and kernels.
-STAGES ?= unit book-check,notebooks-check,browser-check+lab-check
+# in turn: the unit tests, the book's build, then the notebook check (it reads the build's runs)
+# and the browser test (it opens the site built) keep the processors busy while the JupyterLab
+# test, beside them from the start, mostly waits on its browser and kernels.
+STAGES ?= unit,book-check,notebooks-check,browser-check+lab-check
 SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make CHROMIUM=/path/to/chromium)
 
 # The make running now, for the stages (named apart from $(MAKE) so that `make -n test` runs nothing).
@@ -71,7 +71,7 @@ book: $(READY) ## the website, into _build/html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
 # Every check, stage by stage (STAGES above), then one line a stage with its time and result.
-test: $(READY) ## every check: unit; then book-check, notebooks-check, browser-check beside lab-check; each one's time
+test: $(READY) ## every check: unit, book-check, notebooks-check, browser-check in turn, beside lab-check; each one's time
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)

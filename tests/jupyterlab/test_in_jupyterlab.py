@@ -60,8 +60,10 @@ def work_tree():
                                 capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    # _build/ is the other stages' (the book builds beside this test); JupyterLab serves a copy outside the tree.
-    return sorted(line for line in listed.splitlines() if "__pycache__" not in line and line[3:] != "_build/")
+    # What the stages beside this test write (the book's _build/, pytest's and hypothesis's caches) is theirs;
+    # JupyterLab serves a copy outside the tree.
+    theirs = {"_build/", ".pytest_cache/", ".hypothesis/"}
+    return sorted(line for line in listed.splitlines() if "__pycache__" not in line and line[3:] not in theirs)
 
 
 @pytest.fixture(scope="module")
