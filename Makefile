@@ -75,7 +75,7 @@ test: $(READY) ## every check: unit, book-check, notebooks-check, browser-check 
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)
-	$(BIN)/python -m pytest -n $(JOBS) --ignore=tests/jupyterlab --ignore=tests/browser
+	$(BIN)/python -m pytest -n $(JOBS) --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
 
 # The book with warnings as errors: it runs every page once, and notebooks-check reads those runs.
 book-check: $(READY) ## the book built with warnings as errors, then the built site checked
@@ -91,8 +91,8 @@ notebooks-check: $(READY) ## every notebook's outputs: no error, no stderr, no f
 # `make lab` starts it, on a copy of the course) in headless Chromium, every explorer's controls moved.
 lab-check: $(READY) ## the pages with controls run in JupyterLab in Chromium, every explorer moved
 	@if [ -x "$(CHROMIUM)" ]; then \
-		echo "$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider"; \
-		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider; \
+		echo "$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider --durations=10"; \
+		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider --durations=10; \
 	else echo "lab-check $(SKIPPED)"; fi
 
 browser-check: $(READY) ## every page of the built site in Chromium, offline, every chart moved
