@@ -256,14 +256,23 @@ class Notebook:
     def state(self):
         return self.page.evaluate(STATE)
 
-    def wait_ready(self, timeout=120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait_ready(self, timeout=180, restart_after=60):
+        """The notebook's state once its kernel is idle. A kernel still not connected after ``restart_after``
+        seconds (seen on a machine loaded well past its processors) is restarted once, as Kernel > Restart does."""
+        start = time.monotonic()
+        restarted = False
+        while time.monotonic() < start + timeout:
             state = self.state()
             if state and state["path"] == self.path and state["kernel"] == "idle":
                 return state
+            if not restarted and time.monotonic() > start + restart_after and state and state["path"] == self.path:
+                self.page.evaluate(f"() => {PANEL}.sessionContext.restartKernel()")
+                restarted = True
             time.sleep(0.25)
-        raise AssertionError(f"{self.path}: no idle kernel after {timeout} s (state: {self.state()})")
+        state = self.state()
+        cells = len(state["cells"]) if state else 0
+        raise AssertionError(f"{self.path}: no idle kernel after {timeout} s (kernel: "
+                             f"{state and state['kernel']}, {cells} code cells, restarted: {restarted})")
 
     def run_all(self, timeout=300):
         """Run All, as the Run menu does; return the code cells once each has run or one has failed."""
