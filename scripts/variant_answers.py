@@ -7,12 +7,15 @@ students' notebooks never import this file; the grader (scripts/grade.py) does.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
 import servingmath as sm
-from servingmath import cache, variants
+from servingmath import cache, load, variants
 from servingmath.memory import fit, kv_cache_bytes, max_batch
+from servingmath.simulator import Server, simulate, users_that_fit
+from servingmath.workload import workload
 
 H100 = sm.H100_SXM
 L3 = sm.LLAMA_3_8B
@@ -155,6 +158,100 @@ ANSWERS.update({
         "3": lambda n: cache.cache_matches_weights_batch(sm.MODELS["deepseek-v2-lite"], n["lite_context"]),
         "4": lambda n: max_batch(L3, H100, n["reserve_context"], reserve=n["reserve"]),
         "5": lambda n: max_batch(L31, H100, n["bits_context"], kv_bits=n["bits"]),
+    },
+})
+
+
+# -- Lesson 3: the simulator's answers, each run once for all the students who share its settings --------
+@lru_cache(maxsize=None)
+def _server(gpu_key="h100-sxm", **settings):
+    return Server(L3, sm.CATALOG[gpu_key], **settings)
+
+
+@lru_cache(maxsize=None)
+def _users(gpu_key, memory, prompt, reply):
+    """How many users of these lengths fit at their longest: as many as the cache has blocks, at most."""
+    many = _server(gpu_key).cache_blocks + 1
+    return users_that_fit(_server(gpu_key, memory=memory), np.full(many, prompt), np.full(many, reply))
+
+
+@lru_cache(maxsize=None)
+def _stall(prompt, budget):
+    return load.prefill_stall(prompt, budget)
+
+
+@lru_cache(maxsize=None)
+def _alone(prompt, reply):
+    return simulate(_server(policy="static"), workload([0.0], [prompt], [reply]))
+
+
+@lru_cache(maxsize=None)
+def _joined(a_prompt, a_reply, b_prompt):
+    return simulate(_server(), workload([0.0, 0.001], [a_prompt, b_prompt], [a_reply, 5]))
+
+
+@lru_cache(maxsize=None)
+def _chunk_steps(budget, prompt):
+    run = simulate(_server(policy="chunked", step_tokens=budget), workload([0.0, 0.0], [1, prompt], [2000, 1]))
+    return int(np.searchsorted(run.step_end, run.first_token[1])) + 1
+
+
+@lru_cache(maxsize=None)
+def _figures(rate, policy):
+    return load.figures(load.run(rate, policy=policy), rate)
+
+
+def _capacity(n, rate, ttft="good_ttft", tpot="good_tpot"):
+    return load.capacity(rate, ttft=n[ttft], tpot=n[tpot])
+
+
+@lru_cache(maxsize=None)
+def _curve(policy):
+    return load.load_curve(policy)
+
+
+def _first_past(n):
+    curve = _curve("continuous")
+    return float(curve.rates[int(np.argmax(curve.ttft_p99 > n["ttft_limit"]))])
+
+
+ANSWERS.update({
+    "lesson-3-part-1": {
+        "1.1": lambda n: 100 * (n["prompt"] + n["reply"]) / int(
+            _server(memory="reserved", max_reply_tokens=n["cap"]).reservation(n["prompt"])),
+        "1.2": lambda n: int(_server().blocks(n["tokens"])),
+        "1.3": lambda n: int(_server().blocks(n["tokens"])) * _server().block_tokens - n["tokens"],
+        "1.4": lambda n: _server(n["gpu"]).cache_blocks,
+        "1.5": lambda n: _users(n["gpu"], "reserved", 161, 338),
+        "1.6": lambda n: _users(n["gpu"], "paged", n["prompt"], n["reply"]),
+    },
+    "lesson-3-part-2": {
+        "2.1": lambda n: _figures(n["rate"], "static").ttft_p99,
+        "2.2": lambda n: _alone(n["a_prompt"], n["a_reply"]).finish[0] * 1e3,
+        "2.3": lambda n: _joined(n["a_prompt"], n["a_reply"], n["b_prompt"]).first_token[1] * 1e3,
+        "2.4": lambda n: _figures(n["median_rate"], "continuous").ttft_p50 * 1e3,
+        "2.5": lambda n: _figures(n["static_rate"], "static").tokens_per_second,
+    },
+    "lesson-3-part-3": {
+        "3.1": lambda n: _stall(n["prompt"], n["budget"]).chunked_gap * 1e3,
+        "3.2": lambda n: _chunk_steps(n["steps_budget"], n["steps_prompt"]),
+        "3.3": lambda n: _stall(n["whole_prompt"], 512).whole_gap * 1e3,
+        "3.4": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / 1e6,
+        "3.5": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / load.SWAP_BANDWIDTH * 1e3,
+    },
+    "lesson-3-part-4": {
+        "4.1": lambda n: _capacity(n, n["rate"], "ttft", "tpot").gpus,
+        "4.2": lambda n: _capacity(n, 100).goodput.rate,
+        "4.3": lambda n: _capacity(n, n["many"]).gpus,
+        "4.4": lambda n: _capacity(n, 100).goodput.cost_per_million_tokens(n["price"]),
+        "4.5": lambda n: _figures(n["knee_rate"], "continuous").ttft_p99,
+    },
+    "plate-xxiii-4": {
+        "1": _first_past,
+        "2": lambda n: float(_curve("continuous").rates[_curve("continuous").tbt_p99 <= n["tbt_limit"] / 1e3].max()),
+        "3": lambda n: _figures(n["chunked_rate"], "chunked").tokens_per_second,
+        "4": lambda n: _figures(n["static_rate"], "static").tbt_p99 * 1e3,
+        "5": lambda n: _figures(n["ratio_rate"], "continuous").tbt_p99 / _figures(n["ratio_rate"], "chunked").tbt_p99,
     },
 })
 

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import grade  # noqa: E402  (a script, not a package)
+import make_exercises  # noqa: E402
 import nbgate  # noqa: E402
 import variant_answers  # noqa: E402
 from servingmath.checks import _show, check  # noqa: E402  (how feedback prints a number; the check)
@@ -638,9 +639,14 @@ def test_the_sandbox_binds_the_course_over_its_empty_tmp(tmp_path):
 
 
 def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_are_public():
+    # Every problem the course has today has per-student numbers: no notebook's graded release asks a public one.
+    every = {path.stem: {match.group(2): {} for match in make_exercises.PROBLEM.finditer(path.read_text("utf-8"))}
+             for path in make_exercises.solution_files()}
+    assert len(every) == 15 and all(every.values()) and grade.public_answers(every) == []
     assert grade.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
-    assert grade.public_answers({"lesson-3-part-1": {"1.1": {}, "1.2": {}}}) == [
-        "lesson-3-part-1: problems 1.1, 1.2 have no per-student numbers (servingmath.variants); every student is "
+    # A problem added without a template (here a label no notebook has yet) is asked with the practice numbers.
+    assert grade.public_answers({"lesson-3-part-1": {"1.1": {}, "1.7": {}, "1.8": {}}}) == [
+        "lesson-3-part-1: problems 1.7, 1.8 have no per-student numbers (servingmath.variants); every student is "
         "asked them with the practice release's numbers, whose answers are public"]
 
 

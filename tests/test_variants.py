@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import jupytext
+import numpy as np
 import pytest
 
 from servingmath import variants
@@ -72,6 +73,12 @@ def test_a_draw_past_the_window_or_the_memory_is_called_out():
         "prompt + reply = 8,500 tokens is past Llama 3 8B's window of 8,192"]
     drawn = variants.numbers("lesson-1-part-3", "S1")
     assert "does not fit" in variants.sense("lesson-1-part-3", {**drawn, "big_gpu": "l4"})[0]
+    drawn = variants.numbers("lesson-3-part-1", "S1")
+    assert variants.sense("lesson-3-part-1", {**drawn, "tokens": 1024}) == ["1,024 tokens fill their last block"]
+    assert variants.sense("lesson-3-part-1", {**drawn, "prompt": 7500, "cap": 1024, "reply": 300}) == [
+        "prompt + cap = 8,524 tokens is past Llama 3 8B's window of 8,192"]
+    drawn = variants.numbers("lesson-3-part-4", "S1")
+    assert variants.sense("lesson-3-part-4", {**drawn, "knee_rate": 20}) == ["20 is not past the knee"]
 
 
 def test_the_seed_is_the_notebook_and_the_id_and_nothing_else():
@@ -129,6 +136,68 @@ def test_variant_answers_agree_with_the_worked_arithmetic():
         model = MODELS[n["small"]]
         assert variant_answers.expected("lesson-2-part-2", "2.1", student) == pytest.approx(
             2 * model.layers * model.kv_heads * model.head_dim * n["small_bits"] / 8, rel=1e-12)
+
+
+def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():
+    """Lesson 3's grader answers against the solutions' working by hand: blocks of 16, a chunk's share of a
+    step, a cache's bytes, GPUs for a rate; and B's first token as Example 2.1 times it."""
+    import servingmath as sm
+    from servingmath.simulator import Server, StepClock
+
+    l3, h100 = sm.LLAMA_3_8B, sm.H100_SXM
+    per_token = l3.kv_bytes_per_token()
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-3-part-1", student)
+        blocks = Server(l3, CATALOG[n["gpu"]]).cache_blocks
+        by_hand = {"1.1": 100 * (n["prompt"] + n["reply"]) / (n["prompt"] + n["cap"]),
+                   "1.2": math.ceil(n["tokens"] / 16), "1.3": math.ceil(n["tokens"] / 16) * 16 - n["tokens"],
+                   "1.5": blocks // (8192 // 16), "1.6": blocks // math.ceil((n["prompt"] + n["reply"]) / 16)}
+        for label, value in by_hand.items():
+            assert variant_answers.expected("lesson-3-part-1", label, student) == pytest.approx(value, rel=1e-12)
+        n = variants.numbers("lesson-3-part-3", student)
+        assert variant_answers.expected("lesson-3-part-3", "3.2", student) == math.ceil(
+            n["steps_prompt"] / (n["steps_budget"] - 1))
+        assert variant_answers.expected("lesson-3-part-3", "3.4", student) == pytest.approx(
+            n["swap_tokens"] * per_token / 1e6, rel=1e-12)
+        assert variant_answers.expected("lesson-3-part-3", "3.5", student) == pytest.approx(
+            n["swap_tokens"] * per_token / 32e9 * 1e3, rel=1e-12)
+    for student in STUDENTS[:50]:
+        n = variants.numbers("lesson-3-part-2", student)
+        # B arrives during A's prefill and joins the next step, beside A's first decode.
+        prefill = sm.prefill(l3, h100, n["a_prompt"], assumptions=sm.PLATE).time
+        assert prefill > 0.001
+        joined = StepClock(Server(l3, h100)).check([n["a_prompt"]], [(n["b_prompt"], 0)])
+        assert variant_answers.expected("lesson-3-part-2", "2.3", student) == pytest.approx(
+            (prefill + joined) * 1e3, rel=1e-9)
+        n = variants.numbers("lesson-3-part-4", student)
+        rate = variant_answers.expected("lesson-3-part-4", "4.2", student)
+        assert variant_answers.expected("lesson-3-part-4", "4.3", student) == math.ceil(n["many"] / rate)
+
+
+def test_the_simulator_settings_drawn_are_runs_that_finish_and_mean_what_the_problems_say():
+    """Every rate, budget, target and limit a lesson-3 template draws: the run finishes every request, a
+    rate "past the knee" is past it, each limit is crossed between two of the plate's rates, each target has
+    a goodput of its own."""
+    from servingmath import load
+
+    for rate in set(variants.STATIC_RATES) | {10, 14, 18, 24, 30}:
+        assert np.isfinite(load.run(rate, policy="static").finish).all(), rate
+    for rate in set(variants.MEDIAN_RATES) | set(variants.KNEE_RATES) | {30, 40, 50, 60, 80}:
+        assert np.isfinite(load.run(rate).finish).all(), rate
+        assert np.isfinite(load.run(rate, policy="chunked").finish).all(), rate
+    idle = load.figures(load.run(1), 1).ttft_p99
+    for rate in variants.KNEE_RATES:
+        assert load.figures(load.run(rate), rate).ttft_p99 > 10 * idle, rate
+    for rate in set(variants.MEDIAN_RATES) - set(variants.KNEE_RATES):
+        assert load.figures(load.run(rate), rate).ttft_p99 < 2 * idle, rate
+    curve = load.load_curve("continuous")
+    for limit in variants.TTFT_LIMITS:
+        crossed = curve.ttft_p99 > limit
+        assert crossed.any() and not crossed.all(), limit
+    for limit in variants.TBT_LIMITS_MS:
+        assert (curve.tbt_p99 <= limit / 1e3).any(), limit
+    rates = [load.capacity(100, ttft=ttft, tpot=tpot).goodput.rate for ttft, tpot in variants.TARGETS]
+    assert min(rates) > 0 and len(set(rates)) == len(rates), rates
 
 
 # -- the templates against the solutions ----------------------------------------------------

@@ -3,8 +3,9 @@
 The practice notebooks (exercises/) and the worked solutions (solutions/) ask every problem with
 fixed numbers, so the method is public. A graded notebook (exercises/graded/) asks the same
 problems with numbers of the student's own: the lengths, the model, the GPU, the price and the
-bits are drawn from a seed made of the notebook's name and the student's ID, as PrairieLearn and
-WeBWorK do. The student enters their ID once, in the setup cell; each problem's cell then shows
+bits (and, where a problem runs the serving simulator, a request rate, a token budget or a latency
+target from a short list) are drawn from a seed made of the notebook's name and the student's ID, as
+PrairieLearn and WeBWorK do. The student enters their ID once, in the setup cell; each problem's cell then shows
 that student's numbers and says whose they are. The grader draws the same numbers from the ID on
 the roster, never from what the notebook shows, and marks the answer against them.
 
@@ -594,6 +595,194 @@ PLATE_XXIII_2 = Template(
                         ["no Llama 3 8B user fits the H100 SXM with that reserve"])),
 )
 
+
+# -- Lesson 3: the serving simulator ---------------------------------------------------------
+# A simulated run costs a tenth of a second and a goodput search a few seconds, so the problems that
+# run the simulator draw their settings from short lists: a class shares a few runs, each run once.
+def _window_of(model_key: str) -> int:
+    return MODELS[model_key].context_window
+
+
+def _draw_3_1(rng):
+    cap = rng.choice((512, 1024, 2048))
+    while True:
+        tokens = _steps(rng, 500, 8000, 1)
+        if tokens % 16:                        # a last block with room to spare
+            break
+    return {"cap": cap, "prompt": _steps(rng, 50, 900, 1), "reply": _steps(rng, 50, cap - 10, 1),
+            "tokens": tokens, "gpu": rng.choice(RENTED)}
+
+
+LESSON_3_PART_1 = Template(
+    draw=_draw_3_1,
+    practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h100-sxm"},
+    statements={
+        "1.1": "An engine reserves each request's prompt plus a cap of {cap} reply tokens. For a conversation of "
+               "{prompt:a}-token prompt and {reply:a}-token reply, what share of its reservation holds tokens, in "
+               "per cent?",
+        "1.2": "With blocks of 16 tokens, how many blocks does a conversation of {tokens} tokens hold?",
+        "1.3": "How many tokens of room stand empty in that conversation's last block?",
+        "1.4": "Llama 3 8B's weights in 16 bits on the {gpu_named}, 5 % of its memory held back: how many whole "
+               "blocks of 16 tokens of cache fit in what is left?",
+        "1.5": "Reserving Llama 3 8B's whole 8,192-token window for each user, how many users fit in those blocks?",
+        "1.6": "Paged instead, how many users of {prompt} + {reply} tokens fit at their longest?",
+    },
+    sense=lambda n: (_within(n, "llama-3-8b", "prompt", "cap") + _within(n, "llama-3-8b", "tokens")
+                     + ([] if n["reply"] <= n["cap"] else [f"a reply of {n['reply']:,} tokens passes the cap of "
+                                                          f"{n['cap']:,}"])
+                     + ([] if n["tokens"] % 16 else [f"{n['tokens']:,} tokens fill their last block"])
+                     + _fits("llama-3-8b", n["gpu"], 16, _window_of("llama-3-8b"))),
+)
+
+# Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from.
+STATIC_RATES = (2, 4, 6, 8, 10, 14, 18)
+MEDIAN_RATES = (4, 6, 8, 10, 14, 18, 24)
+
+
+def _draw_3_2(rng):
+    return {"rate": rng.choice(STATIC_RATES[:5]), "a_prompt": _steps(rng, 5, 200, 5),
+            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 5, 200, 5),
+            "median_rate": rng.choice(MEDIAN_RATES), "static_rate": rng.choice(STATIC_RATES[2:])}
+
+
+LESSON_3_PART_2 = Template(
+    draw=_draw_3_2,
+    practice={"rate": 4, "a_prompt": 10, "a_reply": 50, "b_prompt": 10, "median_rate": 10, "static_rate": 10},
+    statements={
+        "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching). What is the p99 time to "
+               "first token, in seconds?",
+        "2.2": "A, as in Example 2.1, is alone on the GPU under the plate's assumptions; here it has {a_prompt:a}-token "
+               "prompt and {a_reply:a}-token reply. When, in milliseconds after it arrives, is its last token made?",
+        "2.3": "B ({b_prompt}-token prompt) arrives 1 ms after A. Under continuous batching, when does B's first token "
+               "come, in milliseconds after time 0?",
+        "2.4": "At {median_rate} requests a second under continuous batching, what is the p50 time to first token, in "
+               "milliseconds?",
+        "2.5": "At {static_rate} requests a second under static batching, how many reply tokens a second does the "
+               "server make?",
+    },
+    sense=lambda n: (_within(n, "llama-3-8b", "a_prompt", "a_reply") + _within(n, "llama-3-8b", "b_prompt", plus=5)
+                     + [f"{name} = {n[name]} is not among the rates {rates}" for name, rates in (
+                         ("rate", STATIC_RATES), ("median_rate", MEDIAN_RATES), ("static_rate", STATIC_RATES))
+                        if n[name] not in rates]),
+)
+
+# Token budgets a step for chunked prefill.
+BUDGETS = (256, 384, 512, 768, 1024)
+
+
+def _draw_3_3(rng):
+    prompt = _steps(rng, 3000, 7000, 100)
+    return {"prompt": prompt, "budget": rng.choice(BUDGETS), "steps_budget": rng.choice(BUDGETS),
+            "steps_prompt": _steps(rng, 1000, 8000, 100), "whole_prompt": _steps(rng, 1000, prompt - 500, 100),
+            "swap_tokens": _steps(rng, 100, 8000, 10)}
+
+
+def _derive_3_3(n):
+    from .load import SWAP_BANDWIDTH
+
+    return {"link": _decimal(SWAP_BANDWIDTH / 1e9)}
+
+
+LESSON_3_PART_3 = Template(
+    draw=_draw_3_3,
+    practice={"prompt": 4000, "budget": 384, "steps_budget": 512, "steps_prompt": 4000, "whole_prompt": 2000,
+              "swap_tokens": 500},
+    derive=_derive_3_3,
+    statements={
+        "3.1": "{prompt:A}-token prompt joins a running user with a budget of {budget} tokens a step. How long, in "
+               "milliseconds, is the running user's longest gap between tokens?",
+        "3.2": "With one user decoding and a budget of {steps_budget} tokens a step, the user's next token takes one "
+               "token of each step. How many steps does {steps_prompt:a}-token prompt take?",
+        "3.3": "Prefilled whole, how long does {whole_prompt:a}-token prompt stall the running user, in milliseconds?",
+        "3.4": "How many megabytes (1e6 bytes) must be copied to swap out a user holding {swap_tokens} tokens of "
+               "Llama 3 8B's 16-bit cache?",
+        "3.5": "At the lesson's host link of {link} GB/s, how many milliseconds does that copy take one way?",
+    },
+    # The running user of ``load.prefill_stall`` holds 600 tokens; the prompt joins it, with a reply of 2.
+    sense=lambda n: (_within(n, "llama-3-8b", "prompt", plus=2) + _within(n, "llama-3-8b", "whole_prompt", plus=2)
+                     + _within(n, "llama-3-8b", "steps_prompt", plus=1) + _within(n, "llama-3-8b", "swap_tokens")
+                     + ([] if n["whole_prompt"] < n["prompt"] else ["the whole prompt is not the shorter"])
+                     + [f"{name} = {n[name]} is not among the budgets {BUDGETS}" for name in ("budget", "steps_budget")
+                        if n[name] not in BUDGETS]),
+)
+
+# Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for.
+TARGETS = ((0.2, 0.010), (0.3, 0.020), (0.5, 0.050))
+# Rates past the knee of continuous batching on the lesson's server.
+KNEE_RATES = (60, 65, 70, 75, 80)
+
+
+def _draw_3_4(rng):
+    ttft, tpot = rng.choice(TARGETS)
+    good_ttft, good_tpot = rng.choice(TARGETS)
+    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10), "good_ttft": good_ttft,
+            "good_tpot": good_tpot, "many": _steps(rng, 200, 5000, 100), "price": rng.choice((2, 2.5, 3, 3.5, 4)),
+            "knee_rate": rng.choice(KNEE_RATES)}
+
+
+def _derive_3_4(n):
+    return {"ttft_s": _decimal(n["ttft"]), "tpot_ms": _decimal(n["tpot"] * 1e3),
+            "good_ttft_s": _decimal(n["good_ttft"]), "good_tpot_ms": _decimal(n["good_tpot"] * 1e3)}
+
+
+LESSON_3_PART_4 = Template(
+    draw=_draw_3_4,
+    practice={"ttft": 0.2, "tpot": 0.010, "rate": 100, "good_ttft": 0.5, "good_tpot": 0.05, "many": 1000, "price": 3,
+              "knee_rate": 60},
+    derive=_derive_3_4,
+    statements={
+        "4.1": "With targets of {ttft_s} s to the first token and {tpot_ms} ms a token after it, how many H100s do "
+               "{rate} requests a second need?",
+        "4.2": "What is one H100's goodput with targets of {good_ttft_s} s and {good_tpot_ms} ms, in requests a second?",
+        "4.3": "At the same targets, how many H100s do {many} requests a second need?",
+        "4.4": "At that goodput and ${price} an hour, what does a million reply tokens cost, in dollars?",
+        "4.5": "Under continuous batching at {knee_rate} requests a second, what is the p99 time to first token, in "
+               "seconds?",
+    },
+    sense=lambda n: ([f"targets {pair} are not among {TARGETS}" for pair in ((n["ttft"], n["tpot"]),
+                                                                          (n["good_ttft"], n["good_tpot"]))
+                      if pair not in TARGETS]
+                     + ([] if n["knee_rate"] in KNEE_RATES else [f"{n['knee_rate']} is not past the knee"])),
+)
+
+# The plate's runs are those of its chart, at ``load.PLATE_RATES``: limits a run crosses between two of them.
+# Time to first token, seconds, as the problem says it.
+TTFT_LIMITS = {0.036: "36 ms", 0.041: "41 ms", 1.0: "one second", 2.0: "two seconds"}
+TBT_LIMITS_MS = (10, 15, 20, 25, 30)
+
+
+def _draw_plate_4(rng):
+    return {"ttft_limit": rng.choice(tuple(TTFT_LIMITS)), "tbt_limit": rng.choice(TBT_LIMITS_MS),
+            "chunked_rate": rng.choice((30, 40, 50, 60, 80)), "static_rate": rng.choice((10, 14, 18, 24, 30)),
+            "ratio_rate": rng.choice((40, 50, 60, 80))}
+
+
+def _plate_rates(n):
+    from .load import PLATE_RATES
+
+    return [f"{name} = {n[name]} is not one of the plate's rates" for name in ("chunked_rate", "static_rate",
+                                                                             "ratio_rate")
+            if n[name] not in PLATE_RATES]
+
+
+PLATE_XXIII_4 = Template(
+    draw=_draw_plate_4,
+    practice={"ttft_limit": 1.0, "tbt_limit": 20, "chunked_rate": 80, "static_rate": 24, "ratio_rate": 80},
+    derive=lambda n: {"ttft_limit_words": TTFT_LIMITS[n["ttft_limit"]]},
+    statements={
+        "1": "At which of the plate's rates (`load.PLATE_RATES`) does continuous batching's p99 time to first token "
+             "first pass {ttft_limit_words}, in requests a second?",
+        "2": "What is the highest of the plate's rates at which continuous batching keeps its p99 time between tokens "
+             "within {tbt_limit} ms?",
+        "3": "At {chunked_rate} requests a second, how many tokens a second does chunked prefill make?",
+        "4": "At {static_rate} requests a second, what is static batching's p99 time between tokens, in milliseconds?",
+        "5": "At {ratio_rate} requests a second, how many times longer is continuous batching's p99 time between "
+             "tokens than chunked prefill's?",
+    },
+    sense=lambda n: (_plate_rates(n) + ([] if n["ttft_limit"] in TTFT_LIMITS else ["a limit without its words"])
+                     + ([] if n["tbt_limit"] in TBT_LIMITS_MS else [f"{n['tbt_limit']} ms is not a listed limit"])),
+)
+
 TEMPLATES: dict[str, Template] = {
     "lesson-1-part-1": LESSON_1_PART_1,
     "lesson-1-part-2": LESSON_1_PART_2,
@@ -605,6 +794,11 @@ TEMPLATES: dict[str, Template] = {
     "lesson-2-part-3": LESSON_2_PART_3,
     "lesson-2-part-4": LESSON_2_PART_4,
     "plate-xxiii-2": PLATE_XXIII_2,
+    "lesson-3-part-1": LESSON_3_PART_1,
+    "lesson-3-part-2": LESSON_3_PART_2,
+    "lesson-3-part-3": LESSON_3_PART_3,
+    "lesson-3-part-4": LESSON_3_PART_4,
+    "plate-xxiii-4": PLATE_XXIII_4,
 }
 
 
