@@ -3,6 +3,7 @@ live explorer in Jupyter redraws the same figure, and a setting the idea cannot 
 import itertools
 import json
 import re
+import time
 import warnings
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from servingmath import charts, units
 
-from servingmath.charts import kit, site
+from servingmath.charts import jupyter, kit, site
 
 SCRIPT = Path(__file__).resolve().parents[1] / "_static" / "webcharts.js"
 import servingmath.explorers  # noqa: E402,F401  (registers them)
@@ -230,3 +231,28 @@ def test_one_palette_reads_on_a_light_page_and_a_dark_one():
         assert (1.05) / (luminance(light) + 0.05) >= 4.5, name                      # on white
         assert (luminance(dark) + 0.05) / (luminance("#121212") + 0.05) >= 4.5, name  # on the dark theme
         assert f".sm-f-{name}{{fill:{dark}}}" in kit.STYLE
+
+
+def test_a_slow_first_move_shows_computing_until_drawn_and_a_repeat_is_instant():
+    """A setting not computed before dims the figure and readouts and says "computing…" while it is computed;
+    a setting computed before is cached: shown at once, with no such state."""
+    seen, live = [], None
+
+    def slow(n):
+        time.sleep(0.2)
+        if live is not None:   # what the reader sees while the setting is computed
+            seen.append((n, jupyter.BUSY in live.view._dom_classes + live.readout._dom_classes, live.readout.value))
+        return {"n": f"n is {n}"}
+
+    made = charts.Explorer("slow", "A slow toy", [charts.slider("n", "n", [1, 2, 3], 1)], slow,
+                           [charts.Layer(("n",), lambda n: kit.text(10, 10, f"n is {n}"))])
+    live = made.live()
+    live.set(n=3)
+    n, busy, shown = seen[-1]
+    assert (n, busy) == (3, True) and shown.startswith("<p class='servingmath-busy'>computing…</p>")
+    assert "<td>n is 1</td>" in shown                      # the last readouts stay, dimmed, till the new ones come
+    assert jupyter.BUSY not in live.view._dom_classes + live.readout._dom_classes
+    assert "computing" not in live.readout.value and "<td>n is 3</td>" in live.readout.value and "n is 3" in live.svg
+    count, started = len(seen), time.perf_counter()
+    live.set(n=1).set(n=3)
+    assert len(seen) == count and time.perf_counter() - started < 0.05   # both cached: no state, no wait

@@ -193,14 +193,19 @@ class Explorer:
                              f"after {self.labels}")
         return {label: str(text) for label, text in shown.items()}
 
+    def known(self, **values) -> bool:
+        """Whether a setting's readouts and layers were computed already, so that showing it is instant."""
+        setting = self.setting(values)
+        return tuple(setting.values()) in self._read and all(_key(layer, setting) in self._drawn
+                                                              for layer in self.layers)
+
     def draw_layer(self, layer: Layer, setting: Mapping) -> str:
         """One layer at a setting, drawn once for its controls' values (a move redraws only the layers that
         depend on the control moved); where the setting is refused, the refusal written across the figure."""
-        values = {name: setting[name] for name in layer.depends}
-        key = (id(layer), *values.values())
+        key = _key(layer, setting)
         if key not in self._drawn:
             try:
-                self._drawn[key] = layer.draw(**values)
+                self._drawn[key] = layer.draw(**{name: setting[name] for name in layer.depends})
             except Exception as error:
                 words = self.refused(error)
                 if words is None:
@@ -240,6 +245,10 @@ class Explorer:
         """The explorer in Jupyter: controls generated from the declaration, redrawn at every move."""
         from . import jupyter
         return jupyter.Live(self)
+
+
+def _key(layer, setting):
+    return (id(layer), *(setting[name] for name in layer.depends))
 
 
 _CALL: contextvars.ContextVar = contextvars.ContextVar("explorer_call", default=None)
