@@ -15,7 +15,8 @@ from servingmath import charts, units
 
 from servingmath.charts import jupyter, kit, site
 
-SCRIPT = Path(__file__).resolve().parents[1] / "_static" / "webcharts.js"
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "_static" / "webcharts.js"
 import servingmath.explorers  # noqa: E402,F401  (registers them)
 
 NAMES = sorted(key.rsplit(":", 1)[1] for key in charts.BUILDERS if key.startswith("servingmath.explorers"))
@@ -256,3 +257,13 @@ def test_a_slow_first_move_shows_computing_until_drawn_and_a_repeat_is_instant()
     count, started = len(seen), time.perf_counter()
     live.set(n=1).set(n=3)
     assert len(seen) == count and time.perf_counter() - started < 0.05   # both cached: no state, no wait
+
+
+def test_the_presentation_layer_stays_within_1600_lines():
+    """What draws and binds (the kit, every explorer and figure, the page's script), in lines that are not blank:
+    comments and docstrings count, blank lines do not."""
+    modules = [*sorted((ROOT / "src" / "servingmath").glob("charts/*.py")),
+               *sorted((ROOT / "src" / "servingmath").glob("explorers/*.py")), SCRIPT]
+    assert len(modules) >= 10
+    lines = sum(1 for path in modules for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert lines <= 1600, f"{lines} lines that are not blank in {[path.name for path in modules]}"

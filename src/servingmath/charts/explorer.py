@@ -220,11 +220,12 @@ class Explorer:
         setting = self.setting(values)
         return [self.draw_layer(layer, setting) for layer in self.layers]
 
-    def svg_at(self, style=True, **values) -> str:
-        """The whole figure at a setting (``style=False``: without the dark shades' style sheet)."""
+    def svg_at(self, style=True, ident="", described="", **values) -> str:
+        """The whole figure at a setting (``style=False``: without the dark shades' style sheet; ``ident`` and
+        ``described``: see ``kit.figure``)."""
         return kit.figure(self.background + "".join(f'<g class="webchart-layer">{part}</g>'
                                                     for part in self.layers_at(**values)), self.height, self.title,
-                          style=style)
+                          ident, described, style)
 
     @property
     def figure(self) -> kit.SVG:

@@ -111,6 +111,17 @@ def wrapped(x, y, words, colour=None, size=TICK, leading=18) -> tuple[str, int]:
     return "".join(text(x, y + leading * k, line, colour, size=size) for k, line in enumerate(lines)), len(lines)
 
 
+def legend(y, rows, swatch=False) -> tuple[str, float]:
+    """Rows of (colour, words) from ``y`` down, each wrapped inside the figure and led by a square of its colour
+    if ``swatch``; the markup and where the next thing can go."""
+    parts = []
+    for colour, words in rows:
+        markup, lines = wrapped(LEFT + 20 if swatch else LEFT, y, words, colour)
+        parts.append((rect(LEFT, y - 11, 12, 12, colour) if swatch else "") + markup)
+        y += 18 * lines
+    return "".join(parts), y
+
+
 def rect(x, y, width, height, colour, opacity=1.0) -> str:
     shade = f' fill-opacity="{opacity}"' if opacity != 1 else ""
     return (f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(max(width, 0))}" height="{_f(max(height, 0))}" '

@@ -49,17 +49,13 @@ def scatter(points: list | None = None) -> Explorer:
                                       f"{units.ms_significant(p[2] / 1e3)}, {units.percent(p[1] / p[2])} of the floor")
                     for k, p in enumerate(points))
     # The colours named under the chart, a kind a line, the lab's and the reader's marks after them.
-    legend = "".join(kit.rect(kit.LEFT, panel.bottom + 14 + 20 * k - 11, 12, 12, colours[kind])
-                     + kit.text(kit.LEFT + 20, panel.bottom + 14 + 20 * k, kind, colours[kind]) for k, kind in enumerate(kinds))
-    below = panel.bottom + 14 + 20 * len(kinds)
-    for p in points:
-        markup, lines = kit.wrapped(kit.LEFT, below, f"{'★' if p[3] == '*' else '◇'} {p[0]}")
-        legend, below = legend + markup, below + 18 * lines
+    kinds_named, below = kit.legend(panel.bottom + 14, [(colours[kind], kind) for kind in kinds], swatch=True)
+    marks_named, below = kit.legend(below, [(None, f"{'★' if p[3] == '*' else '◇'} {p[0]}") for p in points])
     background = (panel.axes() + panel.area([low, high, high], [low, high, low], kit.NEUTRAL, 0.12)
                   + panel.line([low, high], [low, high], None, width=1.5)
                   + panel.label(low * 1.3, low * 1.3 * 1.25, "the floor (100 %)")
                   + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
-                  + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + legend + dots + marks)
+                  + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + kinds_named + marks_named + dots + marks)
 
     def chosen(kind, hardware):
         return [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
