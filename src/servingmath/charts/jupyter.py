@@ -71,7 +71,8 @@ class Live:
 
     def update(self):
         setting = self.values()
-        if not self.explorer.known(**setting):   # computed for the first time: shown dimmed, "computing…", till done
+        busy = not self.explorer.known(**setting)   # a first time: dimmed, "computing…", till drawn
+        if busy:
             self.readout.value = f"<p class='servingmath-busy'>computing…</p>{self.readout.value}"
             for shown in (self.view, self.readout):
                 shown.add_class(BUSY)
@@ -79,14 +80,13 @@ class Live:
             self.readouts = self.explorer.readouts_at(**setting)
             rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
                            f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
+            self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
             # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
-            self.svg = self.explorer.svg_at(style=False, **setting)
+            self.svg = self.view.value = self.explorer.svg_at(style=False, **setting)
+            self.draws += 1
         finally:
-            for shown in (self.view, self.readout):
+            for shown in (self.view, self.readout) if busy else ():
                 shown.remove_class(BUSY)
-        self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
-        self.view.value = self.svg
-        self.draws += 1
 
     def widget(self) -> widgets.Widget:
         box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b><style>{kit.STYLE}"
