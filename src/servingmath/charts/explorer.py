@@ -136,10 +136,6 @@ class Explorer:
         self.call, self._drawn, self._read = _CALL.get(), {}, {}
         self.labels = tuple(readouts(**self.default))
 
-    def __repr__(self):
-        settings = math.prod(len(c.options) for c in self.site_controls)
-        return f"<explorer {self.name}: {', '.join(c.label for c in self.controls)}; {settings} settings>"
-
     @property
     def default(self) -> dict:
         """The setting shown first: control name -> value."""
@@ -168,9 +164,12 @@ class Explorer:
         for combination in itertools.product(*(c.options for c in self.site_controls)):
             yield self.setting(dict(zip((c.name for c in self.site_controls), combination)))
 
-    def refused(self, error) -> str | None:
-        """The words a setting that raised ``error`` reads as, or None if ``error`` is a fault."""
-        return next((words for kind, words in self.refuse.items() if isinstance(error, kind)), None)
+    def refused(self, error) -> str:
+        """The words a setting that raised ``error`` reads as; a fault (an error not in ``refuse``) is raised."""
+        for kind, words in self.refuse.items():
+            if isinstance(error, kind):
+                return words
+        raise error
 
     def readouts_at(self, **values) -> dict[str, str]:
         """The readouts at a setting; a refused setting reads as the refusal throughout."""
@@ -184,10 +183,7 @@ class Explorer:
         try:
             shown = dict(self._readouts(**setting))
         except Exception as error:
-            words = self.refused(error)
-            if words is None:
-                raise
-            return {label: words for label in self.labels}
+            return dict.fromkeys(self.labels, self.refused(error))
         if tuple(shown) != self.labels:
             raise ValueError(f"readouts must give the same labels at every setting, got {tuple(shown)} "
                              f"after {self.labels}")
@@ -208,12 +204,13 @@ class Explorer:
                 self._drawn[key] = layer.draw(**{name: setting[name] for name in layer.depends})
             except Exception as error:
                 words = self.refused(error)
-                if words is None:
-                    raise
-                # The refusal, then the package's reason (which names the model, the GPU and the figures).
-                self._drawn[key] = (kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
-                                             size=kit.LABEL, bold=True)
-                                    + kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))[0])
+                # The refusal, then the package's reason (which names the model, the GPU and the figures), on a
+                # card that hides the lines drawn under them.
+                reason, lines = kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))
+                self._drawn[key] = (kit.card(kit.LEFT - 8, self.height / 2 - 40, kit.WIDTH - kit.RIGHT - kit.LEFT + 16,
+                                             36 + 18 * lines)
+                                    + kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
+                                               size=kit.LABEL, bold=True) + reason)
         return self._drawn[key]
 
     def layers_at(self, **values) -> list[str]:

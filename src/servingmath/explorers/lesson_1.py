@@ -16,7 +16,7 @@ from ..serving import compute_bound_batch, request as timed_request, request_pas
 from ..memory import fit
 from ..models import LLAMA_3_8B
 from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, gpu_menu, models_menu, ms,
-               price_of, price_slider, tokens_text, windows_at_least)
+               plain, price_of, price_slider, tokens_text, windows_at_least)
 
 # A timeline's slots, not to scale: a prefill pass would be thousands of times wider than a decode pass.
 _FIRST, _LAST = 12, 3
@@ -88,7 +88,7 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
     panel = kit.Panel.make((0.3, 1e6), (y_low, y_high), x_log=True, y_log=True,
                            x_label="FLOP per byte read (arithmetic intensity)", y_label="attainable TFLOP/s")
     panel.x_ticks = [(1, "1"), (100, "100"), (1e4, "10,000"), (1e6, "10⁶")]
-    panel.y_ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(y_low, y_high)]
+    panel.y_ticks = [(t, plain(t)) for t in kit.decades(y_low, y_high)]
 
     @functools.lru_cache(maxsize=None)
     def one_pass(tokens, gpu, weight_bits):

@@ -38,9 +38,11 @@ def scatter(points: list | None = None) -> Explorer:
     ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(low, high)]
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
     colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
+    # The guides' lines, then their names on cards, clear of every line.
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
-                     + panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end")
-                     for share in reality.SHARE_GUIDES)
+                     for share in reality.SHARE_GUIDES) + "".join(
+        panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end", backed=True)
+        for share in reality.SHARE_GUIDES)
     dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
                              f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}")
                    for f in floors)
@@ -53,12 +55,9 @@ def scatter(points: list | None = None) -> Explorer:
     marks_named, below = kit.legend(below, [(None, f"{'★' if p[3] == '*' else '◇'} {p[0]}") for p in points])
     background = (panel.axes() + panel.area([low, high, high], [low, high, low], kit.NEUTRAL, 0.12)
                   + panel.line([low, high], [low, high], None, width=1.5)
-                  + panel.label(low * 1.3, low * 1.3 * 1.25, "the floor (100 %)")
+                  + panel.label(low * 3, low * 1.3, "the floor (100 %)")
                   + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
                   + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + kinds_named + marks_named + dots + marks)
-
-    def chosen(kind, hardware):
-        return [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
 
     def shown(kind, hardware):
         # Only a style rule changes with the filters: every dot is drawn once, in the background.
@@ -67,7 +66,7 @@ def scatter(points: list | None = None) -> Explorer:
         return f"<style>.rc-dot{{display:none}}.rc-dot{rule}{{display:inline}}</style>" if rule else ""
 
     def readouts(kind, hardware):
-        rows = chosen(kind, hardware)
+        rows = [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
         shares = sorted(f.share for f in rows)
         return {"rows shown": f"{len(rows)} of {len(floors)}",
                 "their shares of peak": f"{units.percent(shares[0])} to {units.percent(shares[-1])}" if rows else "none",
