@@ -113,7 +113,7 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
         parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name))
                   for name, shape in shapes(model).items()]
         # The designs named under the chart, where no line can run through their names.
-        return "".join(parts) + kit.legend(panel.bottom + 4, [(colour(name), name) for name in shapes(model)], True)[0]
+        return "".join(parts) + kit.legend(panel.bottom + 14, [(colour(name), name) for name in shapes(model)], True)[0]
 
     def markers(tokens, kv_bits, model):
         return "".join(panel.marker(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colour(name))
@@ -137,7 +137,7 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
                fine=sorted({*range(256, most + 1, 256), tokens})),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model)],
         readouts, [Layer(("kv_bits", "model"), lines), Layer(("tokens", "kv_bits", "model"), markers)],
-        panel.axes(), panel.bottom + 4 + 18 * 3, "The same layers and head dim; only the key-value heads differ. "
+        panel.axes(), panel.bottom + 14 + 18 * 3, "The same layers and head dim; only the key-value heads differ. "
                                                   "16-bit weights.",
         REFUSE)
 
