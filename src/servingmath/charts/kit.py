@@ -159,7 +159,7 @@ def figure(body, height, title="", ident="", described="", style=True) -> SVG:
     name = f'aria-labelledby="{ident}-title"' if ident else f'aria-label="{html.escape(title)}"'
     about = f' aria-describedby="{described}"' if described else ""
     return SVG(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {int(height)}" width="100%" '
-            f'style="max-width: {WIDTH + 20}px; overflow: visible" role="img" {name}{about} '
+            f'style="max-width: {WIDTH + 20}px; overflow: visible" class="sm-figure" role="img" {name}{about} '
             f'font-family="sans-serif" fill="currentColor">' + (f"<style>{STYLE}</style>" if style else "")
                + f"{body}</svg>")
 
