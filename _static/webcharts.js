@@ -13,6 +13,7 @@
     var data = JSON.parse(figure.querySelector("script.webchart-data").textContent);
     var controls = Array.prototype.map.call(figure.querySelectorAll("[data-control]"), function (box) {
       return {
+        box: box,
         kind: box.dataset.kind,
         inputs: box.querySelectorAll("input, select"),
         output: box.querySelector("output")
@@ -22,11 +23,8 @@
     var layers = figure.querySelectorAll("svg .webchart-layer");
 
     function position(control) {
-      if (control.kind === "buttons") {
-        var checked = Array.prototype.filter.call(control.inputs, function (input) { return input.checked; });
-        return checked.length ? Number(checked[0].value) : 0;
-      }
-      return Number(control.inputs[0].value);
+      var input = control.kind === "buttons" ? control.box.querySelector("input:checked") : control.inputs[0];
+      return input ? Number(input.value) : 0;
     }
 
     function place(positions, strides) {

@@ -51,11 +51,15 @@ def main(argv=None) -> int:
                         written += 1
                         charts = tab.page.locator("figure.webchart")
                         if charts.count():
-                            # The theme's header stays at the top of the window; out of the way of a chart's picture.
-                            tab.page.add_style_tag(content=".bd-header, .bd-header-article { position: static !important; }")
+                            # The theme's header stays at the top of the window, its skip link and back-to-top button
+                            # float over the page: out of the way of a chart's picture, in a window taller than the chart.
+                            tab.page.add_style_tag(content=".bd-header, .bd-header-article { position: static !important; }"
+                                                   " .skip-link, #pst-back-to-top { display: none !important; }")
+                            tab.page.set_viewport_size({"width": width, "height": 2400})
                         for k in range(charts.count()):
                             charts.nth(k).screenshot(path=str(out / "charts" / f"{name}-{k + 1}-{width}-{mode}.png"))
                             written += 1
+                        tab.page.set_viewport_size({"width": width, "height": 900})
                     tab.close()
     finally:
         chromium.close()

@@ -3,6 +3,7 @@ live explorer in Jupyter redraws the same figure, and a setting the idea cannot 
 import itertools
 import json
 import re
+import time
 import warnings
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -12,9 +13,10 @@ import pytest
 
 from servingmath import charts, units
 
-from servingmath.charts import kit, site
+from servingmath.charts import jupyter, kit, site
 
-SCRIPT = Path(__file__).resolve().parents[1] / "_static" / "webcharts.js"
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "_static" / "webcharts.js"
 import servingmath.explorers  # noqa: E402,F401  (registers them)
 
 NAMES = sorted(key.rsplit(":", 1)[1] for key in charts.BUILDERS if key.startswith("servingmath.explorers"))
@@ -119,6 +121,68 @@ def test_every_setting_is_priced_only_where_it_can_happen(built, name):
             assert not (texts & refusals) or len(texts) == 1, (name, setting, shown)
             if texts & refusals or k % 5 == 0:   # every refusal drawn, and a fifth of the rest
                 well_formed(made.svg_at(**setting))
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _boxes(root, kind):
+    """The boxes of the cards (x0, y0, x1, y1), or of the labels that are not turned, with their words
+    (as wide as ``kit.text_width`` reckons, from a little above the cap height to below the baseline)."""
+    for element in root.iter(SVG_NS + kind):
+        x, y = float(element.get("x")), float(element.get("y"))
+        if kind == "rect":
+            if element.get("class") == "sm-card":
+                yield (x, y, x + float(element.get("width")), y + float(element.get("height"))), None
+        elif not element.get("transform"):
+            size = float(element.get("font-size"))
+            width = kit.text_width(element.text or "", size)
+            x -= {"end": width, "middle": width / 2}.get(element.get("text-anchor"), 0)
+            yield (x, y - 0.72 * size, x + width, y + 0.2 * size), element.text
+
+
+def _segments(root):
+    """Every stretch of a drawn line: polylines, and lines that are not faint grid lines."""
+    for line in root.iter(SVG_NS + "polyline"):
+        points = [tuple(map(float, pair.split(","))) for pair in line.get("points").split()]
+        yield from zip(points, points[1:])
+    for line in root.iter(SVG_NS + "line"):
+        if line.get("stroke-opacity") is None:
+            yield (float(line.get("x1")), float(line.get("y1"))), (float(line.get("x2")), float(line.get("y2")))
+
+
+def crossed_labels(svg):
+    """The labels a line runs through, leaving out those on a card (which hides the lines under it)."""
+    root = ElementTree.fromstring(svg)
+    cards = [box for box, _ in _boxes(root, "rect")]
+    segments = list(_segments(root))
+    return sorted({words for box, words in _boxes(root, "text")
+                   if not any(c[0] <= box[0] and box[2] <= c[2] and c[1] <= box[1] and box[3] <= c[3] for c in cards)
+                   and any(kit.clip(a, b, box) for a, b in segments)})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_line_runs_through_a_label(built, name):
+    """At a sample of every explorer's settings (each control's every option among them), no drawn line crosses
+    a label, reckoning a label's width as the kit does."""
+    made = built[name]
+    settings = list(every_setting(made))
+    for setting in settings[::max(1, len(settings) // 120)] + settings[-sum(len(c.options) for c in made.controls):]:
+        assert not crossed_labels(made.svg_at(**setting)), (name, setting, crossed_labels(made.svg_at(**setting)))
+
+
+def test_the_label_check_sees_a_crossing_and_a_card_clears_it():
+    panel = kit.Panel.make((0, 10), (0, 10))
+    across = panel.line([0, 10], [0, 10], kit.PREFILL) + panel.label(4, 5, "crossed")
+    assert crossed_labels(kit.figure(across + panel.label(8, 1, "clear"), 300)) == ["crossed"]
+    out_and_back = ElementTree.fromstring(kit.figure(panel.line([0, 5, 10], [5, 20, 5], kit.PREFILL), 300))
+    pieces = [[tuple(map(float, pair.split(","))) for pair in line.get("points").split()]
+              for line in out_and_back.iter(SVG_NS + "polyline")]   # cut where it leaves the panel's top
+    assert len(pieces) == 2 and pieces[0][-1][1] == pieces[1][0][1] == panel.y.end
+    assert pieces[0][0] == (float(panel.x(0)), float(panel.y(5))) and pieces[1][-1][0] == float(panel.x(10))
+    backed = kit.text(panel.x(6), panel.y(6.5), "on a card", backed=True)
+    assert crossed_labels(kit.figure(across + backed, 300)) == ["crossed"]
+    assert crossed_labels(kit.figure(across + backed.replace("sm-card", "sm-other"), 300)) == ["crossed", "on a card"]
 
 
 def test_a_refused_setting_reads_as_the_refusal_and_prices_nothing():
@@ -229,3 +293,38 @@ def test_one_palette_reads_on_a_light_page_and_a_dark_one():
         assert (1.05) / (luminance(light) + 0.05) >= 4.5, name                      # on white
         assert (luminance(dark) + 0.05) / (luminance("#121212") + 0.05) >= 4.5, name  # on the dark theme
         assert f".sm-f-{name}{{fill:{dark}}}" in kit.STYLE
+
+
+def test_a_slow_first_move_shows_computing_until_drawn_and_a_repeat_is_instant():
+    """A setting not computed before dims the figure and readouts and says "computing…" while it is computed;
+    a setting computed before is cached: shown at once, with no such state."""
+    seen, live = [], None
+
+    def slow(n):
+        time.sleep(0.2)
+        if live is not None:   # what the reader sees while the setting is computed
+            seen.append((n, jupyter.BUSY in live.view._dom_classes + live.readout._dom_classes, live.readout.value))
+        return {"n": f"n is {n}"}
+
+    made = charts.Explorer("slow", "A slow toy", [charts.slider("n", "n", [1, 2, 3], 1)], slow,
+                           [charts.Layer(("n",), lambda n: kit.text(10, 10, f"n is {n}"))])
+    live = made.live()
+    live.set(n=3)
+    n, busy, shown = seen[-1]
+    assert (n, busy) == (3, True) and shown.startswith("<p class='servingmath-busy'>computing…</p>")
+    assert "<td>n is 1</td>" in shown                      # the last readouts stay, dimmed, till the new ones come
+    assert jupyter.BUSY not in live.view._dom_classes + live.readout._dom_classes
+    assert "computing" not in live.readout.value and "<td>n is 3</td>" in live.readout.value and "n is 3" in live.svg
+    count, started = len(seen), time.perf_counter()
+    live.set(n=1).set(n=3)
+    assert len(seen) == count and time.perf_counter() - started < 0.05   # both cached: no state, no wait
+
+
+def test_the_presentation_layer_stays_within_1600_lines():
+    """What draws and binds (the kit, every explorer and figure, the page's script), in lines that are not blank:
+    comments and docstrings count, blank lines do not."""
+    modules = [*sorted((ROOT / "src" / "servingmath").glob("charts/*.py")),
+               *sorted((ROOT / "src" / "servingmath").glob("explorers/*.py")), SCRIPT]
+    assert len(modules) >= 10
+    lines = sum(1 for path in modules for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert lines <= 1600, f"{lines} lines that are not blank in {[path.name for path in modules]}"

@@ -1,16 +1,13 @@
 """Lesson 1, parts 1 and 2: counting passes, and FLOP per byte against the ridge.
 
 The explorers are driven headless as a reader's clicks would drive them; the figures
-are checked for the artists that carry the idea.
+are checked for the marks that carry the idea.
 """
-import matplotlib
 import pytest
 
 import servingmath as sm
 from servingmath import units
 from servingmath.serving import TOKENS_PER_DECODE_PASS, request_passes
-
-matplotlib.use("Agg")
 
 M, H100 = sm.LLAMA_3_8B, sm.H100_SXM
 

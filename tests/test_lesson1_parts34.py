@@ -1,17 +1,13 @@
 """Lesson 1, parts 3 and 4: the explorers driven headless, their figures, and the batch
 where a decode step turns compute-bound."""
-import matplotlib
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-import servingmath as sm  # noqa: E402
-from servingmath import serving  # noqa: E402
-from servingmath.roofline import PLATE  # noqa: E402
+import servingmath as sm
+from servingmath import serving
+from servingmath.roofline import PLATE
 
 M = sm.LLAMA_3_8B
 G = sm.H100_SXM

@@ -2,7 +2,6 @@
 workshop explorer driven headless as a reader would drive it."""
 from dataclasses import replace
 
-import matplotlib
 import numpy as np
 import pytest
 
@@ -10,8 +9,6 @@ import servingmath as sm
 from servingmath import units
 from servingmath.roofline import LESSON, PLATE
 from servingmath.serving import TimePerTokenCurve, decode_step, prefill, time_per_token_curve
-
-matplotlib.use("Agg")
 
 M = sm.LLAMA_3_8B
 G = sm.H100_SXM

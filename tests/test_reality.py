@@ -2,14 +2,11 @@
 import copy
 import math
 
-import matplotlib
 import pytest
 import yaml
 
 import servingmath as sm
 from servingmath import ollama, reality
-
-matplotlib.use("Agg")
 
 ROWS = reality.load()
 FLOORS = reality.floors(ROWS)

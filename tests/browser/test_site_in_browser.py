@@ -78,10 +78,10 @@ PHONE_CHECK = """
       const scrolls = element.closest("pre, .highlight, .table-wrapper, .pst-scrollable-table-container, mjx-container, .MathJax");
       return box.width > 0 && box.right > width + 1 && !scrolls;
     }).slice(0, 3).map(element => element.tagName + "." + element.className + ": " + element.textContent.slice(0, 40)),
-    charts: Array.from(document.querySelectorAll("figure.webchart"), figure => {
+    charts: Array.from(document.querySelectorAll("figure.webchart, svg.sm-figure:not(figure.webchart svg)"), figure => {
       const box = figure.getBoundingClientRect();
       return {
-        kind: figure.dataset.chart,
+        kind: figure.dataset.chart || "still",
         framed: background(figure.parentElement) !== background(figure.closest("article")),
         inside: box.left >= -1 && box.right <= width + 1,
         readouts: Array.from(figure.querySelectorAll("[data-readout], output"), element => {
@@ -93,7 +93,7 @@ PHONE_CHECK = """
           const r = text.getBoundingClientRect();
           const size = parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
           return {text: text.textContent, height: size, inside: r.width === 0 || (r.left >= box.left - 1 && r.right <= box.right + 1),
-                  contrast: text.getAttribute("fill") ? 99 : contrast(getComputedStyle(text).fill, background(figure))};
+                  contrast: text.getAttribute("fill") === "#fff" ? 99 : contrast(getComputedStyle(text).fill, background(figure))};
         }),
       };
     }),

@@ -136,10 +136,6 @@ class Explorer:
         self.call, self._drawn, self._read = _CALL.get(), {}, {}
         self.labels = tuple(readouts(**self.default))
 
-    def __repr__(self):
-        settings = math.prod(len(c.options) for c in self.site_controls)
-        return f"<explorer {self.name}: {', '.join(c.label for c in self.controls)}; {settings} settings>"
-
     @property
     def default(self) -> dict:
         """The setting shown first: control name -> value."""
@@ -168,9 +164,12 @@ class Explorer:
         for combination in itertools.product(*(c.options for c in self.site_controls)):
             yield self.setting(dict(zip((c.name for c in self.site_controls), combination)))
 
-    def refused(self, error) -> str | None:
-        """The words a setting that raised ``error`` reads as, or None if ``error`` is a fault."""
-        return next((words for kind, words in self.refuse.items() if isinstance(error, kind)), None)
+    def refused(self, error) -> str:
+        """The words a setting that raised ``error`` reads as; a fault (an error not in ``refuse``) is raised."""
+        for kind, words in self.refuse.items():
+            if isinstance(error, kind):
+                return words
+        raise error
 
     def readouts_at(self, **values) -> dict[str, str]:
         """The readouts at a setting; a refused setting reads as the refusal throughout."""
@@ -184,42 +183,46 @@ class Explorer:
         try:
             shown = dict(self._readouts(**setting))
         except Exception as error:
-            words = self.refused(error)
-            if words is None:
-                raise
-            return {label: words for label in self.labels}
+            return dict.fromkeys(self.labels, self.refused(error))
         if tuple(shown) != self.labels:
             raise ValueError(f"readouts must give the same labels at every setting, got {tuple(shown)} "
                              f"after {self.labels}")
         return {label: str(text) for label, text in shown.items()}
 
+    def known(self, **values) -> bool:
+        """Whether a setting's readouts and layers were computed already, so that showing it is instant."""
+        setting = self.setting(values)
+        return tuple(setting.values()) in self._read and all(_key(layer, setting) in self._drawn
+                                                              for layer in self.layers)
+
     def draw_layer(self, layer: Layer, setting: Mapping) -> str:
         """One layer at a setting, drawn once for its controls' values (a move redraws only the layers that
         depend on the control moved); where the setting is refused, the refusal written across the figure."""
-        values = {name: setting[name] for name in layer.depends}
-        key = (id(layer), *values.values())
+        key = _key(layer, setting)
         if key not in self._drawn:
             try:
-                self._drawn[key] = layer.draw(**values)
+                self._drawn[key] = layer.draw(**{name: setting[name] for name in layer.depends})
             except Exception as error:
                 words = self.refused(error)
-                if words is None:
-                    raise
-                # The refusal, then the package's reason (which names the model, the GPU and the figures).
-                self._drawn[key] = (kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
-                                             size=kit.LABEL, bold=True)
-                                    + kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))[0])
+                # The refusal, then the package's reason (which names the model, the GPU and the figures), on a
+                # card that hides the lines drawn under them.
+                reason, lines = kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))
+                self._drawn[key] = (kit.card(kit.LEFT - 8, self.height / 2 - 40, kit.WIDTH - kit.RIGHT - kit.LEFT + 16,
+                                             36 + 18 * lines)
+                                    + kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
+                                               size=kit.LABEL, bold=True) + reason)
         return self._drawn[key]
 
     def layers_at(self, **values) -> list[str]:
         setting = self.setting(values)
         return [self.draw_layer(layer, setting) for layer in self.layers]
 
-    def svg_at(self, style=True, **values) -> str:
-        """The whole figure at a setting (``style=False``: without the dark shades' style sheet)."""
+    def svg_at(self, style=True, ident="", described="", **values) -> str:
+        """The whole figure at a setting (``style=False``: without the dark shades' style sheet; ``ident`` and
+        ``described``: see ``kit.figure``)."""
         return kit.figure(self.background + "".join(f'<g class="webchart-layer">{part}</g>'
                                                     for part in self.layers_at(**values)), self.height, self.title,
-                          style=style)
+                          ident, described, style)
 
     @property
     def figure(self) -> kit.SVG:
@@ -240,6 +243,10 @@ class Explorer:
         """The explorer in Jupyter: controls generated from the declaration, redrawn at every move."""
         from . import jupyter
         return jupyter.Live(self)
+
+
+def _key(layer, setting):
+    return (id(layer), *(setting[name] for name in layer.depends))
 
 
 _CALL: contextvars.ContextVar = contextvars.ContextVar("explorer_call", default=None)

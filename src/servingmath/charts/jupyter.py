@@ -14,6 +14,7 @@ from IPython.display import display
 from . import kit
 
 _STYLE = {"description_width": "12em"}
+BUSY = "servingmath-computing"   # the class of the figure and readouts while a setting is first computed
 
 
 def _widget(control):
@@ -70,17 +71,26 @@ class Live:
 
     def update(self):
         setting = self.values()
-        self.readouts = self.explorer.readouts_at(**setting)
-        rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
-                       f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
-        self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
-        # The dark shades' style sheet sits once in the box: a new one on every move would restyle the whole page.
-        self.svg = self.explorer.svg_at(style=False, **setting)
-        self.view.value = self.svg
-        self.draws += 1
+        busy = not self.explorer.known(**setting)   # a first time: dimmed, "computing…", till drawn
+        if busy:
+            self.readout.value = f"<p class='servingmath-busy'>computing…</p>{self.readout.value}"
+            for shown in (self.view, self.readout):
+                shown.add_class(BUSY)
+        try:
+            self.readouts = self.explorer.readouts_at(**setting)
+            rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
+                           f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
+            self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
+            # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
+            self.svg = self.view.value = self.explorer.svg_at(style=False, **setting)
+            self.draws += 1
+        finally:
+            for shown in (self.view, self.readout) if busy else ():
+                shown.remove_class(BUSY)
 
     def widget(self) -> widgets.Widget:
-        box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b><style>{kit.STYLE}</style>"),
+        box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b><style>{kit.STYLE}"
+                                         f".{BUSY} svg,.{BUSY} table{{opacity:.4}}</style>"),
                             widgets.VBox(list(self.controls.values())), self.readout, self.view])
         box.add_class("servingmath-explorer")
         box.add_class(f"servingmath-explorer-{self.name}")

@@ -17,7 +17,7 @@ import numpy as np
 
 WIDTH = 480
 LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 52
-TICK, LABEL = 15, 16                 # the type scale: ticks and notes, axis names and titles
+TICK, LABEL = 16, 17                 # the type scale: ticks and notes, axis names and titles
 # Each colour by its role: (light page, dark page); both shades read as text on their page (contrast >= 4.5).
 PALETTE = {"prefill": ("#1f63a6", "#79b8ff"), "decode": ("#c0302a", "#ff8a80"), "compute": ("#2b7a2f", "#6fdc75"),
            "memory": ("#a85400", "#f5a54a"), "neutral": ("#62666b", "#a8adb3"), "extra": ("#7a3fb0", "#c9a2ff")}
@@ -26,7 +26,7 @@ SERIES = (PREFILL, DECODE, COMPUTE, MEMORY, EXTRA, NEUTRAL)   # lines in a legen
 _DARK = ('html[data-theme="dark"]', 'body[data-jp-theme-light="false"]', "body.vscode-dark")
 STYLE = "".join(f"{page} .sm-f-{name}{{fill:{dark}}}{page} .sm-s-{name}{{stroke:{dark}}}"
                 for name, (_, dark) in PALETTE.items() for page in _DARK) + \
-    "".join(f"{page} .sm-ring{{stroke:#121212}}" for page in _DARK)
+    "".join(f"{page} .sm-ring{{stroke:#121212}}{page} .sm-card{{fill:#121212}}" for page in _DARK)
 
 
 class SVG(str):
@@ -91,12 +91,15 @@ def text_width(text, size=TICK):
     return 0.56 * size * len(text)
 
 
-def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=False) -> str:
-    """Words at (x, y) in user units; ``turn`` reads them upwards."""
+def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=False, backed=False) -> str:
+    """Words at (x, y) in user units; ``turn`` reads them upwards, ``backed`` sets them on a card (clear of any
+    line drawn before them)."""
     extra = (' font-weight="bold"' if bold else "") + (f' transform="rotate(-90 {_f(x)} {_f(y)})"' if turn else "")
     fill = 'fill="#fff"' if colour == "white" else _paint(colour)
-    return (f'<text x="{_f(x)}" y="{_f(y)}" {fill} font-size="{size}" text-anchor="{anchor}"{extra}>'
-            f'{html.escape(str(words))}</text>')
+    width = text_width(str(words), size)
+    behind = card(x - {"end": width, "middle": width / 2}.get(anchor, 0) - 2, y - 0.8 * size, width + 4, size + 2)
+    return ((behind if backed else "") + f'<text x="{_f(x)}" y="{_f(y)}" {fill} font-size="{size}" '
+            f'text-anchor="{anchor}"{extra}>{html.escape(str(words))}</text>')
 
 
 def wrapped(x, y, words, colour=None, size=TICK, leading=18) -> tuple[str, int]:
@@ -111,6 +114,39 @@ def wrapped(x, y, words, colour=None, size=TICK, leading=18) -> tuple[str, int]:
     return "".join(text(x, y + leading * k, line, colour, size=size) for k, line in enumerate(lines)), len(lines)
 
 
+def legend(y, rows, swatch=False) -> tuple[str, float]:
+    """Rows of (colour, words) from ``y`` down, each wrapped inside the figure and led by a square of its colour
+    if ``swatch``; the markup and where the next thing can go."""
+    parts = []
+    for colour, words in rows:
+        markup, lines = wrapped(LEFT + 20 if swatch else LEFT, y, words, colour)
+        parts.append((rect(LEFT, y - 11, 12, 12, colour) if swatch else "") + markup)
+        y += 18 * lines
+    return "".join(parts), y
+
+
+def clip(start, end, box):
+    """The part of the stretch from ``start`` to ``end`` (points) inside ``box`` (x0, y0, x1, y1), or None."""
+    low, high = 0.0, 1.0
+    for origin, step, least, most in ((start[0], end[0] - start[0], box[0], box[2]),
+                                      (start[1], end[1] - start[1], box[1], box[3])):
+        if step == 0:
+            if not least <= origin <= most:
+                return None
+        else:
+            a, b = sorted(((least - origin) / step, (most - origin) / step))
+            low, high = max(low, a), min(high, b)
+    return None if low > high else tuple(start if t == 0 else end if t == 1 else
+                                         (start[0] + (end[0] - start[0]) * t, start[1] + (end[1] - start[1]) * t)
+                                         for t in (low, high))
+
+
+def card(x, y, width, height) -> str:
+    """A rectangle in the page's own colour, light or dark: what is drawn under it is hidden, what is drawn
+    on it reads clear of every line."""
+    return f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(width)}" height="{_f(height)}" fill="#fff" class="sm-card"/>'
+
+
 def rect(x, y, width, height, colour, opacity=1.0) -> str:
     shade = f' fill-opacity="{opacity}"' if opacity != 1 else ""
     return (f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(max(width, 0))}" height="{_f(max(height, 0))}" '
@@ -123,7 +159,7 @@ def figure(body, height, title="", ident="", described="", style=True) -> SVG:
     name = f'aria-labelledby="{ident}-title"' if ident else f'aria-label="{html.escape(title)}"'
     about = f' aria-describedby="{described}"' if described else ""
     return SVG(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {int(height)}" width="100%" '
-            f'style="max-width: {WIDTH + 20}px; overflow: visible" role="img" {name}{about} '
+            f'style="max-width: {WIDTH + 20}px; overflow: visible" class="sm-figure" role="img" {name}{about} '
             f'font-family="sans-serif" fill="currentColor">' + (f"<style>{STYLE}</style>" if style else "")
                + f"{body}</svg>")
 
@@ -172,9 +208,17 @@ class Panel:
         return "".join(parts)
 
     def line(self, xs, ys, colour, dashed=False, width=2.5) -> str:
-        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(self.x(xs), self.y(ys)))
+        """The line through (xs, ys), cut where it leaves the panel (it never runs through the axes' words)."""
+        box, pieces = (self.x.start, self.y.end, self.x.end, self.y.start), []
+        corners = [tuple(map(float, corner)) for corner in zip(self.x(xs), self.y(ys))]
+        for start, end in filter(None, (clip(a, b, box) for a, b in zip(corners, corners[1:]))):
+            if pieces and pieces[-1][-1] == start:
+                pieces[-1].append(end)
+            else:
+                pieces.append([start, end])
         dash = ' stroke-dasharray="6 4"' if dashed else ""
-        return f'<polyline points="{points}" fill="none" {_paint(colour, "stroke")} stroke-width="{width}"{dash}/>'
+        return "".join(f'<polyline points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in piece)}" fill="none" '
+                       f'{_paint(colour, "stroke")} stroke-width="{width}"{dash}/>' for piece in pieces)
 
     def marker(self, x, y, colour, radius=6) -> str:
         """A dot at (x, y), ringed in the page's colour."""
@@ -206,9 +250,9 @@ class Panel:
         points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(self.x(xs), self.y(ys)))
         return f'<polygon points="{points}" {_paint(colour)} fill-opacity="{opacity}"/>'
 
-    def label(self, x, y, words, colour=None, anchor="start", size=TICK) -> str:
-        """Words at data coordinates (x, y)."""
-        return text(self.x(x), self.y(y), words, colour, anchor, size)
+    def label(self, x, y, words, colour=None, anchor="start", size=TICK, backed=False) -> str:
+        """Words at data coordinates (x, y), on a card if ``backed``."""
+        return text(self.x(x), self.y(y), words, colour, anchor, size, backed=backed)
 
     def shade(self, x0, x1, colour, opacity=0.08) -> str:
         """A band the panel's height between two x values."""
@@ -217,16 +261,13 @@ class Panel:
         return rect(a, self.y.end, b - a, self.y.start - self.y.end, colour, opacity) if b > a else ""
 
     def vertical(self, x, words="", colour=COMPUTE, low=False) -> str:
-        """A dashed line up the panel at ``x``, named at its top (or foot, ``low``) on the side where it fits."""
+        """A dashed line up the panel at ``x``, named at its top (or foot, ``low``) on the side where it fits, else
+        across it on a card."""
         px = float(self.x(x))
         width = text_width(words)
         anchor, tx = (("start", px + 5) if px + 5 + width <= self.x.end else
                       ("end", px - 5) if px - 5 - width >= self.x.start else ("end", self.x.end - 4))
         line = (f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{self.y.end}" y2="{self.y.start}" {_paint(colour, "stroke")} '
                 f'stroke-width="1.5" stroke-dasharray="4 3"/>')
-        return line + (text(tx, self.y.start - 7 if low else self.y.end + 16, words, colour, anchor) if words else "")
-
-    def note(self, words) -> str:
-        """Words in the middle of the panel: what stands where a drawing cannot."""
-        return text((self.x.start + self.x.end) / 2, (self.y.start + self.y.end) / 2, words, anchor="middle",
-                    size=LABEL)
+        return line + (text(tx, self.y.start - 7 if low else self.y.end + 16, words, colour, anchor,
+                            backed=tx == self.x.end - 4) if words else "")

@@ -15,8 +15,6 @@ import itertools
 import json
 import math
 
-from . import kit
-
 MAX_DATA_BYTES = 400_000
 
 
@@ -79,9 +77,7 @@ def html(explorer) -> str:
         raise ValueError(f"explorer {explorer.name!r} needs {size:,} bytes of data, over {MAX_DATA_BYTES:,}: "
                          f"give its controls fewer options")
     ident = f"webchart-{explorer.name}-{hashlib.sha1(data.encode()).hexdigest()[:8]}"
-    svg = kit.figure(explorer.background + "".join(f'<g class="webchart-layer">{part}</g>'
-                                                   for part in explorer.layers_at()),
-                     explorer.height, ident=ident, described=f"{ident}-readouts")
+    svg = explorer.svg_at(ident=ident, described=f"{ident}-readouts")
     rows = "".join(f"<dt>{markup.escape(label)}</dt><dd data-readout>{markup.escape(text)}</dd>"
                    for label, text in explorer.readouts_at().items())
     call = f" data-call='{markup.escape(_json(explorer.call), quote=True)}'" if explorer.call else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import memory, models, units
-from ..charts import buttons, menu, slider
+from ..charts import buttons, kit, menu, slider
 from ..hardware import CATALOG
 from ..models import MODELS
 
@@ -33,6 +33,17 @@ def clock(seconds, count=3):
     return ms(seconds, count) if seconds < 1 else units.seconds(seconds, figures(seconds, count))
 
 
+def plain(value):
+    """A tick's number: with commas from one up, as written below one (0.01)."""
+    return units.number(value) if value >= 1 else f"{value:g}"
+
+
+def log_ticks(panel, x_ticks, y_text=plain, every=1):
+    """A log-log panel's ticks: ``x_ticks`` as numbers; every ``every``-th power of ten up the side as ``y_text``."""
+    panel.x_ticks = [(t, units.number(t)) for t in x_ticks]
+    panel.y_ticks = [(t, y_text(t)) for t in kit.decades(panel.y.low, panel.y.high)][::every]
+
+
 def counted(count, one, many):
     return f"{units.number(count)} {one if count == 1 else many}"
 
@@ -41,16 +52,15 @@ def tokens_text(n):
     return counted(n, "token", "tokens")
 
 
-def find_model(key):
-    if key not in MODELS:
-        raise ValueError(f"model must be a catalog key among {sorted(MODELS)}, got {key!r}")
-    return MODELS[key]
+def _finder(name, catalog):
+    def find(key):
+        if key not in catalog:
+            raise ValueError(f"{name} must be a catalog key among {sorted(catalog)}, got {key!r}")
+        return catalog[key]
+    return find
 
 
-def find_gpu(key):
-    if key not in CATALOG:
-        raise ValueError(f"gpu must be a catalog key among {sorted(CATALOG)}, got {key!r}")
-    return CATALOG[key]
+find_model, find_gpu = _finder("model", MODELS), _finder("gpu", CATALOG)
 
 
 def gpu_menu(default, keys=None, priced=False):

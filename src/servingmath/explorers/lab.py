@@ -39,11 +39,8 @@ def _panel_markup(top, prediction, measured=None, title=""):
         legend += [(kit.PREFILL, f"● {measured.label}"),
                    (None, f"◆ measured decode step, {units.number(measured.cached_tokens)} cached tokens"),
                    (kit.NEUTRAL, f"{measured.knee_label}: {units.number(measured.knee)}")]
-    below = panel.bottom + 10
-    for colour, words in legend:
-        markup, lines = kit.wrapped(kit.LEFT, below, words, colour)
-        parts, below = parts + [markup], below + 18 * lines
-    return "".join(parts), below
+    named, below = kit.legend(panel.bottom + 10, legend)
+    return "".join(parts) + named, below
 
 
 def panel(prediction, measured=None, title="") -> kit.SVG:

@@ -16,7 +16,7 @@ from ..serving import compute_bound_batch, request as timed_request, request_pas
 from ..memory import fit
 from ..models import LLAMA_3_8B
 from . import (LISTED, REFUSE, bits, clock, counted, figures, find_gpu, find_model, gpu_menu, models_menu, ms,
-               price_of, price_slider, tokens_text, windows_at_least)
+               plain, price_of, price_slider, tokens_text, windows_at_least)
 
 # A timeline's slots, not to scale: a prefill pass would be thousands of times wider than a decode pass.
 _FIRST, _LAST = 12, 3
@@ -36,14 +36,14 @@ def passes(prompt_tokens: int = 2000, reply_tokens: int = 300) -> Explorer:
                            kit.LABEL, bold=True)
                 + kit.text(left + wide / 2, top + bar / 2 + 14, "token" if prompt_tokens == 1 else "tokens", "white",
                            "middle")
-                + kit.text(left, top - 10, "prefill: 1 pass", kit.PREFILL, size=kit.LABEL))
+                + kit.text(left, top - 10, "prefill: 1 pass", kit.PREFILL))
 
     def decode(reply_tokens):
         n = reply_tokens - 1
         parts = [kit.text(kit.WIDTH / 2, top + bar + 52, "forward passes, in order (widths not to scale)",
                           anchor="middle", size=kit.LABEL), kit.text(left + wide / 2, top + bar + 18, "1", anchor="middle")]
         if not n:
-            return "".join(parts) + kit.text(first, top - 10, "decode: no passes", kit.DECODE, size=kit.LABEL)
+            return "".join(parts) + kit.text(first, top - 10, "decode: no passes", kit.DECODE)
         elided = n > _FIRST + _LAST + 1
         shown = list(range(1, n + 1)) if not elided else [*range(1, _FIRST + 1), *range(n - _LAST + 1, n + 1)]
         xs = [first + (k + (2 if elided and k >= _FIRST else 0)) * pitch for k in range(len(shown))]
@@ -51,14 +51,14 @@ def passes(prompt_tokens: int = 2000, reply_tokens: int = 300) -> Explorer:
         if elided:
             middle = first + (_FIRST + 1) * pitch - pitch * 0.15
             parts += [kit.text(middle, top + bar / 2 + 2, "⋯", kit.DECODE, "middle", 18),
-                      kit.text(middle, top + bar + 18, f"{units.number(n - len(shown))} more", kit.DECODE, "middle")]
+                      kit.text(middle + 8, top + bar + 18, f"{units.number(n - len(shown))} more", kit.DECODE, "end")]
         # Pass numbers of the request: prefill is pass 1, decode pass k is pass k + 1.
         parts.append(kit.text(xs[0] + pitch * 0.35, top + bar + 18, "2", anchor="middle"))
         if len(shown) > 1:
             parts.append(kit.text(xs[-1] + pitch * (0.7 if elided else 0.35), top + bar + 18, units.number(shown[-1] + 1),
                                   anchor="end" if elided else "middle"))
         return "".join(parts) + kit.text(first, top - 10, f"decode: {counted(n, 'pass', 'passes')}, 1 token each",
-                                         kit.DECODE, size=kit.LABEL)
+                                         kit.DECODE)
 
     def readouts(prompt_tokens, reply_tokens):
         LLAMA_3_8B.check_context(prompt_tokens + reply_tokens)   # the page's model
@@ -88,7 +88,7 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
     panel = kit.Panel.make((0.3, 1e6), (y_low, y_high), x_log=True, y_log=True,
                            x_label="FLOP per byte read (arithmetic intensity)", y_label="attainable TFLOP/s")
     panel.x_ticks = [(1, "1"), (100, "100"), (1e4, "10,000"), (1e6, "10⁶")]
-    panel.y_ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(y_low, y_high)]
+    panel.y_ticks = [(t, plain(t)) for t in kit.decades(y_low, y_high)]
 
     @functools.lru_cache(maxsize=None)
     def one_pass(tokens, gpu, weight_bits):

@@ -15,7 +15,8 @@ from ..charts import Explorer, Layer, explorer, kit, slider, steps
 from ..hardware import CATALOG
 from ..memory import RESERVE, fit, kv_cache_bytes, max_batch, weight_bytes
 from ..serving import batching
-from . import REFUSE, bits, counted, figures, find_gpu, find_model, gpu_menu, models_menu, ms, price_of, price_slider, tokens_text
+from . import (REFUSE, bits, counted, figures, find_gpu, find_model, gpu_menu, log_ticks, models_menu, ms, price_of,
+               price_slider, tokens_text)
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -30,11 +31,6 @@ def inside(tokens, model, spare=0):
     return tokens[tokens + spare <= find_model(model).context_window]
 
 
-def _log_ticks(panel, x_ticks, y_format, every=1):
-    panel.x_ticks = [(t, units.number(t)) for t in x_ticks]
-    panel.y_ticks = [(t, y_format(t)) for t in kit.decades(panel.y.low, panel.y.high)][::every]
-
-
 @explorer
 def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-3-8b") -> Explorer:
     """The next decode step's FLOPs with the KV cache and without it, and both steps' times on the GPU."""
@@ -44,7 +40,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
     panel = kit.Panel.make((1, most), kit.around(np.min(lines.with_cache.flops), np.max(lines.without_cache.flops)),
                            x_log=True, y_log=True, x_label="tokens already in the sequence",
                            y_label="FLOPs of the next step")
-    _log_ticks(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS), 2)
+    log_ticks(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS), 2)
 
     @functools.lru_cache(maxsize=None)
     def curves(model):
@@ -52,7 +48,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         swept = decode_with_and_without_cache(find_model(model), drawn)
         without, with_ = np.asarray(swept.without_cache.flops), np.asarray(swept.with_cache.flops)
         return (panel.line(drawn, without, kit.PREFILL) + panel.line(drawn, with_, kit.DECODE)
-                + panel.label(1.5, float(without[0]) * 6, "without the cache", kit.PREFILL)
+                + panel.label(1.5, float(without[0]) * 300, "without the cache", kit.PREFILL)
                 + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
 
     def timed_on(model, gpu, tokens):
@@ -66,7 +62,7 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
                 + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
                 + kit.text(panel.x.start + 6, panel.y.end + 18, f"on {find_gpu(gpu).name}: {ms(timed.with_cache.time)} "
-                           f"with the cache", kit.DECODE))
+                           f"with the cache", kit.DECODE, backed=True))
 
     def readouts(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
@@ -107,17 +103,17 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
     every = [kv_cache_bytes(s, t, kv_bits=b) for s in shapes(model).values() for t in (256, most) for b in (16, 4)]
     panel = kit.Panel.make((256, most), kit.around(min(every), max(every + [weight_bytes(find_model(model).parameters)])),
                            x_log=True, y_log=True, x_label="tokens in the conversation", y_label="KV cache")
-    _log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most], lambda b: units.gb(b, figures(b / 1e9, 1)))
+    log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most], lambda b: units.gb(b, figures(b / 1e9, 1)))
     panel.y_ticks = panel.y_ticks[1::2]
 
     def lines(kv_bits, model):
         weights, ends = weight_bytes(find_model(model).parameters), inside(np.array([256, most]), model)
         parts = [panel.line([256, most], [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
                  panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", kit.NEUTRAL)]
-        for k, (name, shape) in enumerate(shapes(model).items()):
-            parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name)),
-                      panel.label(300, weights / (4 * 2.5 ** k), name, colour(name))]
-        return "".join(parts)
+        parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name))
+                  for name, shape in shapes(model).items()]
+        # The designs named under the chart, where no line can run through their names.
+        return "".join(parts) + kit.legend(panel.bottom + 14, [(colour(name), name) for name in shapes(model)], True)[0]
 
     def markers(tokens, kv_bits, model):
         return "".join(panel.marker(tokens, kv_cache_bytes(shape, tokens, kv_bits=kv_bits), colour(name))
@@ -141,7 +137,8 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
                fine=sorted({*range(256, most + 1, 256), tokens})),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model)],
         readouts, [Layer(("kv_bits", "model"), lines), Layer(("tokens", "kv_bits", "model"), markers)],
-        panel.axes(), panel.bottom, "The same layers and head dim; only the key-value heads differ. 16-bit weights.",
+        panel.axes(), panel.bottom + 14 + 18 * 3, "The same layers and head dim; only the key-value heads differ. "
+                                                  "16-bit weights.",
         REFUSE)
 
 
@@ -154,8 +151,7 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
     high = max(max_batch(find_model(model), g, 256, weight_bits=4, kv_bits=4) for g in CATALOG.values())
     panel = kit.Panel.make((256, most), kit.around(0.5, max(high, 10)), x_log=True, y_log=True,
                            x_label="tokens each user holds", y_label="users that fit")
-    _log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most],
-               lambda u: units.number(u) if u >= 1 else f"{u:g}")
+    log_ticks(panel, [t for t in (256, 1024, 4096, 16_384, 65_536) if t <= most])
     colours = {16: kit.PREFILL, 8: kit.COMPUTE, 4: kit.EXTRA}
 
     def count(model, gpu, t, weight_bits, kv_bits):
@@ -206,21 +202,20 @@ def cached_batching(users: int = 32, tokens: int = 3000, kv_bits: int = 16, gpu:
         cached_decode(served, CATALOG[g], batches, lengths[-1], kv_bits=8).cost_per_million_tokens for g in priced]
     panel = kit.Panel.make((1, 1024), kit.around(np.min(every), np.max(every)), x_log=True, y_log=True,
                            x_label="users per pass", y_label="$ a million tokens")
-    _log_ticks(panel, (1, 8, 64, 512), lambda c: units.dollars(c, figures(c, 1)))
+    log_ticks(panel, (1, 8, 64, 512), lambda c: units.dollars(c, figures(c, 1)))
 
     def lines(tokens, kv_bits, gpu, price):
         chosen, cost = find_gpu(gpu), price_of(price)
         wall = max_batch(served, chosen, tokens, kv_bits=kv_bits)
         lesson_1 = np.asarray(batching(served, chosen, batches, price_per_hour=cost).cost_per_million_tokens)
         parts = [panel.line(batches, lesson_1, kit.NEUTRAL, dashed=True, width=1.5),
-                 panel.label(1.3, float(lesson_1[0]) * 0.03, "weights only (lesson 1)", kit.NEUTRAL)]
+                 panel.label(1.3, float(lesson_1[0]) * 0.012, "weights only (lesson 1)", kit.NEUTRAL, backed=True)]
         if wall >= 1:   # the line runs on to the last batch that fits, between the slider's stops
             inside = np.append(batches[batches < wall], min(wall, 1024))
             parts.append(panel.line(inside, cached_decode(served, chosen, inside, tokens, cost,
                                                           kv_bits=kv_bits).cost_per_million_tokens, kit.DECODE))
         if wall < 1024:
-            parts.append(panel.vertical(max(wall, 1), f"memory full: {counted(wall, 'user', 'users')}", kit.MEMORY,
-                                        low=True))
+            parts.append(panel.vertical(max(wall, 1), f"memory full: {counted(wall, 'user', 'users')}", kit.MEMORY))
         return "".join(parts)
 
     def marker(users, tokens, kv_bits, gpu, price):

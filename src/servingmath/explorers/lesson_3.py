@@ -9,7 +9,7 @@ from .. import load, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, menu, slider
 from ..models import LLAMA_3_1_8B
 from ..simulator import POLICIES
-from . import REFUSE, clock, counted
+from . import REFUSE, clock, log_ticks, tokens_text
 
 RATES = (2, 5, 10, 20, 40, 60)
 POLICY_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill"}
@@ -117,7 +117,7 @@ def stall(prompt_tokens: int = 4000, step_tokens: int = 512) -> Explorer:
 
     return Explorer("stall", "A long prompt joins a running batch", [
         slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens,
-               lambda n: counted(n, "token", "tokens")),
+               tokens_text),
         buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048"}, step_tokens)],
         readouts, [Layer(("prompt_tokens", "step_tokens"), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
         note="Llama 3 8B on an H100 SXM, the plate's assumptions.")
@@ -130,8 +130,7 @@ def load_latency(policy: str = "continuous", rate: float = 10) -> Explorer:
     curves = {p: load.load_curve(p) for p in POLICIES}
     panel = kit.Panel.make((1, 80), (1e-3, 1e2), kit.TOP + 8, 220, x_log=True, y_log=True,
                            x_label="requests a second", y_label="seconds, p99")
-    panel.x_ticks = [(v, units.number(v)) for v in (1, 2, 5, 10, 20, 40, 80)]
-    panel.y_ticks = [(v, f"{v:g}") for v in (1e-3, 1e-2, 1e-1, 1, 10, 100)]
+    log_ticks(panel, (1, 2, 5, 10, 20, 40, 80), lambda v: f"{v:g}")
 
     def lines(policy):
         curve = curves[policy]

@@ -16,7 +16,7 @@ from ..memory import RESERVE, max_batch
 from ..roofline import LESSON, PLATE
 from ..serving import time_per_token_curve
 from ..memory import fit
-from . import (REFUSE, bits, counted, find_gpu, find_model, gpu_menu, models_menu, ms, tokens_text,
+from . import (REFUSE, bits, counted, find_gpu, find_model, gpu_menu, log_ticks, models_menu, ms, tokens_text,
                windows_at_least)
 
 MOST = 8192   # Llama 3 8B's window: a longer prefill is no case
@@ -49,8 +49,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
     low, high = kit.around(min(everything), max(everything) * 3)
     panel = kit.Panel.make((1, MOST), (low, high), height=260, x_log=True, y_log=True, x_label="tokens in the pass",
                            y_label="time per token")
-    panel.x_ticks = [(t, units.number(t)) for t in (1, 16, 256, 4096)]
-    panel.y_ticks = [(t, ms(t, 1)) for t in kit.decades(low, high)][::2]
+    log_ticks(panel, (1, 16, 256, 4096), lambda t: ms(t, 1), 2)
 
     def lines(gpu, assumptions, model, cached, compute, bandwidth, overhead):
         chosen = curve(model, gpu, assumptions, compute, bandwidth, overhead)
@@ -62,7 +61,8 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
                 + panel.line(_LINE, chosen.time_per_token, kit.PREFILL)
                 + panel.line([1, MOST], [decode.time_per_token] * 2, kit.DECODE, dashed=True, width=1.5)
                 + kit.text(panel.x.end - 4, float(panel.y(decode.time_per_token)) - 7,
-                           f"decode, {units.number(cached)} cached: {ms(decode.time_per_token)} a token", kit.DECODE, "end")
+                           f"decode, {units.number(cached)} cached: {ms(decode.time_per_token)} a token", kit.DECODE, "end",
+                           backed=True)
                 + (panel.vertical(first, f"compute-bound from {tokens_text(first)}", low=True) if first else ""))
 
     def taken(tokens, gpu, assumptions, model, compute, bandwidth, overhead):
@@ -115,8 +115,7 @@ def kv_workshop(tokens: int = 4000, gpu: str = "h100-sxm", kv_bits: int = 16, we
         [cache_matches_weights_batch(m, t, 16, b) for m in chosen for t in (256, most) for b in (16, 4)]
     panel = kit.Panel.make((256, most), kit.around(min(min(every), 1), max(every)), height=260, x_log=True,
                            y_log=True, x_label="tokens each user holds", y_label="users")
-    panel.x_ticks = [(t, units.number(t)) for t in (256, 1024, 4096, 16_384) if t <= most]
-    panel.y_ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(panel.y.low, panel.y.high)]
+    log_ticks(panel, [t for t in (256, 1024, 4096, 16_384) if t <= most])
 
     def fits(m, gpu, t, weight_bits, kv_bits, reserve):
         return np.maximum(max_batch(m, find_gpu(gpu), t, weight_bits, kv_bits, reserve), 0.5)

@@ -38,9 +38,11 @@ def scatter(points: list | None = None) -> Explorer:
     ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(low, high)]
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
     colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
+    # The guides' lines, then their names on cards, clear of every line.
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
-                     + panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end")
-                     for share in reality.SHARE_GUIDES)
+                     for share in reality.SHARE_GUIDES) + "".join(
+        panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end", backed=True)
+        for share in reality.SHARE_GUIDES)
     dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
                              f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}")
                    for f in floors)
@@ -49,20 +51,13 @@ def scatter(points: list | None = None) -> Explorer:
                                       f"{units.ms_significant(p[2] / 1e3)}, {units.percent(p[1] / p[2])} of the floor")
                     for k, p in enumerate(points))
     # The colours named under the chart, a kind a line, the lab's and the reader's marks after them.
-    legend = "".join(kit.rect(kit.LEFT, panel.bottom + 14 + 20 * k - 11, 12, 12, colours[kind])
-                     + kit.text(kit.LEFT + 20, panel.bottom + 14 + 20 * k, kind, colours[kind]) for k, kind in enumerate(kinds))
-    below = panel.bottom + 14 + 20 * len(kinds)
-    for p in points:
-        markup, lines = kit.wrapped(kit.LEFT, below, f"{'★' if p[3] == '*' else '◇'} {p[0]}")
-        legend, below = legend + markup, below + 18 * lines
+    kinds_named, below = kit.legend(panel.bottom + 14, [(colours[kind], kind) for kind in kinds], swatch=True)
+    marks_named, below = kit.legend(below, [(None, f"{'★' if p[3] == '*' else '◇'} {p[0]}") for p in points])
     background = (panel.axes() + panel.area([low, high, high], [low, high, low], kit.NEUTRAL, 0.12)
                   + panel.line([low, high], [low, high], None, width=1.5)
-                  + panel.label(low * 1.3, low * 1.3 * 1.25, "the floor (100 %)")
+                  + panel.label(low * 3, low * 1.3, "the floor (100 %)")
                   + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
-                  + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + legend + dots + marks)
-
-    def chosen(kind, hardware):
-        return [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
+                  + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + kinds_named + marks_named + dots + marks)
 
     def shown(kind, hardware):
         # Only a style rule changes with the filters: every dot is drawn once, in the background.
@@ -71,7 +66,7 @@ def scatter(points: list | None = None) -> Explorer:
         return f"<style>.rc-dot{{display:none}}.rc-dot{rule}{{display:inline}}</style>" if rule else ""
 
     def readouts(kind, hardware):
-        rows = chosen(kind, hardware)
+        rows = [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
         shares = sorted(f.share for f in rows)
         return {"rows shown": f"{len(rows)} of {len(floors)}",
                 "their shares of peak": f"{units.percent(shares[0])} to {units.percent(shares[-1])}" if rows else "none",
