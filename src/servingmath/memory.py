@@ -179,22 +179,28 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
     """The most users, each holding ``context_tokens`` tokens of which the first ``prefix_tokens`` are the same
     for all (a shared system prompt), when the cache of that prefix is kept once for all of them.
 
-    Prefix caching shares whole pages: the shared prefix's full pages of ``block_tokens`` tokens are held
-    once (vLLM's automatic prefix caching hashes each full block with the tokens before it); the rest of
-    the prefix, and everything after it, is each user's own. Returns 0 if the weights and the shared pages
-    alone do not fit.
+    Counted in pages of ``block_tokens`` tokens, as a paged engine holds them: the shared prefix's full
+    pages are held once (vLLM's automatic prefix caching hashes each full block with the tokens before it);
+    each user holds the pages of the rest, the last one part-empty. Returns 0 if the weights and the shared
+    pages alone do not fit. A model with sliding-window layers is refused past its sliding window, where those
+    layers no longer hold the prefix at all.
     """
     _check.instance("model", model, Model)
-    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    context_tokens = model.check_context(_check.count("context_tokens", context_tokens, minimum=1))
     prefix_tokens = _check.count("prefix_tokens", prefix_tokens)
     block_tokens = _check.count("block_tokens", block_tokens, minimum=1)
     if np.any(prefix_tokens > context_tokens):
         raise ValueError(f"prefix_tokens must be at most context_tokens ({context_tokens!r}), got {prefix_tokens!r}")
+    if model.sliding_layers and np.any(context_tokens > model.sliding_window):
+        raise ValueError(f"context_tokens must be at most {model.name}'s sliding window of {model.sliding_window:,} "
+                         f"tokens for a shared prefix to be counted (past it, its sliding layers drop the prefix), "
+                         f"got {context_tokens!r}")
     weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    per_token = model.kv_bytes_per_token(kv_bits)       # every layer holds every token, up to the window
     shared = np.floor(prefix_tokens / block_tokens) * block_tokens
-    room = (usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits)
-            - kv_cache_bytes(model, shared, 1, kv_bits))
-    own = kv_cache_bytes(model, context_tokens, 1, kv_bits) - kv_cache_bytes(model, shared, 1, kv_bits)
+    paged = np.ceil(context_tokens / block_tokens) * block_tokens
+    room = usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits) - shared * per_token
+    own = (paged - shared) * per_token
     users = np.floor(np.maximum(room, 0) / own)
     users = np.where(users * own > room, users - 1, users)
     users = np.maximum(users, 0).astype(np.int64)
