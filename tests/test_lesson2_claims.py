@@ -55,3 +55,33 @@ def test_wrap_up_memory_bound_sentence_holds_for_every_grouped_query_model_slidi
     for gpu in RENTED:
         assert sm.serving.compute_bound_batch(model, gpu, model.context_window - 1,
                                               assumptions=cache.CACHE_READ) is None, (model.name, gpu.name)
+
+
+def _problem_check(solution, label, answer):
+    """Run a solution notebook's setup cell and one problem's check cell on ``answer``; return its result."""
+    import pathlib
+
+    import jupytext
+
+    cells = [c.source for c in jupytext.read(pathlib.Path(__file__).parents[1] / "solutions" / solution).cells
+             if c.cell_type == "code"]
+    setup = next(c for c in cells if c.startswith("# Setup."))
+    checking = next(c for c in cells if f'label="{label}"' in c and "check(answer" in c)
+    namespace = {"__name__": "__main__"}
+    exec(setup, namespace)
+    exec(f"answer = {answer!r}", namespace)
+    exec(checking.replace("check(answer", "_shown = check(answer", 1), namespace)
+    return namespace["_shown"]
+
+
+def test_problem_3_2_names_decimal_memory_and_the_forgotten_reserve():
+    from servingmath.memory import fit
+
+    l40s, model = sm.CATALOG["l40s"], sm.LLAMA_3_8B
+    room = lambda gpu, **kw: (fit(model, gpu, **kw).usable_bytes - fit(model, gpu, **kw).weight_bytes) / 1e9
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s)).status == "right"
+    decimal = _problem_check("lesson-2-part-3.md", "3.2", room(l40s.with_changes(memory_bytes=48e9)))
+    assert decimal.slip == "decimal gigabytes for the memory" and "48 × 2³⁰ bytes" in decimal.message
+    assert "course counts decimal gigabytes" not in decimal.message
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s, reserve=0)).slip == "the reserve forgotten"
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s) * 1e9 / 2**30).slip == "GiB for GB"
