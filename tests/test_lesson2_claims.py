@@ -85,3 +85,13 @@ def test_problem_3_2_names_decimal_memory_and_the_forgotten_reserve():
     assert "course counts decimal gigabytes" not in decimal.message
     assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s, reserve=0)).slip == "the reserve forgotten"
     assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s) * 1e9 / 2**30).slip == "GiB for GB"
+
+
+def test_part_4s_longest_compute_bound_conversation_is_the_last_that_turns():
+    """Part 4: "turns compute-bound only while each conversation holds at most 335 tokens": 335 itself turns."""
+    model, gpu = sm.LLAMA_3_8B, sm.H100_SXM
+    longest = cache.longest_compute_bound_context(model, gpu)
+    assert longest == 335
+    for cached, turns in ((longest, True), (longest + 1, False)):
+        needed = sm.serving.compute_bound_batch(model, gpu, cached, assumptions=cache.CACHE_READ)
+        assert (needed <= sm.memory.max_batch(model, gpu, cached + 1)) is turns
