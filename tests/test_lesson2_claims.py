@@ -49,9 +49,70 @@ NOT_LATENT = [m for m in sm.MODELS.values() if not m.latent_attention]
 
 @pytest.mark.parametrize("model", NOT_LATENT, ids=[m.name for m in NOT_LATENT])
 def test_wrap_up_memory_bound_sentence_holds_for_every_grouped_query_model_sliding_windows_included(model):
-    """Wrap-up, point 4: "for grouped-query models on a data-centre GPU, conversations that fill the
+    """Wrap-up, point 4: "for grouped-query models on a data-centre GPU, 16-bit caches that fill the
     window keep decode memory-bound at any batch" names no exception for sliding windows, so it must
     hold for them too."""
     for gpu in RENTED:
         assert sm.serving.compute_bound_batch(model, gpu, model.context_window - 1,
                                               assumptions=cache.CACHE_READ) is None, (model.name, gpu.name)
+
+
+def _problem_check(solution, label, answer):
+    """Run a solution notebook's setup cell and one problem's check cell on ``answer``; return its result."""
+    import pathlib
+
+    import jupytext
+
+    cells = [c.source for c in jupytext.read(pathlib.Path(__file__).parents[1] / "solutions" / solution).cells
+             if c.cell_type == "code"]
+    setup = next(c for c in cells if c.startswith("# Setup."))
+    checking = next(c for c in cells if f'label="{label}"' in c and "check(answer" in c)
+    namespace = {"__name__": "__main__"}
+    exec(setup, namespace)
+    exec(f"answer = {answer!r}", namespace)
+    exec(checking.replace("check(answer", "_shown = check(answer", 1), namespace)
+    return namespace["_shown"]
+
+
+def test_problem_3_2_names_decimal_memory_and_the_forgotten_reserve():
+    from servingmath.memory import fit
+
+    l40s, model = sm.CATALOG["l40s"], sm.LLAMA_3_8B
+    room = lambda gpu, **kw: (fit(model, gpu, **kw).usable_bytes - fit(model, gpu, **kw).weight_bytes) / 1e9
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s)).status == "right"
+    decimal = _problem_check("lesson-2-part-3.md", "3.2", room(l40s.with_changes(memory_bytes=48e9)))
+    assert decimal.slip == "decimal gigabytes for the memory" and "48 × 2³⁰ bytes" in decimal.message
+    assert "course counts decimal gigabytes" not in decimal.message
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s, reserve=0)).slip == "the reserve forgotten"
+    assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s) * 1e9 / 2**30).slip == "GiB for GB"
+
+
+def test_part_4s_longest_compute_bound_conversation_is_the_last_that_turns():
+    """Part 4: "turns compute-bound only while each conversation holds at most 335 tokens": 335 itself turns."""
+    model, gpu = sm.LLAMA_3_8B, sm.H100_SXM
+    longest = cache.longest_compute_bound_context(model, gpu)
+    assert longest == 335
+    for cached, turns in ((longest, True), (longest + 1, False)):
+        needed = sm.serving.compute_bound_batch(model, gpu, cached, assumptions=cache.CACHE_READ)
+        assert (needed <= sm.memory.max_batch(model, gpu, cached + 1)) is turns
+
+
+@pytest.mark.parametrize("model", NOT_LATENT, ids=[m.name for m in NOT_LATENT])
+def test_the_memory_bound_sentences_hold_with_16_bit_caches_whatever_the_weights_bits(model):
+    """Part 4 and the wrap-up name a 16-bit cache: it holds there with 16-, 8- or 4-bit weights."""
+    for gpu in RENTED:
+        for weight_bits in (16, 8, 4):
+            assert sm.serving.compute_bound_batch(model, gpu, model.context_window - 1, weight_bits=weight_bits,
+                                                  assumptions=cache.CACHE_READ) is None, (model.name, gpu.name)
+
+
+def test_a_4_bit_cache_can_turn_a_full_window_compute_bound_as_part_4_says():
+    """Why the sentences name the cache's bits: with a 4-bit cache a batch that fits can turn compute-bound."""
+    found = []
+    for model in NOT_LATENT:
+        for gpu in RENTED:
+            needed = sm.serving.compute_bound_batch(model, gpu, model.context_window - 1, kv_bits=4,
+                                                    assumptions=cache.CACHE_READ)
+            if needed is not None and needed <= sm.memory.max_batch(model, gpu, model.context_window, kv_bits=4):
+                found.append((model.name, gpu.name))
+    assert ("Phi-3 medium 4K", "NVIDIA H200 SXM") in found

@@ -124,3 +124,29 @@ def test_the_explorers_time_nothing_that_does_not_fit():
     live.set(gpu="h200")
     assert live.readouts["tokens a second"] == units.number(sm.request(sm.MODELS["llama-3-70b"], sm.CATALOG["h200"],
                                                                        3000, 250).tokens_per_second)
+
+
+# -- a prefix every user shares, counted in pages ------------------------------------------
+def test_a_shared_prefix_is_held_once_and_everything_else_in_each_users_pages():
+    model, gpu = sm.LLAMA_3_8B, sm.H100_SXM
+    per_token = model.kv_bytes_per_token()
+    users = memory.max_batch_sharing_prefix(model, gpu, 3000, 1000, 16)
+    room = memory.usable_memory(gpu) - memory.weight_bytes(model.parameters)
+    shared, own = 62 * 16, 188 * 16 - 62 * 16            # 62 full pages of the prompt; 188 pages a user
+    assert shared * per_token + users * own * per_token <= room < shared * per_token + (users + 1) * own * per_token
+    assert users == 247
+    # Nothing shared: each user's whole conversation in pages, which max_batch counts at the paged length.
+    assert memory.max_batch_sharing_prefix(model, gpu, 3000, 0, 16) == memory.max_batch(model, gpu, 3008) == 166
+    # A prefix shorter than a page shares nothing; a longer one shares more.
+    assert memory.max_batch_sharing_prefix(model, gpu, 3000, 15, 16) == 166
+    assert memory.max_batch_sharing_prefix(model, gpu, 3000, 2000, 16) > users
+
+
+def test_a_shared_prefix_is_refused_past_the_window_and_past_a_sliding_window():
+    with pytest.raises(models.ContextTooLong, match="8,192"):
+        memory.max_batch_sharing_prefix(sm.LLAMA_3_8B, sm.H100_SXM, 9000, 1000)
+    gemma = sm.MODELS["gemma-2-9b"]
+    with pytest.raises(ValueError, match=r"context_tokens.*sliding window of 4,096.*5000"):
+        memory.max_batch_sharing_prefix(gemma, sm.H100_SXM, 5000, 1000)
+    # Inside its sliding window every layer holds every token, and the count stands.
+    assert memory.max_batch_sharing_prefix(gemma, sm.H100_SXM, 4000, 1000) > memory.max_batch(gemma, sm.H100_SXM, 4000)

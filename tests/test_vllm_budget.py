@@ -232,3 +232,23 @@ def test_sliding_window_models_are_refused_by_name():
     gemma = sm.MODELS["gemma-2-9b"]
     with pytest.raises(ValueError, match=r"Gemma 2 9B.*sliding-window"):
         vllm_budget(gemma, H100)
+
+
+# -- which vLLM it counts ------------------------------------------------------------------
+def test_the_count_follows_the_engine_whose_logs_it_matches():
+    # Both matched logs come from the V0 engine (vLLM 0.6 to 0.8): "worker.py" profiling lines and, in the
+    # gateway's, "# cuda blocks"; its LoRA flag kept vLLM 0.8 off the V1 engine (gateway pull request 573).
+    assert {cache.VLLM_LOG_LLAMA_2_7B["engine"], cache.VLLM_LOG_LLAMA_3_8B["engine"]} == {"V0"}
+    assert sm.memory.VLLM_MODELLED_VERSIONS == "0.6 to 0.8"
+    assert "0.6 to 0.8" in vllm_budget.__doc__.replace("\n    ", " ")
+
+
+def test_later_versions_on_an_h100_keep_fewer_tokens():
+    # V1 on cards of 70 GiB and more (not the A100) samples for up to 1,024 requests in its profiling pass.
+    v1 = vllm_budget(LLAMA_3_8B, H100, max_num_seqs=sm.memory.VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS)
+    v0 = vllm_budget(LLAMA_3_8B, H100)
+    assert sm.memory.VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS == 1024
+    extra = v1.activation_bytes - v0.activation_bytes
+    assert extra == (1024 - 256) * LLAMA_3_8B.vocab * 4 * 3
+    assert v1.tokens < v0.tokens and v0.tokens - v1.tokens == pytest.approx(extra / LLAMA_3_8B.kv_bytes_per_token(), abs=16)
+    assert sm.memory.VLLM_CUDA_GRAPH_ESTIMATE_SINCE == "0.21.0"

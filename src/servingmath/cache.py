@@ -217,7 +217,7 @@ DEEPSEEK_V2_CACHE_REDUCTION = 0.933
 VLLM_LOG_LLAMA_2_7B = MappingProxyType(dict(
     model="llama-2-7b", total_gib=79.19, gpu_memory_utilization=0.90, weights_gib=12.55, non_torch_gib=0.16,
     activation_peak_gib=2.38, kv_cache_gib=56.18, blocks=7191, block_tokens=16, max_num_batched_tokens=4096,
-    source="https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"))
+    engine="V0", source="https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"))
 
 
 # A second published vLLM start-up log (V0 engine, 2024-12-13), for the lesson's own model, Llama 3 8B,
@@ -230,7 +230,7 @@ VLLM_LOG_LLAMA_2_7B = MappingProxyType(dict(
 VLLM_LOG_LLAMA_3_8B = MappingProxyType(dict(
     model="llama-3-8b", total_gib=79.22, gpu_memory_utilization=0.90, weights_gib=14.96, non_torch_gib=1.79,
     activation_peak_gib=1.26, kv_cache_gib=53.29, block_tokens=16, max_num_batched_tokens=8192,
-    source="https://github.com/vllm-project/vllm/pull/10511"))
+    engine="V0", source="https://github.com/vllm-project/vllm/pull/10511"))
 
 
 def _vllm_log(log):

@@ -179,22 +179,28 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
     """The most users, each holding ``context_tokens`` tokens of which the first ``prefix_tokens`` are the same
     for all (a shared system prompt), when the cache of that prefix is kept once for all of them.
 
-    Prefix caching shares whole pages: the shared prefix's full pages of ``block_tokens`` tokens are held
-    once (vLLM's automatic prefix caching hashes each full block with the tokens before it); the rest of
-    the prefix, and everything after it, is each user's own. Returns 0 if the weights and the shared pages
-    alone do not fit.
+    Counted in pages of ``block_tokens`` tokens, as a paged engine holds them: the shared prefix's full
+    pages are held once (vLLM's automatic prefix caching hashes each full block with the tokens before it);
+    each user holds the pages of the rest, the last one part-empty. Returns 0 if the weights and the shared
+    pages alone do not fit. A model with sliding-window layers is refused past its sliding window, where those
+    layers no longer hold the prefix at all.
     """
     _check.instance("model", model, Model)
-    context_tokens = _check.count("context_tokens", context_tokens, minimum=1)
+    context_tokens = model.check_context(_check.count("context_tokens", context_tokens, minimum=1))
     prefix_tokens = _check.count("prefix_tokens", prefix_tokens)
     block_tokens = _check.count("block_tokens", block_tokens, minimum=1)
     if np.any(prefix_tokens > context_tokens):
         raise ValueError(f"prefix_tokens must be at most context_tokens ({context_tokens!r}), got {prefix_tokens!r}")
+    if model.sliding_layers and np.any(context_tokens > model.sliding_window):
+        raise ValueError(f"context_tokens must be at most {model.name}'s sliding window of {model.sliding_window:,} "
+                         f"tokens for a shared prefix to be counted (past it, its sliding layers drop the prefix), "
+                         f"got {context_tokens!r}")
     weight_bits = _check.finite("weight_bits", weight_bits, above=0)
+    per_token = model.kv_bytes_per_token(kv_bits)       # every layer holds every token, up to the window
     shared = np.floor(prefix_tokens / block_tokens) * block_tokens
-    room = (usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits)
-            - kv_cache_bytes(model, shared, 1, kv_bits))
-    own = kv_cache_bytes(model, context_tokens, 1, kv_bits) - kv_cache_bytes(model, shared, 1, kv_bits)
+    paged = np.ceil(context_tokens / block_tokens) * block_tokens
+    room = usable_memory(gpu, reserve) - weight_bytes(model.parameters, weight_bits) - shared * per_token
+    own = (paged - shared) * per_token
     users = np.floor(np.maximum(room, 0) / own)
     users = np.where(users * own > room, users - 1, users)
     users = np.maximum(users, 0).astype(np.int64)
@@ -206,10 +212,23 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 # reports for the card (``GPU.cuda_reported_bytes``), loads the weights, runs one profiling pass
 # of ``max_num_batched_tokens`` tokens (and its sampler over ``max_num_seqs`` sequences), and
 # measures the peak; what is left of its share becomes cache blocks of 16 tokens.
-# Defaults: gpu_memory_utilization 0.9, max_num_seqs 256 (vLLM's engine arguments); the course
-# models the rest of what vLLM measures (``vllm_budget``'s docstring), each piece with its source.
+# The count follows vLLM's V0 engine, versions 0.6 to 0.8, whose start-up logs it matches
+# (cache.VLLM_LOG_LLAMA_3_8B, cache.VLLM_LOG_LLAMA_2_7B). Its defaults there: gpu_memory_utilization
+# 0.9, max_num_seqs 256, and with chunked prefill off a profiling pass of max(max_model_len, 2,048)
+# tokens (8,192 for Llama 3 8B). The course models the rest of what vLLM measures (``vllm_budget``'s
+# docstring), each piece with its source.
+VLLM_MODELLED_VERSIONS = "0.6 to 0.8"
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 VLLM_MAX_NUM_SEQS = 256
+# Later versions take more out of the same share, so they allocate fewer tokens than this count:
+# - the V1 engine, on cards of 70 GiB or more other than the A100 (the H100 and H200 among them),
+#   defaults to max_num_seqs 1,024 for the API server (pull requests 12369 and 16158 of
+#   vllm-project/vllm; pass max_num_seqs=1024 to count its sampler's larger profiling pass);
+# - from version 0.21.0, vLLM also takes an estimate of its CUDA graphs' memory out of the share
+#   (its log: "CUDA graph memory profiling is enabled (default since v0.21.0)"; pull request 30515
+#   added it, off by default), which this count leaves out: read "Estimated CUDA graph memory" in the log.
+VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = 1024
+VLLM_CUDA_GRAPH_ESTIMATE_SINCE = "0.21.0"
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
 # cuBLAS and NCCL workspaces): 0.16 GiB in vLLM's own logs on one H100
 # (https://github.com/vllm-project/vllm/pull/12126, and the log of cache.VLLM_LOG_LLAMA_2_7B).
@@ -313,7 +332,10 @@ class VllmBudget:
 def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
                 max_num_batched_tokens=8192, weight_bits=16, kv_bits=16, max_num_seqs=VLLM_MAX_NUM_SEQS,
                 max_model_len=None) -> VllmBudget:
-    """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
+    """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it,
+    as vLLM's V0 engine (versions 0.6 to 0.8, ``VLLM_MODELLED_VERSIONS``) worked it out at its defaults.
+    Later versions take more out of the share (a larger sampler pass on H100-class cards, and from
+    0.21.0 their CUDA graphs' memory): see ``VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS``.
 
     The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
     (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure). Out of
@@ -380,6 +402,6 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
 def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
                       max_num_batched_tokens=8192, weight_bits=16, **options) -> int:
     """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's
-    'GPU KV cache size'): ``vllm_budget(...).tokens``; the budget also gives the blocks, the
+    'GPU KV cache size', in versions 0.6 to 0.8): ``vllm_budget(...).tokens``; the budget also gives the blocks, the
     share and each piece taken out of it. ``options``: ``kv_bits``, ``max_num_seqs``, ``max_model_len``."""
     return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
