@@ -107,9 +107,14 @@ def _without_against_with(n):
     return steps.without_cache.flops.sum() / steps.with_cache.flops.sum()
 
 
-def _room(n):
-    budget = fit(L3, sm.CATALOG[n["room_gpu"]])
+def _room_gb(card, **options):
+    """Decimal gigabytes left for caches beside Llama 3 8B's weights on ``card`` (problem 3.2 and its slips)."""
+    budget = fit(L3, card, **options)
     return (budget.usable_bytes - budget.weight_bytes) / 1e9
+
+
+def _room(n):
+    return _room_gb(sm.CATALOG[n["room_gpu"]])
 
 
 def _full(n):
@@ -299,8 +304,19 @@ def _batch_slips(model, gpu, context, kv_bits=16, decimal=True, decimal_name="de
     return slips
 
 
+def _room_slips(gpu):
+    """Problem 3.2's slips: the card's memory taken as decimal gigabytes, and the reserve forgotten."""
+    gb = f"{gpu.memory_bytes / 2**30:g}"
+    decimal = gpu.with_changes(memory_bytes=gpu.memory_bytes / 2**30 * 1e9)
+    return {"decimal gigabytes for the memory": (
+                _room_gb(decimal), f"the card's memory is counted in binary: the {variants.SHORT_NAMES.get(gpu.key, gpu.name)}'s "
+                               f"{gb} GB are {gb} × 2³⁰ bytes, not {gb} × 10⁹; only the answer is given in decimal gigabytes."),
+            "the reserve forgotten": (_room_gb(gpu, reserve=0), RESERVE)}
+
+
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {
+    ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.CATALOG[n["room_gpu"]]),
     ("lesson-2-part-3", "3.1"): lambda n: _batch_slips(L3, H100, n["bits_context"], n["bits"]),
     ("lesson-2-part-3", "3.3"): lambda n: _batch_slips(L3, sm.CATALOG[n["fit_gpu"]], n["context"]),
     ("lesson-2-part-3", "3.6"): lambda n: _batch_slips(L3, sm.CATALOG[n["big_gpu"]], n["big_context"],
