@@ -12,7 +12,8 @@ PYTHON_VERSION = $(shell $(PYTHON) -c 'import platform; print(platform.python_ve
 # says it was skipped, in one line, where there is none: `make test CHROMIUM=/nowhere` tries that.
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
-# How many processes the CPU-bound pytest stages use (pytest-xdist's -n).
+# How many processes the unit tests and the site's browser test use (pytest-xdist's -n); the unit
+# tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once.
 JOBS ?= 2
 # `make test`'s stages, in the order they run. `+` runs lanes side by side, `,` runs a lane's stages
 # in turn: the unit tests, the book's build, then the notebook check (it reads the build's runs)
@@ -75,7 +76,7 @@ test: $(READY) ## every check: unit, book-check, notebooks-check, browser-check 
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)
-	$(BIN)/python -m pytest -n $(JOBS) --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadscope --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
 
 # The book with warnings as errors: it runs every page once, and notebooks-check reads those runs.
 book-check: $(READY) ## the book built with warnings as errors, then the built site checked
@@ -95,10 +96,10 @@ lab-check: $(READY) ## the pages with controls run in JupyterLab in Chromium, ev
 		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider --durations=10; \
 	else echo "lab-check $(SKIPPED)"; fi
 
-browser-check: $(READY) ## every page of the built site in Chromium, offline, every chart moved
+browser-check: $(READY) ## every page of the built site in Chromium, offline, every chart moved (in JOBS=2 processes)
 	@if [ -x "$(CHROMIUM)" ]; then \
-		echo "COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider"; \
-		COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider; \
+		echo "COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider -n $(JOBS)"; \
+		COURSE_SITE=_build/html $(BIN)/python -m pytest tests/browser -p no:cacheprovider -n $(JOBS); \
 	else echo "browser-check $(SKIPPED)"; fi
 
 # Every Colab copy run with nbclient in a clean environment holding Colab's ipywidgets, numpy and
