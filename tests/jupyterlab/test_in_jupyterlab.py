@@ -107,8 +107,9 @@ def test_the_test_covers_every_page_with_controls_and_two_exercises():
     assert built == {(page, name) for name, page in labdriver.EXPLORER_PAGES.items()}
 
 
-def check_explorer(notebook, index, shown):
-    """Compare explorer ``index`` on the page with the package's, then move each control and compare again."""
+def check_explorer(notebook, index, shown, settle=15):
+    """Compare explorer ``index`` on the page with the package's, then move each control and compare again,
+    waiting up to ``settle`` seconds a move for the page to show the package's readouts and figure."""
     name = shown["name"]
     mirror = labdriver.make_explorer(name)
     controls = list(mirror.controls.values())
@@ -124,7 +125,7 @@ def check_explorer(notebook, index, shown):
         package_shows = package_before != (dict(mirror.readouts), mirror.svg)
         expected = {"readouts": list(map(list, mirror.readouts.items())), "figure": notebook.as_parsed(mirror.svg)}
         notebook.move(index, number, labdriver.control_kind(control), to_end)
-        after = notebook.wait_for(index, expected)
+        after = notebook.wait_for(index, expected, timeout=settle)
         what = f"{name}: after moving {control.description!r} to its {'last' if to_end else 'first'} setting"
         # Every move the package's explorer shows (in its figure or its readouts) shows on the page too;
         # a move between two settings refused for the same reason may show neither, there and here.
@@ -161,6 +162,6 @@ def test_a_broken_callback_a_blank_figure_and_a_figure_shown_as_text_fail_the_ch
     assert len(problems) == 1 and "a figure shows as text, not as an image" in problems[0]
     deaf, blank = notebook.explorers()
     with pytest.raises(AssertionError, match="after moving 'tokens in the reply' to its last setting, neither the figure nor the readouts changed"):
-        check_explorer(notebook, 0, deaf)
+        check_explorer(notebook, 0, deaf, settle=4)  # a deaf slider never shows what is awaited
     with pytest.raises(AssertionError, match="passes: the figure is not on screen"):
         check_explorer(notebook, 1, blank)
