@@ -316,3 +316,11 @@ def test_the_front_page_names_every_lesson_and_counts_the_plates():
     assert all(f"XXIII.{n}" in front for n in numbers)
     for missing in sorted(set(range(1, max(numbers) + 1)) - set(numbers)):
         assert f"plate XXIII.{missing} is not yet written" in front
+
+
+def test_the_benchmarks_measure_cases_the_package_computes():
+    """`make bench` prints figures and asserts no time, but what it times must run: a sweep within the
+    model's window, the site's charts, a short stretch of the simulator's traffic."""
+    assert bench.sweep().shape == (100_000,)
+    assert all("webchart" in fragment for fragment in bench.site_charts())
+    assert bench.page_to_touch().is_file()
