@@ -38,7 +38,7 @@ def main(argv=None) -> int:
             lab.page.mouse.move(0, 0)
             box.screenshot(path=str(out / f"{name}-before.png"))
             lab.page.screenshot(path=str(out / f"{name}-window.png"))
-            number, kind, to_end = next(labdriver.moves(labdriver.make_explorer(name), 1))
+            number, kind, to_end, _ = next(labdriver.moves(labdriver.make_explorer(name), 1))
             before = notebook.explorers()[index]["figure"]
             notebook.move(index, number, kind, to_end)
             notebook.wait_for_figure_change(index, before)

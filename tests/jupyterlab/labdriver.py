@@ -391,16 +391,18 @@ def control_kind(control) -> str:
 
 
 def moves(explorer, count):
-    """``count`` moves that each change the figure: each control in turn, to its last setting or back to its first.
+    """``count`` moves: each control in turn, to its last setting or back to its first.
 
-    Yields (control number, kind, to_end) and moves ``explorer`` (the package's copy) the same way.
+    Yields (control number, kind, to_end, whether the figure changes) and moves ``explorer`` (the package's
+    copy) the same way: a move between two settings drawn alike (two refused ones) has no redraw to time.
     """
     controls = list(explorer.controls.values())
     for move in range(count):
         number = move % len(controls)
         to_end = not at_end(controls[number])
-        yield number, control_kind(controls[number]), to_end
+        before = explorer.svg
         mirror_move(explorer, number, to_end)
+        yield number, control_kind(controls[number]), to_end, explorer.svg != before
 
 
 # The page that holds each explorer, by its name (``servingmath.charts.find(name)``).
@@ -431,8 +433,11 @@ def redraw_times(lab, count=20):
         index = [shown["name"] for shown in notebook.explorers()].index(name)
         notebook.explorer_box(index).scroll_into_view_if_needed()
         times[name] = []
-        for number, kind, to_end in moves(make_explorer(name), count):
-            times[name].append(notebook.timed_move(index, number, kind, to_end))
+        for number, kind, to_end, redraws in moves(make_explorer(name), count):
+            if redraws:
+                times[name].append(notebook.timed_move(index, number, kind, to_end))
+            else:
+                notebook.move(index, number, kind, to_end)
             time.sleep(0.3)  # the price that follows a GPU, and the kernel, settle before the next move
     return times
 
