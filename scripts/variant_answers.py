@@ -277,9 +277,9 @@ def expected(notebook: str, label: str, student_id):
 
 
 # -- the problems' own slips, for each student's numbers -----------------------------------
-def _binary(gpu) -> str:
+def _binary(gpu, name=None) -> str:
     gb = f"{gpu.memory_bytes / 2**30:g}"
-    return f"memory is counted in binary: the {gpu.name}'s {gb} GB are {gb} × 2³⁰ bytes, not {gb} × 10⁹."
+    return f"memory is counted in binary: the {name or gpu.name}'s {gb} GB are {gb} × 2³⁰ bytes, not {gb} × 10⁹."
 
 
 RESERVE = "hold back 5 % of the memory for the engine first: usable = 0.95 × memory."
@@ -306,11 +306,10 @@ def _batch_slips(model, gpu, context, kv_bits=16, decimal=True, decimal_name="de
 
 def _room_slips(gpu):
     """Problem 3.2's slips: the card's memory taken as decimal gigabytes, and the reserve forgotten."""
-    gb = f"{gpu.memory_bytes / 2**30:g}"
     decimal = gpu.with_changes(memory_bytes=gpu.memory_bytes / 2**30 * 1e9)
+    binary = _binary(gpu, variants.SHORT_NAMES.get(gpu.key, gpu.name))
     return {"decimal gigabytes for the memory": (
-                _room_gb(decimal), f"the card's memory is counted in binary: the {variants.SHORT_NAMES.get(gpu.key, gpu.name)}'s "
-                               f"{gb} GB are {gb} × 2³⁰ bytes, not {gb} × 10⁹; only the answer is given in decimal gigabytes."),
+                _room_gb(decimal), f"the card's {binary[:-1]}; only the answer is given in decimal gigabytes."),
             "the reserve forgotten": (_room_gb(gpu, reserve=0), RESERVE)}
 
 
