@@ -15,15 +15,20 @@ export CHROMIUM
 # How many processes the unit tests and the site's browser test use (pytest-xdist's -n); the unit
 # tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once.
 JOBS ?= 2
-# `make test`'s stages, in the order they run. `+` runs lanes side by side, `,` runs a lane's stages
-# in turn: the unit tests, the book's build, then the notebook check (it reads the build's runs)
-# and the browser test (it opens the site built) keep the processors busy while the JupyterLab
-# test, beside them from the start, mostly waits on its browser and kernels.
-STAGES ?= unit,book-check,notebooks-check,browser-check+lab-check
+# `make test`'s stages. `+` runs lanes side by side, `,` runs a lane's stages in turn. Three lanes
+# from the start: the unit tests; the book's build, then the notebook check (it reads the build's
+# runs) and the browser test (it opens the site built); the JupyterLab test. None reads what another
+# writes, and together they keep both processors busy to the end (one lane after another, one
+# processor idled while the book was built alone).
+STAGES ?= unit+book-check,notebooks-check,browser-check+lab-check
 SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make CHROMIUM=/path/to/chromium)
 
 # The make running now, for the stages (named apart from $(MAKE) so that `make -n test` runs nothing).
 STAGE_MAKE := $(MAKE)
+
+# The installer of the pinned versions, itself pinned.
+UV_VERSION := 0.13.9
+UV = $(BIN)/uv pip install --python $(BIN)/python
 
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
@@ -44,16 +49,14 @@ endef
 $(READY): requirements.txt pyproject.toml
 	$(check_python)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	# --no-compile: bytecode is written as each module is first imported, not for all 160 packages now.
-	$(BIN)/python -m pip install -q --no-compile -r requirements.txt
-	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); it writes no
+	# bytecode, which each module gets when it is first imported.
+	$(UV) -q -r requirements.txt
+	$(UV) -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
-	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
-	$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.formgrader \
-		nbgrader.server_extensions.assignment_list nbgrader.server_extensions.course_list \
-		nbgrader.server_extensions.validate_assignment >/dev/null 2>&1
+	$(BIN)/python scripts/lab_settings.py $(VENV)
 	touch $@
 
 help: ## every target, one line each

@@ -210,3 +210,25 @@ def test_a_stage_is_summed_up_by_its_last_pytest_line_or_else_its_last_words(lin
     import stages
 
     assert stages.summary_of(lines) == summary
+
+
+def test_learners_jupyterlab_shows_no_nbgrader_menu_or_route(tmp_path):
+    """`make lab`'s JupyterLab (the environment's settings, scripts/lab_settings.py) keeps nbgrader's menus and
+    server routes off, over nbgrader's own setting that turns its routes on."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+    from jupyter_server.config_manager import BaseJSONConfigManager
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    installed = Path(sys.prefix) / "etc" / "jupyter"
+    own = tmp_path / "etc" / "jupyter" / "jupyter_server_config.d"
+    own.mkdir(parents=True)
+    shutil.copy(installed / "jupyter_server_config.d" / "nbgrader.json", own)
+    assert ExtensionConfigManager(read_config_path=[str(own.parent)]).enabled(lab_settings.SERVER_EXTENSIONS[0])
+    lab_settings.main(str(tmp_path))
+    # The settings written here, and those `make` wrote into the environment the tests run in.
+    for config in [own.parent] + ([installed] if Path(sys.prefix) == ROOT / ".venv" else []):
+        server = ExtensionConfigManager(read_config_path=[str(config)])
+        assert [name for name in lab_settings.SERVER_EXTENSIONS if server.enabled(name)] == [], config
+        page = BaseJSONConfigManager(config_dir=str(config / "labconfig")).get("page_config")
+        assert page["disabledExtensions"] == page["lockedExtensions"] == {"@jupyter/nbgrader": True}, config
