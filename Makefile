@@ -28,7 +28,7 @@ STAGE_MAKE := $(MAKE)
 
 # The installer of the pinned versions, itself pinned.
 UV_VERSION := 0.13.9
-UV = $(BIN)/uv pip install --python $(BIN)/python
+UV = $(BIN)/uv pip
 
 # JupyterLab reads its settings from the venv, so `make lab` changes nothing outside the project.
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
@@ -50,10 +50,11 @@ $(READY): requirements.txt pyproject.toml
 	$(check_python)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
-	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); it writes no
-	# bytecode, which each module gets when it is first imported.
-	$(UV) -q -r requirements.txt
-	$(UV) -q --no-deps -e .
+	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); `sync` leaves
+	# the environment holding exactly those listed (the list is complete: see its head), removing any
+	# other. It writes no bytecode, which each module gets when it is first imported.
+	$(UV) sync -q --python $(BIN)/python requirements.txt
+	$(UV) install -q --python $(BIN)/python --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
 	$(BIN)/python scripts/lab_settings.py $(VENV)
@@ -149,7 +150,8 @@ grade: $(READY) ## grade a term's submissions: make grade SUBMISSIONS=folder [RO
 pins: ## regenerate requirements.txt from requirements.in, then make notebooks
 	$(check_python)
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in
-	{ head -n 2 requirements.txt; /tmp/servingmath-pins/bin/pip freeze; } > requirements.new && mv requirements.new requirements.txt
+	{ sed -n '/^#/p' requirements.txt; /tmp/servingmath-pins/bin/pip freeze --all | grep -v -e '^pip==' -e '^rfc3987-syntax==' -e '^lark=='; } \
+		> requirements.new && mv requirements.new requirements.txt
 	$(MAKE) notebooks
 
 clean: ## remove _build

@@ -232,3 +232,21 @@ def test_learners_jupyterlab_shows_no_nbgrader_menu_or_route(tmp_path):
         assert [name for name in lab_settings.SERVER_EXTENSIONS if server.enabled(name)] == [], config
         page = BaseJSONConfigManager(config_dir=str(config / "labconfig")).get("page_config")
         assert page["disabledExtensions"] == page["lockedExtensions"] == {"@jupyter/nbgrader": True}, config
+
+
+def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the_iri_parsers():
+    """`make` installs requirements.txt as listed, without resolving again; what it leaves out stays out, so
+    no process that reads a notebook pays for building rfc3987-syntax's parsers."""
+    from packaging.utils import canonicalize_name
+
+    pins = {canonicalize_name(name): version for name, version in
+            (line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines()
+             if line and not line.startswith("#"))}
+    if Path(sys.prefix) == ROOT / ".venv":
+        installed = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in metadata.distributions()}
+        assert {name: version for name, version in pins.items() if installed.get(name) != version} == {}
+        assert set(installed) - set(pins) <= {"pip", "uv", "servingmath"}
+    assert "rfc3987-syntax" not in pins and "lark" not in pins
+    imported = subprocess.run([sys.executable, "-c", "import sys, nbformat.validator, jsonschema._format; "
+                               "print('rfc3987_syntax' in sys.modules)"], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"
