@@ -170,3 +170,22 @@ def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_d
 def test_a_listed_memory_must_be_a_positive_number():
     with pytest.raises(ValueError, match="listed_memory_bytes"):
         sm.CATALOG["t4"].with_changes(listed_memory_bytes=-1)
+
+
+# -- quiz question 1: every request inside Llama 3 8B's window, its answer right however it is counted --
+def test_quiz_question_1s_requests_fit_the_window_and_its_answer_holds_under_every_count():
+    from servingmath import quiz
+
+    question = quiz.LESSON_1_QUESTIONS[0]
+    requests = quiz.QUESTION_1_REQUESTS
+    assert "Llama 3 8B on one H100" in question.prompt
+    for (prompt, reply), option in zip(requests, question.options):
+        assert prompt + reply <= sm.LLAMA_3_8B.context_window
+        assert units.number(prompt) in option and units.number(reply) in option
+    for assumptions in (LESSON, LESSON_WITH_CACHE, PLATE):
+        shares = [sm.request(sm.LLAMA_3_8B, sm.H100_SXM, prompt, reply, assumptions=assumptions).decode_share
+                  for prompt, reply in requests]
+        assert shares.index(max(shares)) == question.correct, assumptions.label
+        assert shares.index(min(shares)) == 0 and min(shares) > 0.5   # the report: prefill's largest share
+    with pytest.raises(sm.models.ContextTooLong):
+        quiz._timed(8000, 500)
