@@ -189,3 +189,43 @@ def test_quiz_question_1s_requests_fit_the_window_and_its_answer_holds_under_eve
         assert shares.index(min(shares)) == 0 and min(shares) > 0.5   # the report: prefill's largest share
     with pytest.raises(sm.models.ContextTooLong):
         quiz._timed(8000, 500)
+
+
+# -- the lab's Your turn, its bandwidth utilisation, and what quick mode reaches ------------------------
+def test_the_lab_sets_ollama_against_a_ceiling_read_with_every_core_and_keeps_utilisation_apart():
+    from servingmath import lab
+
+    text = prose(ROOT / "chapters" / "lab" / "measure-your-machine.md")
+    quick, full = lab.mode_settings("quick"), lab.mode_settings("full")
+    # Ollama reads with every core or the GPU; quick mode measures one core, full mode all of them.
+    assert quick.threads == 1 and full.threads == lab.usable_cpus()
+    assert "Ollama reads with every core or the GPU: use full mode's bandwidth" in text
+    # Bandwidth utilisation grades a memory-bound step; it does not decide whether the step is one.
+    assert "It does not say whether the step is {term}`memory-bound`" in text
+    assert "Near 100 %, the read is all the step costs" in text and "Near 100 %, the step is" not in text
+    # Quick mode's passes stop short of the thousands of tokens where attention bends the H100's line: the
+    # page says so from what the mode reached, not as a fixed sentence.
+    assert max(quick.prompt_tokens) < 2000 <= max(full.prompt_tokens)
+    assert "{glue:}`lab_reaches_thousands`" in text and "thousands of tokens" not in text
+
+
+# -- the Ollama experiment: the context, the versions that time a whole prompt, one session's memory ---
+def test_the_ollama_experiment_raises_the_context_names_the_versions_and_clears_between_requests():
+    from servingmath import ollama
+
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    lab_page = prose(ROOT / "chapters" / "lab" / "measure-your-machine.md")
+    # Ollama keeps 4,096 tokens by default on a small machine, and cuts a longer prompt: the page raises it
+    # to a context that holds a few thousand tokens of article and its reply, inside the model's window.
+    assert ollama.DEFAULT_CONTEXT_SMALL_MACHINES == 4096 < ollama.ARTICLE_CONTEXT == 8192
+    assert ollama.ARTICLE_CONTEXT <= sm.MODELS["llama-3.2-1b"].context_window
+    article = ollama.parse_verbose(ollama.EXAMPLES["a long article to summarise"])
+    assert article.prompt_eval_count + article.eval_count <= ollama.ARTICLE_CONTEXT
+    for page in (wrap_up, lab_page):
+        assert "/set parameter num_ctx 8192" in page and "/clear" in page
+    # Pull request 12742, first released in v0.12.7: before it, only a prompt's last batch was timed.
+    assert ollama.FULL_PROMPT_TIMING_FROM == "0.12.7"
+    assert "version {glue:}`ollama_version` or later {cite:p}`ollama2025promptbatches`" in wrap_up
+    assert "Versions before {glue:}`lab_ollama_version` timed only the last batch" in lab_page
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    assert "pull/12742" in bib and "first released in Ollama v0.12.7" in bib
