@@ -229,3 +229,29 @@ def test_the_ollama_experiment_raises_the_context_names_the_versions_and_clears_
     assert "Versions before {glue:}`lab_ollama_version` timed only the last batch" in lab_page
     bib = (ROOT / "references.bib").read_text(encoding="utf-8")
     assert "pull/12742" in bib and "first released in Ollama v0.12.7" in bib
+
+
+# -- problems with one right answer: the arithmetic of 2.7 and the entries plate Problem 6 counts -------
+def test_problem_2_7_names_its_arithmetic_where_fp8_would_change_the_answer():
+    from servingmath import variants
+
+    statement = variants.TEMPLATES["lesson-1-part-2"].statements["2.7"]
+    assert "dense 16-bit rate (`peak_flops`)" in statement and 'l40s.flops("fp8")' in statement
+    assert "this problem does not use it" in statement
+    l40s = sm.CATALOG["l40s"]
+    ridge_16, ridge_fp8 = (sm.ridge_point(flops, l40s.memory_bandwidth) for flops in (l40s.peak_flops, l40s.flops("fp8")))
+    assert 1.9 < ridge_fp8 / ridge_16 < 2.1   # "twice as high"
+    intensity = sm.forward_pass(sm.LLAMA_3_8B, 300, weight_bits=8, attention="none", kv_cache=False).intensity
+    assert intensity == pytest.approx(600) and units.number(ridge_fp8) == "848" and ridge_16 < intensity < ridge_fp8
+
+
+def test_plate_problem_6_says_which_entries_count_where_the_new_one_would_change_the_answer():
+    from servingmath import variants
+
+    statement = variants.TEMPLATES["plate-xxiii-1"].statements["6"]
+    assert "Count the cache the step reads, not the one new token's keys and values it writes" in statement
+    model = sm.MODELS["llama-3.1-8b"]
+    weights, per_token = sm.weight_bytes(model.parameters), model.kv_bytes_per_token()
+    read_only = -(-weights // per_token)
+    with_new_entry = -(-(weights - per_token) // per_token)
+    assert read_only != with_new_entry and read_only <= model.context_window
