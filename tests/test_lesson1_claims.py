@@ -255,3 +255,17 @@ def test_plate_problem_6_says_which_entries_count_where_the_new_one_would_change
     read_only = -(-weights // per_token)
     with_new_entry = -(-(weights - per_token) // per_token)
     assert read_only != with_new_entry and read_only <= model.context_window
+
+
+# -- the front page: a floor is "at least", and the estimated rows are called estimates ------------------
+def test_the_front_page_calls_the_floor_a_floor_and_apples_rates_estimates():
+    text = prose(ROOT / "index.md")
+    assert "waits, as the lessons count, at least {glue:}`llama_decode_floor`" in text
+    assert "close to {glue:}`llama_decode_floor`" not in text
+    assert "strictly puts the floor at {glue:}`llama_strict_floor`" in text
+    # The rows whose arithmetic rate is a third party's estimate: Apple publishes none for its GPUs.
+    estimated = [g for g in sm.CATALOG.values() if "estimate" in g.source]
+    assert [g.key for g in estimated] == ["m1-max", "m1-ultra", "m2-ultra"]
+    assert all("not Apple's" in g.source for g in estimated)
+    assert all("estimate" not in g.source for g in GPUS if g not in estimated)
+    assert "those are third-party estimates" in text and "{glue:}`estimated_rows` Apple GPUs" in text
