@@ -269,3 +269,28 @@ def test_the_front_page_calls_the_floor_a_floor_and_apples_rates_estimates():
     assert all("not Apple's" in g.source for g in estimated)
     assert all("estimate" not in g.source for g in GPUS if g not in estimated)
     assert "those are third-party estimates" in text and "{glue:}`estimated_rows` Apple GPUs" in text
+
+
+# -- Part 3's box and its strict floor, the convention said once, card 4 beside Part 4's note --------------
+def test_part_3s_bound_is_the_strict_one_and_the_lessons_count_is_named_a_convention():
+    part_3 = prose(ROOT / "chapters" / "lesson-1" / "part-3-time-on-the-clock.md")
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    # The bound is on the bytes a step reads (the strict floor, 4.48 ms); the whole weights are the approximation.
+    assert r"\text{time per token} \;\ge\; \frac{\text{weight bytes read}}{\text{memory bandwidth}}" in part_3
+    assert r"\;\approx\; \frac{\text{weight bytes}}{\text{memory bandwidth}}" in part_3
+    assert "time per token ≥ weight bytes read ÷ memory bandwidth" in wrap_up
+    strict = sm.serving.strict_decode_floor(sm.LLAMA_3_8B, sm.H100_SXM)
+    assert strict < sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM).time and units.ms(strict) == "4.48 ms"
+    # Example 3.1's 49 ms rests on counting the input embedding table like every other weight: said once.
+    assert part_3.count("One convention runs through the lesson's figures") == 1
+    assert "{glue:}`p3_strict_prefill`" in part_3
+
+
+def test_card_4_and_part_4_agree_on_what_limits_a_batch():
+    part_4 = prose(ROOT / "chapters" / "lesson-1" / "part-4-batching.md")
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    assert "A batch is usually limited by memory before arithmetic" in part_4
+    card_4 = wrap_up.split("4. Many users, one read of the weights")[1].split("```{card-footer}")[0]
+    assert "while their caches are small beside the weights" in card_4
+    assert "each user's cache takes memory and reading time" in card_4
+    assert "compute-bound" not in card_4 and "until" not in card_4
