@@ -294,3 +294,17 @@ def test_card_4_and_part_4_agree_on_what_limits_a_batch():
     assert "while their caches are small beside the weights" in card_4
     assert "each user's cache takes memory and reading time" in card_4
     assert "compute-bound" not in card_4 and "until" not in card_4
+
+
+def test_quiz_question_4_names_the_dense_model_whose_reads_an_eighth_of_a_batch_of_8_shares():
+    """Eight users in one pass read the weights once: an eighth a token for a dense model. A mixture of experts
+    sends the eight tokens to different experts, so the question names its model."""
+    from servingmath import quiz
+
+    question = quiz.LESSON_1_QUESTIONS[3]
+    assert question.prompt.startswith("Llama 3 8B's decode on one H100 is memory-bound")
+    for users in (1, 8):
+        cost = sm.forward_pass(sm.LLAMA_3_8B, 1, batch=users, attention="none", kv_cache=False)
+        assert cost.weight_bytes == sm.weight_bytes(sm.LLAMA_3_8B.parameters)
+    assert sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM).bound == "memory"
+    assert sm.serving.batching(sm.LLAMA_3_8B, sm.H100_SXM, 8).decode.bound == "memory"

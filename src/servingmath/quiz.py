@@ -201,8 +201,8 @@ LESSON_1_QUESTIONS = (
         ),
     ),
     Question(
-        prompt="Decode is memory-bound. Instead of running 8 users' decode steps one after another, "
-               "you put all 8 in one pass. How do the weight reads per token change?",
+        prompt="Llama 3 8B's decode on one H100 is memory-bound. Instead of running 8 users' decode steps one "
+               "after another, you put all 8 in one pass. How do the weight reads per token change?",
         options=(
             "They fall to an eighth: one read of the weights now serves 8 tokens.",
             "They stay the same: each user still needs every weight.",
