@@ -237,6 +237,15 @@ def test_the_checked_pages_have_exercises_and_their_answers_are_found():
     assert all(answers for _, _, answers in part_3)
 
 
+@pytest.mark.parametrize("page", CHECKED_PAGES)
+def test_every_exercise_of_a_checked_page_has_an_answer_to_look_for(page):
+    """An exercise whose solution glues no answer would pass the check above without being checked."""
+    exercises = rendered(page).exercises()
+    assert exercises or "xxiii-2" in page, page   # plate XXIII.2 sets none
+    for label, _, answers in exercises:
+        assert answers, f"{page}, {label}: its solution quotes no answer glued inside it"
+
+
 def test_the_check_itself_finds_an_answer_printed_above():
     assert appears("125", "fit: 125 users") and not appears("125", "1,250 users") and not appears("12", "12.5")
     assert course_forms(2.1474836) == {"2.1", "2.15"} and course_forms(125) == {"125"}

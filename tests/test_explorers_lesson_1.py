@@ -142,3 +142,92 @@ def test_a_request_past_the_window_is_counted_nowhere():
     assert set(made.readouts_at(prompt_tokens=8000, reply_tokens=1000).values()) == {"past the model's window"}
     assert made.readouts_at(prompt_tokens=8000, reply_tokens=100)["forward passes"] == units.number(100)
     assert 8000 + 100 <= window < 8000 + 1000
+
+
+# -- every setting the explorers offer is a case that can happen, or is refused and priced nothing ------
+REFUSALS = {"past the model's window", "does not fit"}
+
+
+def _can_happen(model, gpu, tokens, weight_bits=16, batch=1):
+    """The package's two domain checks: ``tokens`` inside the model's window, weights and cache in the GPU."""
+    return tokens <= model.context_window and sm.memory.fit(model, gpu, tokens, batch, weight_bits=weight_bits).fits
+
+
+def _shown(made, **setting):
+    shown = made.readouts_at(**setting)
+    refused = set(shown.values()) & REFUSALS
+    assert not refused or len(set(shown.values())) == 1, (made.name, setting, shown)   # priced nothing
+    return not refused
+
+
+def _ends(control):
+    return sorted({*control.options, *([control.fine[0], control.fine[-1]] if control.fine is not None else [])})
+
+
+def test_the_passes_explorer_counts_only_requests_inside_the_window():
+    made = lesson_1.passes()
+    [prompts, replies] = made.controls
+    for prompt in _ends(prompts):
+        for reply in _ends(replies):
+            assert _shown(made, prompt_tokens=prompt, reply_tokens=reply) == (
+                prompt + reply <= sm.LLAMA_3_8B.context_window), (prompt, reply)
+
+
+def test_the_roofline_places_a_pass_only_where_it_can_happen():
+    made = lesson_1.roofline()
+    controls = {c.name: c for c in made.controls}
+    for gpu in controls["gpu"].options:
+        for bits in controls["weight_bits"].options:
+            for tokens in _ends(controls["tokens"]):
+                happens = tokens <= sm.LLAMA_3_8B.context_window and _can_happen(sm.LLAMA_3_8B, sm.CATALOG[gpu],
+                                                                                  0, bits)
+                assert _shown(made, tokens=tokens, gpu=gpu, weight_bits=bits) == happens, (gpu, bits, tokens)
+
+
+def test_the_request_explorer_times_a_request_only_where_it_can_happen():
+    """Every model it offers (dense, as the lesson's rules are), on every GPU, in every width, at the ends of
+    both sliders: timed where the window holds the request and the weights and its cache fit, else refused."""
+    made = lesson_1.request()
+    controls = {c.name: c for c in made.controls}
+    refused = set()
+    for key in controls["model"].options:
+        model = sm.MODELS[key]
+        assert not model.mixture_of_experts and model.context_window >= 6000 + 2000, key
+        for gpu in controls["gpu"].options:
+            for bits in controls["weight_bits"].options:
+                for prompt in (1, max(_ends(controls["prompt_tokens"]))):
+                    for reply in (1, max(_ends(controls["reply_tokens"]))):
+                        happens = _can_happen(model, sm.CATALOG[gpu], prompt + reply, bits)
+                        assert _shown(made, model=key, gpu=gpu, weight_bits=bits, prompt_tokens=prompt,
+                                      reply_tokens=reply) == happens, (key, gpu, bits, prompt, reply)
+                        refused |= {(key, gpu)} if not happens else set()
+    assert ("llama-3-8b", "t4") in refused and ("llama-3-70b", "h100-sxm") in refused
+
+
+def test_the_batching_explorer_offers_only_gpus_that_hold_the_weights():
+    made = lesson_1.batching()
+    [gpus] = [c for c in made.controls if c.name == "gpu"]
+    assert "t4" not in gpus.options
+    for gpu in gpus.options:
+        assert sm.memory.fit(sm.LLAMA_3_8B, sm.CATALOG[gpu]).fits, gpu
+        assert _shown(made, gpu=gpu)
+
+
+def test_the_plate_workshop_times_a_pass_only_where_it_can_happen():
+    """Every dense model it offers on every GPU, at the ends of the tokens and the cache: a prefill and a
+    decode step timed only inside the model's window and where its weights and a window's cache fit."""
+    from servingmath.explorers import plates
+
+    made = plates.workshop()
+    controls = {c.name: c for c in made.controls}
+    assert max(_ends(controls["tokens"])) == plates.MOST == sm.LLAMA_3_8B.context_window
+    assert "t4" not in controls["gpu"].options
+    for key in controls["model"].options:
+        model = sm.MODELS[key]
+        assert not model.mixture_of_experts and model.context_window >= plates.MOST, key
+        for gpu in controls["gpu"].options:
+            happens = _can_happen(model, sm.CATALOG[gpu], plates.MOST)
+            for tokens in (1, plates.MOST):
+                for cached in (0, max(_ends(controls["cached"]))):
+                    assert cached + 1 <= model.context_window
+                    assert _shown(made, model=key, gpu=gpu, tokens=tokens, cached=cached) == happens, (key, gpu)

@@ -170,3 +170,141 @@ def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_d
 def test_a_listed_memory_must_be_a_positive_number():
     with pytest.raises(ValueError, match="listed_memory_bytes"):
         sm.CATALOG["t4"].with_changes(listed_memory_bytes=-1)
+
+
+# -- quiz question 1: every request inside Llama 3 8B's window, its answer right however it is counted --
+def test_quiz_question_1s_requests_fit_the_window_and_its_answer_holds_under_every_count():
+    from servingmath import quiz
+
+    question = quiz.LESSON_1_QUESTIONS[0]
+    requests = quiz.QUESTION_1_REQUESTS
+    assert "Llama 3 8B on one H100" in question.prompt
+    for (prompt, reply), option in zip(requests, question.options):
+        assert prompt + reply <= sm.LLAMA_3_8B.context_window
+        assert units.number(prompt) in option and units.number(reply) in option
+    for assumptions in (LESSON, LESSON_WITH_CACHE, PLATE):
+        shares = [sm.request(sm.LLAMA_3_8B, sm.H100_SXM, prompt, reply, assumptions=assumptions).decode_share
+                  for prompt, reply in requests]
+        assert shares.index(max(shares)) == question.correct, assumptions.label
+        assert shares.index(min(shares)) == 0 and min(shares) > 0.5   # the report: prefill's largest share
+    with pytest.raises(sm.models.ContextTooLong):
+        quiz._timed(8000, 500)
+
+
+# -- the lab's Your turn, its bandwidth utilisation, and what quick mode reaches ------------------------
+def test_the_lab_sets_ollama_against_a_ceiling_read_with_every_core_and_keeps_utilisation_apart():
+    from servingmath import lab
+
+    text = prose(ROOT / "chapters" / "lab" / "measure-your-machine.md")
+    quick, full = lab.mode_settings("quick"), lab.mode_settings("full")
+    # Ollama reads with every core or the GPU; quick mode measures one core, full mode all of them.
+    assert quick.threads == 1 and full.threads == lab.usable_cpus()
+    assert "Ollama reads with every core or the GPU: use full mode's bandwidth" in text
+    # Bandwidth utilisation grades a memory-bound step; it does not decide whether the step is one.
+    assert "It does not say whether the step is {term}`memory-bound`" in text
+    assert "Near 100 %, the read is all the step costs" in text and "Near 100 %, the step is" not in text
+    # Quick mode's passes stop short of the thousands of tokens where attention bends the H100's line: the
+    # page says so from what the mode reached, not as a fixed sentence.
+    assert max(quick.prompt_tokens) < 2000 <= max(full.prompt_tokens)
+    assert "{glue:}`lab_reaches_thousands`" in text and "thousands of tokens" not in text
+
+
+# -- the Ollama experiment: the context, the versions that time a whole prompt, one session's memory ---
+def test_the_ollama_experiment_raises_the_context_names_the_versions_and_clears_between_requests():
+    from servingmath import ollama
+
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    lab_page = prose(ROOT / "chapters" / "lab" / "measure-your-machine.md")
+    # Ollama keeps 4,096 tokens by default on a small machine, and cuts a longer prompt: the page raises it
+    # to a context that holds a few thousand tokens of article and its reply, inside the model's window.
+    assert ollama.DEFAULT_CONTEXT_SMALL_MACHINES == 4096 < ollama.ARTICLE_CONTEXT == 8192
+    assert ollama.ARTICLE_CONTEXT <= sm.MODELS["llama-3.2-1b"].context_window
+    article = ollama.parse_verbose(ollama.EXAMPLES["a long article to summarise"])
+    assert article.prompt_eval_count + article.eval_count <= ollama.ARTICLE_CONTEXT
+    for page in (wrap_up, lab_page):
+        assert "/set parameter num_ctx 8192" in page and "/clear" in page
+    # Pull request 12742, first released in v0.12.7: before it, only a prompt's last batch was timed.
+    assert ollama.FULL_PROMPT_TIMING_FROM == "0.12.7"
+    assert "version {glue:}`ollama_version` or later {cite:p}`ollama2025promptbatches`" in wrap_up
+    assert "Versions before {glue:}`lab_ollama_version` timed only the last batch" in lab_page
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    assert "pull/12742" in bib and "first released in Ollama v0.12.7" in bib
+
+
+# -- problems with one right answer: the arithmetic of 2.7 and the entries plate Problem 6 counts -------
+def test_problem_2_7_names_its_arithmetic_where_fp8_would_change_the_answer():
+    from servingmath import variants
+
+    statement = variants.TEMPLATES["lesson-1-part-2"].statements["2.7"]
+    assert "dense 16-bit rate (`peak_flops`)" in statement and 'l40s.flops("fp8")' in statement
+    assert "this problem does not use it" in statement
+    l40s = sm.CATALOG["l40s"]
+    ridge_16, ridge_fp8 = (sm.ridge_point(flops, l40s.memory_bandwidth) for flops in (l40s.peak_flops, l40s.flops("fp8")))
+    assert 1.9 < ridge_fp8 / ridge_16 < 2.1   # "twice as high"
+    intensity = sm.forward_pass(sm.LLAMA_3_8B, 300, weight_bits=8, attention="none", kv_cache=False).intensity
+    assert intensity == pytest.approx(600) and units.number(ridge_fp8) == "848" and ridge_16 < intensity < ridge_fp8
+
+
+def test_plate_problem_6_says_which_entries_count_where_the_new_one_would_change_the_answer():
+    from servingmath import variants
+
+    statement = variants.TEMPLATES["plate-xxiii-1"].statements["6"]
+    assert "Count the cache the step reads, not the one new token's keys and values it writes" in statement
+    model = sm.MODELS["llama-3.1-8b"]
+    weights, per_token = sm.weight_bytes(model.parameters), model.kv_bytes_per_token()
+    read_only = -(-weights // per_token)
+    with_new_entry = -(-(weights - per_token) // per_token)
+    assert read_only != with_new_entry and read_only <= model.context_window
+
+
+# -- the front page: a floor is "at least", and the estimated rows are called estimates ------------------
+def test_the_front_page_calls_the_floor_a_floor_and_apples_rates_estimates():
+    text = prose(ROOT / "index.md")
+    assert "waits, as the lessons count, at least {glue:}`llama_decode_floor`" in text
+    assert "close to {glue:}`llama_decode_floor`" not in text
+    assert "strictly puts the floor at {glue:}`llama_strict_floor`" in text
+    # The rows whose arithmetic rate is a third party's estimate: Apple publishes none for its GPUs.
+    estimated = [g for g in sm.CATALOG.values() if "estimate" in g.source]
+    assert [g.key for g in estimated] == ["m1-max", "m1-ultra", "m2-ultra"]
+    assert all("not Apple's" in g.source for g in estimated)
+    assert all("estimate" not in g.source for g in GPUS if g not in estimated)
+    assert "those are third-party estimates" in text and "{glue:}`estimated_rows` Apple GPUs" in text
+
+
+# -- Part 3's box and its strict floor, the convention said once, card 4 beside Part 4's note --------------
+def test_part_3s_bound_is_the_strict_one_and_the_lessons_count_is_named_a_convention():
+    part_3 = prose(ROOT / "chapters" / "lesson-1" / "part-3-time-on-the-clock.md")
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    # The bound is on the bytes a step reads (the strict floor, 4.48 ms); the whole weights are the approximation.
+    assert r"\text{time per token} \;\ge\; \frac{\text{weight bytes read}}{\text{memory bandwidth}}" in part_3
+    assert r"\;\approx\; \frac{\text{weight bytes}}{\text{memory bandwidth}}" in part_3
+    assert "time per token ≥ weight bytes read ÷ memory bandwidth" in wrap_up
+    strict = sm.serving.strict_decode_floor(sm.LLAMA_3_8B, sm.H100_SXM)
+    assert strict < sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM).time and units.ms(strict) == "4.48 ms"
+    # Example 3.1's 49 ms rests on counting the input embedding table like every other weight: said once.
+    assert part_3.count("One convention runs through the lesson's figures") == 1
+    assert "{glue:}`p3_strict_prefill`" in part_3
+
+
+def test_card_4_and_part_4_agree_on_what_limits_a_batch():
+    part_4 = prose(ROOT / "chapters" / "lesson-1" / "part-4-batching.md")
+    wrap_up = prose(ROOT / "chapters" / "lesson-1" / "wrap-up.md")
+    assert "A batch is usually limited by memory before arithmetic" in part_4
+    card_4 = wrap_up.split("4. Many users, one read of the weights")[1].split("```{card-footer}")[0]
+    assert "while their caches are small beside the weights" in card_4
+    assert "each user's cache takes memory and reading time" in card_4
+    assert "compute-bound" not in card_4 and "until" not in card_4
+
+
+def test_quiz_question_4_names_the_dense_model_whose_reads_an_eighth_of_a_batch_of_8_shares():
+    """Eight users in one pass read the weights once: an eighth a token for a dense model. A mixture of experts
+    sends the eight tokens to different experts, so the question names its model."""
+    from servingmath import quiz
+
+    question = quiz.LESSON_1_QUESTIONS[3]
+    assert question.prompt.startswith("Llama 3 8B's decode on one H100 is memory-bound")
+    for users in (1, 8):
+        cost = sm.forward_pass(sm.LLAMA_3_8B, 1, batch=users, attention="none", kv_cache=False)
+        assert cost.weight_bytes == sm.weight_bytes(sm.LLAMA_3_8B.parameters)
+    assert sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM).bound == "memory"
+    assert sm.serving.batching(sm.LLAMA_3_8B, sm.H100_SXM, 8).decode.bound == "memory"

@@ -313,3 +313,30 @@ def test_the_graded_release_shows_each_templated_problem_with_the_students_numbe
         assert f'mine.show("{label}")' in text, (name, label)
         # The fixed numbers' statement is gone from the graded release: only the student's are shown.
         assert statement not in " ".join(text.split()), (name, label)
+
+
+# -- no student's draw is a case its lesson page works out ----------------------------------------
+def test_no_student_is_set_a_case_whose_answer_the_page_prints():
+    """A graded problem drawn onto the page's own example or Your turn would find its answer printed above
+    it: the Your turn's 8-bit weights (417 tokens a second), Example 3.1's 3,000-token prompt (49 ms), the
+    eight users of Part 4's Your turn ($0.499), the plate's 1,000-token cache (6.24 ms) and its H100
+    (compute-bound from 222 tokens)."""
+    import servingmath as sm
+    from servingmath import units
+
+    for name, cases in variants.PAGE_CASES.items():
+        for student, drawn in [("practice", variants.practice(name))] + [
+                (student, variants.numbers(name, student)) for student in STUDENTS]:
+            for key, shown in cases.items():
+                assert drawn[key] not in shown, (name, student, key, drawn[key])
+    page = {("lesson-1-part-3", "3.1"): units.number(1 / sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM, weight_bits=8).time),
+            ("lesson-1-part-3", "3.2"): units.ms(sm.prefill(sm.LLAMA_3_8B, sm.H100_SXM, 3000).time, 0),
+            ("lesson-1-part-4", "4.1"): units.dollars(sm.batching(sm.LLAMA_3_8B, sm.H100_SXM, 8).cost_per_million_tokens, 3),
+            ("plate-xxiii-1", "1"): units.ms(sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM, 1000, assumptions=sm.PLATE).time),
+            ("plate-xxiii-1", "7"): units.number(sm.time_per_token_curve(sm.LLAMA_3_8B, sm.H100_SXM).arithmetic_from)}
+    assert list(page.values()) == ["417", "49 ms", "$0.499", "6.24 ms", "222"]
+    written = {"3.1": units.number, "3.2": lambda v: units.ms(v / 1e3, 0), "4.1": lambda v: units.dollars(v, 3),
+               "1": lambda v: units.ms(v / 1e3), "7": units.number}
+    for (name, label), figure in page.items():
+        for student in STUDENTS:
+            assert written[label](variant_answers.expected(name, label, student)) != figure, (name, label, student)

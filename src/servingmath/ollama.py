@@ -34,7 +34,7 @@ REQUIRED = ("prompt eval rate", "eval rate")
 # overstate the prompt eval rate of any prompt longer than one batch.
 FULL_PROMPT_TIMING_FROM = "0.12.7"
 # The context Ollama keeps unless told otherwise (num_ctx): 2,048 tokens until v0.6.7 (commit
-# 44b466e, April 2025), 4,096 since; from v0.15.5 (January 2026) 4,096 on machines with under
+# 44b466e, April 2025), 4,096 since; from v0.15.5 (February 2026; commit 0334ffa) 4,096 on machines with under
 # 24 GiB of GPU memory, 32,768 up to 48 GiB and 262,144 above. A longer prompt is cut to fit,
 # with a warning in the server's log only ("truncating input prompt").
 DEFAULT_CONTEXT_SMALL_MACHINES = 4096

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from . import _check, units
 from .hardware import H100_SXM
-from .models import LLAMA_3_1_8B, LLAMA_3_8B
+from .models import LLAMA_3_8B
 from .passes import forward_pass, weight_bytes
 from .roofline import ridge_point
 from .serving import batching, decode_ceiling, decode_step, request
@@ -100,14 +100,21 @@ def _share(fraction):
     return units.percent(fraction, digits)
 
 
-# The question's longest request is past Llama 3 8B's window: it is timed on Llama 3.1 8B, the same
-# shape with a longer window, so every option's figures are those of one network.
+# Question 1's requests, each inside Llama 3 8B's window of 8,192 tokens, as (prompt, reply).
+QUESTION_1_REQUESTS = ((8000, 100), (2000, 300), (20, 2000), (3000, 250))
+
+
+def _timed(prompt_tokens, reply_tokens):
+    LLAMA_3_8B.check_context(prompt_tokens + reply_tokens)
+    return request(LLAMA_3_8B, H100_SXM, prompt_tokens, reply_tokens)
+
+
 def _prefill_share(prompt_tokens, reply_tokens):
-    return _share(1 - request(LLAMA_3_1_8B, H100_SXM, prompt_tokens, reply_tokens).decode_share)
+    return _share(1 - _timed(prompt_tokens, reply_tokens).decode_share)
 
 
 def _decode_steps(prompt_tokens, reply_tokens):
-    return units.number(request(LLAMA_3_1_8B, H100_SXM, prompt_tokens, reply_tokens).decode_steps)
+    return units.number(_timed(prompt_tokens, reply_tokens).decode_steps)
 
 
 _RIDGE = units.number(ridge_point(H100_SXM.peak_flops, H100_SXM.memory_bandwidth))
@@ -120,29 +127,31 @@ _PRICE = units.dollars(H100_SXM.price_per_hour, 0)
 _COST_ONE_USER = units.dollars(batching(LLAMA_3_8B, H100_SXM, 1).cost_per_million_tokens)
 _COST_EIGHT_USERS = units.dollars(batching(LLAMA_3_8B, H100_SXM, 8).cost_per_million_tokens)
 
+_REPORT, _QUESTION, _STORY, _LESSONS = QUESTION_1_REQUESTS
+_n = units.number
+
 LESSON_1_QUESTIONS = (
     Question(
         prompt="Which of these requests spends the biggest fraction of its time decoding? "
-               f"(Llama 3.1 8B on one H100, timed as in the lesson: Llama 3 8B's shape, reading up to "
-               f"{units.number(LLAMA_3_1_8B.context_window)} tokens.)",
+               "(Llama 3 8B on one H100, timed as in the lesson.)",
         options=(
-            "Summarising an 8,000-token report in 100 tokens.",
-            "Answering a 2,000-token question in 300 tokens.",
-            "Writing a 2,000-token story from a one-line, 20-token prompt.",
-            "The lesson's own request: a 3,000-token prompt and a 250-token reply.",
+            f"Summarising an {_n(_REPORT[0])}-token report in {_n(_REPORT[1])} tokens.",
+            f"Answering a {_n(_QUESTION[0])}-token question in {_n(_QUESTION[1])} tokens.",
+            f"Writing a {_n(_STORY[1])}-token story from a one-line, {_n(_STORY[0])}-token prompt.",
+            f"The lesson's own request: a {_n(_LESSONS[0])}-token prompt and a {_n(_LESSONS[1])}-token reply.",
         ),
         correct=2,
         feedback=(
-            "Nearly all of this request's tokens go through prefill: one pass carrying 8,000 tokens, then only "
-            f"{_decode_steps(8000, 100)} decode steps. Prefill takes {_prefill_share(8000, 100)} of its time, the "
-            "largest share of the four, and decode is still most of it.",
-            f"Prefill takes {_prefill_share(2_000, 300)} of this request's time, so decode has a big share. "
+            f"Nearly all of this request's tokens go through prefill: one pass carrying {_n(_REPORT[0])} tokens, "
+            f"then only {_decode_steps(*_REPORT)} decode steps. Prefill takes {_prefill_share(*_REPORT)} of its "
+            "time, the largest share of the four, and decode is still most of it.",
+            f"Prefill takes {_prefill_share(*_QUESTION)} of this request's time, so decode has a big share. "
             "But another option has a far shorter prompt and a far longer reply.",
             "The prompt is one short pass; the reply is "
-            f"{_decode_steps(20, 2_000)} decode steps, each reading every weight. "
-            f"Prefill takes only {_prefill_share(20, 2_000)} of the time. Reply length adds passes; "
+            f"{_decode_steps(*_STORY)} decode steps, each reading every weight. "
+            f"Prefill takes only {_prefill_share(*_STORY)} of the time. Reply length adds passes; "
             "prompt length only makes the first pass bigger.",
-            f"Decode is most of the lesson's example too, with prefill at {_prefill_share(3_000, 250)} of the "
+            f"Decode is most of the lesson's example too, with prefill at {_prefill_share(*_LESSONS)} of the "
             "time. Look for the shortest prompt with the longest reply.",
         ),
     ),
@@ -192,8 +201,8 @@ LESSON_1_QUESTIONS = (
         ),
     ),
     Question(
-        prompt="Decode is memory-bound. Instead of running 8 users' decode steps one after another, "
-               "you put all 8 in one pass. How do the weight reads per token change?",
+        prompt="Llama 3 8B's decode on one H100 is memory-bound. Instead of running 8 users' decode steps one "
+               "after another, you put all 8 in one pass. How do the weight reads per token change?",
         options=(
             "They fall to an eighth: one read of the weights now serves 8 tokens.",
             "They stay the same: each user still needs every weight.",

@@ -80,8 +80,27 @@ class Template:
     sense: Callable[[dict], list[str]] = _sound
 
 
-def _steps(rng: random.Random, low: int, high: int, step: int) -> int:
-    return rng.randrange(low, high + 1, step)
+def _steps(rng: random.Random, low: int, high: int, step: int, but: tuple = ()) -> int:
+    """A whole number from ``low`` to ``high`` in steps of ``step``, never one of ``but``."""
+    if not but:
+        return rng.randrange(low, high + 1, step)
+    return rng.choice([value for value in range(low, high + 1, step) if value not in but])
+
+
+# The cases the lesson pages and plate XXIII.1 work out themselves, each with its answer printed on the
+# page: a student's draw never lands on one, or the page would answer their problem above it.
+PAGE_CASES = {
+    "lesson-1-part-1": {"reply": (300, 1000),     # Example 1.1's reply; the Your turn's reply
+                        "summary": (100,),        # the page's 8,000-token report, summarised in 100 tokens
+                        "story": (2000,)},        # the page's 2,000-token story
+    "lesson-1-part-2": {"prompt": (200,)},        # the Your turn's 200-token prompt
+    "lesson-1-part-3": {"bits": (8,),             # the Your turn's 8-bit weights
+                        "prompt": (3000,),        # Example 3.1's 3,000-token prompt
+                        "request_prompt": (3000,)},   # Example 3.1's request
+    "lesson-1-part-4": {"users": (8,)},           # the Your turn's eight users
+    "plate-xxiii-1": {"cache": (1000,),           # the plate's decode step over 1,000 cached tokens
+                      "ridge_gpu": ("h100-sxm",)},    # the plate's H100, compute-bound from 222 tokens
+}
 
 
 def _n(value) -> str:
@@ -139,9 +158,10 @@ def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1, kv_bits=16)
 
 # -- Lesson 1, Part 1: passes ---------------------------------------------------------
 def _draw_1_1(rng):
-    return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10),
-            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10),
-            "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100),
+    shown = PAGE_CASES["lesson-1-part-1"]
+    return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10, shown["reply"]),
+            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10, shown["summary"]),
+            "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100, shown["story"]),
             "requests": _steps(rng, 5000, 20000, 1000), "day_prompt": _steps(rng, 1000, 4000, 100),
             "day_reply": _steps(rng, 100, 600, 10)}
 
@@ -174,7 +194,8 @@ WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-
 
 
 def _draw_1_2(rng):
-    return {"prompt": _steps(rng, 50, 400, 10), "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
+    return {"prompt": _steps(rng, 50, 400, 10, PAGE_CASES["lesson-1-part-2"]["prompt"]),
+            "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             "decode_bits": rng.choice((3, 4, 5, 6, 8)),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
@@ -226,9 +247,12 @@ BYTES_IN_WORDS = {3: "three eighths of a byte", 4: "half a byte", 5: "five eight
 
 
 def _draw_1_3(rng):
-    return {"bits": rng.choice(tuple(BYTES_IN_WORDS)), "prompt": _steps(rng, 500, 4000, 100),
+    shown = PAGE_CASES["lesson-1-part-3"]
+    return {"bits": rng.choice([bits for bits in BYTES_IN_WORDS if bits not in shown["bits"]]),
+            "prompt": _steps(rng, 500, 4000, 100, shown["prompt"]),
             "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
-            "request_prompt": _steps(rng, 500, 3000, 100), "request_reply": _steps(rng, 100, 1000, 50),
+            "request_prompt": _steps(rng, 500, 3000, 100, shown["request_prompt"]),
+            "request_reply": _steps(rng, 100, 1000, 50),
             "speed": rng.choice((40, 60, 80, 100, 120, 150))}
 
 
@@ -258,7 +282,8 @@ LESSON_1_PART_3 = Template(
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
 def _draw_1_4(rng):
-    return {"users": rng.choice((4, 6, 8, 10, 12, 16, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+    return {"users": rng.choice([users for users in (4, 6, 8, 10, 12, 16, 24)
+                                 if users not in PAGE_CASES["lesson-1-part-4"]["users"]]), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             "gpu_users": rng.choice((16, 24, 32, 48, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
             "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
@@ -308,9 +333,10 @@ LESSON_1_PART_4 = Template(
 # -- Plate XXIII.1 -------------------------------------------------------------------------
 def _draw_plate_1(rng):
     weight_bits, kv_bits = rng.choice([(weights, kv) for _, weights, kv in PLATE_1_BITS])
-    return {"cache": _steps(rng, 1000, 8000, 100), "prompt": _steps(rng, 1000, 8000, 100),
+    shown = PAGE_CASES["plate-xxiii-1"]
+    return {"cache": _steps(rng, 1000, 8000, 100, shown["cache"]), "prompt": _steps(rng, 1000, 8000, 100),
             "long_cache": _steps(rng, 10_000, 120_000, 1000), "weight_bits": weight_bits, "kv_bits": kv_bits,
-            "ridge_gpu": rng.choice(RENTED)}
+            "ridge_gpu": rng.choice([key for key in RENTED if key not in shown["ridge_gpu"]])}
 
 
 def _derive_plate_1(n):
