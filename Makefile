@@ -150,7 +150,7 @@ grade: $(READY) ## grade a term's submissions: make grade SUBMISSIONS=folder [RO
 pins: ## regenerate requirements.txt from requirements.in, then make notebooks
 	$(check_python)
 	$(PYTHON) -m venv /tmp/servingmath-pins && /tmp/servingmath-pins/bin/pip install -q -r requirements.in
-	{ sed -n '/^#/p' requirements.txt; /tmp/servingmath-pins/bin/pip freeze --all | grep -v -e '^pip==' -e '^rfc3987-syntax==' -e '^lark=='; } \
+	{ sed -n '/^#/p' requirements.txt; /tmp/servingmath-pins/bin/pip freeze --all | grep -v -e '^rfc3987-syntax==' -e '^lark=='; } \
 		> requirements.new && mv requirements.new requirements.txt
 	$(MAKE) notebooks
 

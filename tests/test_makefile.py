@@ -245,7 +245,7 @@ def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the
     if Path(sys.prefix) == ROOT / ".venv":
         installed = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in metadata.distributions()}
         assert {name: version for name, version in pins.items() if installed.get(name) != version} == {}
-        assert set(installed) - set(pins) <= {"pip", "uv", "servingmath"}
+        assert set(installed) - set(pins) <= {"uv", "servingmath"}
     assert "rfc3987-syntax" not in pins and "lark" not in pins
     imported = subprocess.run([sys.executable, "-c", "import sys, nbformat.validator, jsonschema._format; "
                                "print('rfc3987_syntax' in sys.modules)"], capture_output=True, text=True, check=True)
