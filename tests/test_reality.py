@@ -109,6 +109,25 @@ def test_prefill_flops_leave_the_lookup_out():
     assert round((counted_8b - flops_8b) / flops_8b, 3) == 0.070  # and to a Llama 3 8B row's
 
 
+def test_a_mixture_of_experts_reads_one_tokens_experts_however_many_users():
+    # Routing is not uniform: all the tokens of a step may go to the same experts, so the floor
+    # reads one token's experts at any batch, while the package's expected count grows with it.
+    for key in ("mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"):
+        model = sm.MODELS[key]
+        per_user = model.kv_bytes_per_token(16)
+        _, one = reality.step_cost(model, 1, 0, 1, 16, 16)
+        _, many = reality.step_cost(model, 1, 0, 64, 16, 16)
+        rows = 63 * model.hidden * 2   # the input table's rows of the 63 other users' tokens
+        assert many - 64 * per_user == pytest.approx(one - per_user + rows, rel=1e-12)
+        expected = sm.forward_pass(model, 1, 0, 64, 16, 16).weight_bytes
+        assert many - 64 * per_user < expected
+    # A dense model reads the same weights at any batch, with or without this rule.
+    dense = sm.MODELS["llama-3-8b"]
+    _, one = reality.step_cost(dense, 1, 0, 1, 16, 16)
+    _, many = reality.step_cost(dense, 1, 0, 64, 16, 16)
+    assert many - one == pytest.approx(63 * (dense.kv_bytes_per_token(16) + dense.hidden * 2), rel=1e-12)
+
+
 def test_llama_cpp_trims_its_cache_to_the_context_window():
     # 494-token prompt, 1,023 timed steps, a 512-token context: when full, the older half
     # (255 of 511 tokens) goes. 18 steps from 494 to 511, then three runs of 257..511, then 257..496.

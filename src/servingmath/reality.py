@@ -14,8 +14,10 @@ Conventions, the same for every row (the floor counts only what a step cannot av
 - a pass reads every weight once at the row's bits a weight, except the input embedding
   table, of which it reads one row for each token it carries (a table tied to the output
   layer is read whole as that layer); its arithmetic is 2 FLOPs a weight a token, the table's
-  lookup left out. gpt-fast's published bandwidth follows its own convention, kept apart in
-  ``published_share``;
+  lookup left out. In a mixture of experts a pass reads the experts of one token only, since
+  every token of it may route alike (``Model.parameters_read`` expects uniform routing, which
+  real routers can undercut). gpt-fast's published bandwidth follows its own convention, kept
+  apart in ``published_share``;
 - attention is counted with the causal mask, and the cache's keys and values are read and
   written; a cache whose format the source does not state is counted at 8 bits where the
   arithmetic is FP8 (the least such engines store) and at 16 bits otherwise;
@@ -459,7 +461,7 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
 
     The input embedding table (a model whose output layer is not tied to it) is looked up,
     not multiplied: a pass reads one row for each token it carries and does no arithmetic
-    with it. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
+    with it. A mixture of experts reads one token's experts, however many tokens the pass carries. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
     the arithmetic and the cache (split by KV heads, one head each at the least), and reads
     whole what every GPU multiplies whole: the norms, and the parts named in ``replicated``.
     ``cached_tokens`` may be an array of lengths (one per step); the costs are their mean.
@@ -474,6 +476,8 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     table = 0 if model.tied_embeddings else model.vocab * model.hidden
     rows_read = min(tokens, model.vocab) * model.hidden if table else 0
     weight_bytes = cost.weight_bytes - (table - rows_read) * weight_bits / 8
+    if model.mixture_of_experts:   # the least a pass can read: every token routed to one token's experts
+        weight_bytes -= (model.parameters_read(tokens) - model.parameters_read(1)) * weight_bits / 8
     flops = cost.flops - 2 * table * tokens
     cache = cost.kv_read_bytes + cost.kv_write_bytes
     if gpus > 1:
