@@ -1,6 +1,7 @@
 """The published measurements, their floors, and the rule that nothing beats its floor unexplained."""
 import copy
 import math
+from pathlib import Path
 
 import pytest
 import yaml
@@ -499,6 +500,9 @@ def held_out_document():
             "measurements": [row for row in document["measurements"] if row["source"] in keys]}
 
 
+HELD_OUT = Path(__file__).parent / "data" / "held_out_measurements.yaml"
+
+
 def test_rows_from_publishers_held_out_pass_the_schema_and_none_beats_its_floor():
     document = held_out_document()
     held_out = reality.parse(document)   # the schema, on these rows alone
@@ -511,6 +515,35 @@ def test_rows_from_publishers_held_out_pass_the_schema_and_none_beats_its_floor(
     assert all(f.time == BY_ID[f.measurement.id].time for f in floors)
 
 
+def test_rows_no_part_of_the_course_holds_pass_the_schema_and_none_beats_its_floor():
+    # A publisher and a machine the data file does not hold at all, read through the same schema.
+    rows = reality.load(HELD_OUT)
+    assert len(rows) >= 7
+    assert not {m.source.publisher for m in rows} & {m.source.publisher for m in ROWS}
+    assert not {m.hardware for m in rows} & {m.hardware for m in ROWS}
+    assert {m.kind for m in rows} <= {m.kind for m in ROWS}
+    floors = reality.check_explained(reality.floors(rows))
+    assert all(not f.explained and f.share < 1 for f in floors), [(f.measurement.id, f.share) for f in floors]
+    # Fixed costs show through the smallest model here too: TinyLlama's shares are the lowest.
+    lowest = sorted(floors, key=lambda f: f.share)[:2]
+    assert {f.measurement.model for f in lowest} == {"tinyllama-1.1b"}
+    # The same figure read as 16-bit weights beats its floor: the check can fail.
+    misread = reality.as_misread(rows[0], weights="bf16", weight_bits=16.0)
+    with pytest.raises(ValueError, match="exllamav2-4090-llama2-7b-exl2-3.0 reaches .* with no explanation"):
+        reality.check_explained([reality.floor(misread)])
+
+
+def test_a_machine_only_measurements_use_is_no_gpu_the_lessons_offer():
+    # The lessons' explorers offer every catalog GPU; a GeForce card that only held-out rows ran on
+    # stays out of it, and its rows are memory-bound so far that its arithmetic rate cannot move them.
+    assert "rtx-4090" in reality.MACHINES and "rtx-4090" not in sm.CATALOG
+    assert all(reality.MACHINES[key] is gpu for key, gpu in sm.CATALOG.items())
+    card = reality.MACHINES["rtx-4090"]
+    assert (card.memory_bandwidth, card.flops("16-bit")) == (1008e9, 330.3e12) and card.source_url.startswith("https://")
+    for f in reality.floors(reality.load(HELD_OUT)):
+        assert f.bytes / card.memory_bandwidth >= 5 * f.flops / card.flops("16-bit"), f.measurement.id
+
+
 def test_the_held_out_check_fails_on_a_misread_row_and_on_a_machine_the_catalog_lacks():
     document = held_out_document()
     row = next(r for r in document["measurements"] if r["id"] == "lmdeploy-a100-llama2-7b-b64-1-128")
@@ -519,7 +552,7 @@ def test_the_held_out_check_fails_on_a_misread_row_and_on_a_machine_the_catalog_
     with pytest.raises(ValueError, match="lmdeploy-a100-llama2-7b-b64-1-128 reaches .* with no explanation"):
         reality.check_explained(reality.floors(reality.parse(document)))
     document = held_out_document()
-    document["measurements"][0]["hardware"] = "rtx-4090"
+    document["measurements"][0]["hardware"] = "rtx-5090"
     with pytest.raises(ValueError, match="hardware must be a catalog key"):
         reality.parse(document)
 
