@@ -23,6 +23,8 @@ def test_every_row_is_a_dot_whose_note_is_its_row(made):
     assert len(notes) == len(FLOORS)
     for f, note in zip(FLOORS, notes):
         assert units.percent(f.share) in note and f.measurement.software in note
+        users = {1: "one user,", None: "as many users as fit,"}.get(f.measurement.batch, f"{f.measurement.batch} users,")
+        assert users in note, note
     assert 'tabindex="0"' in made.figure and "<title>" in made.figure
     assert made.figure.count("<polygon") >= 3   # the shaded triangle, the lab's star, the reader's diamond
     assert "faster than the floor:" in made.figure and "the floor (100 %)" in made.figure
