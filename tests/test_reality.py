@@ -342,25 +342,13 @@ def test_precision_classes():
     assert BY_ID["llamacpp-m1ultra-tinyllama-q4_k_m"].measurement.precision == "4- to 5-bit"
 
 
-def test_chart_rows_carry_what_a_dot_shows_and_what_the_filters_need():
-    rows = reality.chart_rows(FLOORS)
-    assert len(rows) == len(FLOORS)
-    for row, f in zip(rows, FLOORS):
-        assert row["id"] == f.measurement.id and row["kind"] in reality.kinds(FLOORS)
-        assert row["hardware"] in reality.hardware(FLOORS)
-        assert row["floor_ms"] == pytest.approx(f.time * 1e3) and row["share"] == f.share
-        assert row["measured_ms"] == pytest.approx(f.measurement.measured_time * 1e3)
-        assert row["url"].startswith("https://") and row["published"] and row["lengths"]
-    by_id = {row["id"]: row for row in rows}
-    assert by_id["ggml-m2ultra-llama2-7b-f16"]["pull_request"] and by_id["ggml-m2ultra-llama2-7b-f16"]["main_branch_value"] == 29.59
-    assert by_id["gptfast-llama2-70b-int4-speculative"]["reason"] == "speculative decoding"
-    assert by_id["llamacpp-a100-llama2-7b-f16"]["hardware_name"] == "NVIDIA A100 80 GB PCIe"
-    assert by_id["gptfast-llama2-7b-bf16-tp8"]["hardware_label"] == "8 × NVIDIA A100 80 GB SXM"
-    assert reality.hardware(FLOORS)["a100-80gb-pcie"] == "NVIDIA A100 80 GB PCIe"
-    point = reality.point_row(reality.Point("lab", 2e-3, 4e-3))
-    assert point == {"label": "lab", "floor_ms": 2.0, "measured_ms": 4.0, "share": 0.5, "marker": "*"}
-    with pytest.raises(TypeError, match="point must be a Point"):
-        reality.point_row((2e-3, 4e-3))
+def test_the_chart_filters_by_each_kind_and_each_machine_in_the_rows_order():
+    kinds, machines = reality.kinds(FLOORS), reality.hardware(FLOORS)
+    assert sum(kinds.values()) == len(FLOORS) and list(kinds) == list(dict.fromkeys(m.kind for m in ROWS))
+    assert list(machines) == list(dict.fromkeys(m.hardware for m in ROWS))
+    assert machines["a100-80gb-pcie"] == "NVIDIA A100 80 GB PCIe"
+    # Rows on several of one GPU share its entry: 1, 4 and 8 A100s filter together.
+    assert {m.gpus for m in ROWS if m.hardware == "a100-80gb"} == {1, 4, 8}
 
 
 # -- the checks on the file name the row and the field ----------------------------------------------

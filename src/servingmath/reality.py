@@ -636,36 +636,6 @@ def hardware(floors_) -> dict[str, str]:
     return {f.measurement.hardware: f.measurement.gpu.name for f in floors_}
 
 
-def chart_rows(floors_) -> list[dict]:
-    """One plain dict a row, for a chart that shows each dot's row and filters by kind and machine.
-
-    Times in milliseconds, shares as fractions; text fields as the table prints them.
-    """
-    rows = []
-    for f in floors_:
-        m = f.measurement
-        rows.append({
-            "id": m.id, "model": model_name(m.model), "weights": m.weights, "weight_bits": m.weight_bits,
-            "precision": m.precision, "kind": m.kind, "software": m.software, "version": m.version,
-            "hardware": m.hardware, "hardware_name": m.gpu.name, "gpus": m.gpus, "hardware_label": m.hardware_label,
-            "users": m.users, "lengths": m.lengths, "metric": METRICS[m.metric], "published": m.published,
-            "floor_ms": f.time * 1e3, "measured_ms": m.measured_time * 1e3, "unit_of_work": m.unit_of_work,
-            "share": f.share, "share_name": f.share_name, "bound": f.bound,
-            "beats_floor": f.beats, "reason": None if m.beats_floor is None else m.beats_floor["reason"],
-            "pull_request": m.pull_request, "main_branch_value": m.main_branch_value,
-            "context_window": m.context_window, "source": m.source.title, "url": m.source.url,
-            "publisher": m.source.publisher, "date": m.date, "note": m.note,
-        })
-    return rows
-
-
-def point_row(point: "Point") -> dict:
-    """A point from elsewhere (the lab, the reader's Ollama run) as ``chart_rows`` gives a row."""
-    _check.instance("point", point, Point)
-    return {"label": point.label, "floor_ms": point.floor_time * 1e3, "measured_ms": point.measured_time * 1e3,
-            "share": point.share, "marker": point.marker}
-
-
 def as_misread(measurement: Measurement, **changes) -> Measurement:
     """The same figure read under other conditions (fewer users, more bits...), to see what a misreading implies."""
     _check.instance("measurement", measurement, Measurement)

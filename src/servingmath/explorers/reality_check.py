@@ -28,8 +28,8 @@ def scatter(points: list | None = None) -> Explorer:
     reader's), shown whatever the filters."""
     floors = reality.check_explained(reality.floors())
     points = points or []
-    kinds = list(dict.fromkeys(f.measurement.kind for f in floors))
-    machines = {f.measurement.hardware: f.measurement.gpu.name for f in floors}
+    kinds = list(reality.kinds(floors))
+    machines = reality.hardware(floors)
     times = [t for f in floors for t in (f.time * 1e3, f.measurement.measured_time * 1e3)] + \
         [t for p in points for t in p[1:3]]
     low, high = kit.around(min(times) / 1.5, max(times) * 1.5)
