@@ -23,6 +23,8 @@ def test_every_row_is_a_dot_whose_note_is_its_row(made):
     assert len(notes) == len(FLOORS)
     for f, note in zip(FLOORS, notes):
         assert units.percent(f.share) in note and f.measurement.software in note
+        users = {1: "one user,", None: "as many users as fit,"}.get(f.measurement.batch, f"{f.measurement.batch} users,")
+        assert users in note, note
     assert 'tabindex="0"' in made.figure and "<title>" in made.figure
     assert made.figure.count("<polygon") >= 3   # the shaded triangle, the lab's star, the reader's diamond
     assert "faster than the floor:" in made.figure and "the floor (100 %)" in made.figure
@@ -43,3 +45,48 @@ def test_the_filters_count_the_rows_they_leave(made):
 def test_the_chart_has_room_for_its_legend_and_details(made):
     assert made.details and made.height > 400
     assert 'class="webchart-detail" data-detail' in made._repr_html_()
+
+
+def inside_the_canvas(svg):
+    """Every text's box (as wide as the kit reckons it; a turned one upright), every dot and mark: the
+    things lying outside the figure's viewBox, where a still copy of it would cut them off."""
+    import xml.etree.ElementTree as ElementTree
+
+    from servingmath.charts import kit
+
+    root = ElementTree.fromstring(svg)
+    width, height = (float(v) for v in root.get("viewBox").split()[2:])
+    ns = "{http://www.w3.org/2000/svg}"
+    outside = []
+    for text in root.iter(ns + "text"):
+        x, y, size = float(text.get("x")), float(text.get("y")), float(text.get("font-size"))
+        long = kit.text_width(text.text or "", size)
+        start = x - {"end": long, "middle": long / 2}.get(text.get("text-anchor"), 0)
+        if text.get("transform"):   # turned to read upwards about (x, y)
+            box = (x - 0.72 * size, y - start + x - long, x + 0.2 * size, y - start + x)
+        else:
+            box = (start, y - 0.72 * size, start + long, y + 0.2 * size)
+        if box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height:
+            outside.append(text.text)
+    for circle in root.iter(ns + "circle"):
+        x, y, r = (float(circle.get(k)) for k in ("cx", "cy", "r"))
+        if x - r < 0 or y - r < 0 or x + r > width or y + r > height:
+            outside.append(circle.get("data-note", "a dot"))
+    return outside
+
+
+def test_the_still_figure_cuts_nothing_off_at_any_filter(made):
+    # The print and image copy of the chart is the SVG at a setting; nothing may fall outside it.
+    assert inside_the_canvas(made.svg_at()) == []
+    for control in made.controls:
+        for option in control.options:
+            assert inside_the_canvas(made.svg_at(**{control.name: option})) == [], (control.name, option)
+    assert made._repr_mimebundle_()["image/svg+xml"] == made.svg_at()
+
+
+def test_the_canvas_check_sees_a_label_past_the_edge():
+    from servingmath.charts import kit
+
+    assert inside_the_canvas(kit.figure(kit.text(kit.WIDTH - 10, 40, "a label too long for the edge"), 100)) \
+        == ["a label too long for the edge"]
+    assert inside_the_canvas(kit.figure(kit.text(kit.WIDTH - 10, 40, "fits", anchor="end"), 100)) == []

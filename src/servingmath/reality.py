@@ -14,8 +14,10 @@ Conventions, the same for every row (the floor counts only what a step cannot av
 - a pass reads every weight once at the row's bits a weight, except the input embedding
   table, of which it reads one row for each token it carries (a table tied to the output
   layer is read whole as that layer); its arithmetic is 2 FLOPs a weight a token, the table's
-  lookup left out. gpt-fast's published bandwidth follows its own convention, kept apart in
-  ``published_share``;
+  lookup left out. In a mixture of experts a pass reads the experts of one token only, since
+  every token of it may route alike (``Model.parameters_read`` expects uniform routing, which
+  real routers can undercut). gpt-fast's published bandwidth follows its own convention, kept
+  apart in ``published_share``;
 - attention is counted with the causal mask, and the cache's keys and values are read and
   written; a cache whose format the source does not state is counted at 8 bits where the
   arithmetic is FP8 (the least such engines store) and at 16 bits otherwise;
@@ -42,7 +44,7 @@ from typing import Mapping
 import numpy as np
 
 from . import _check, units
-from .hardware import CATALOG, GPU
+from .hardware import CATALOG, GPU, GiB, T
 from .models import MODELS, Model
 from .passes import forward_pass
 from .roofline import Assumptions, pass_time
@@ -89,6 +91,22 @@ _EXTRA_CONFIGS: Mapping[str, Mapping] = {
         "tie_word_embeddings": False,
     },
 }
+# Machines that published measurements ran on and the lessons do not offer (their explorers list
+# every GPU of the catalog). A floor takes the highest rate a spec lists: for a GeForce card, the
+# tensor cores' FP16 rate with FP16 accumulation.
+_MEASURED_ON = (
+    GPU(key="rtx-4090", name="NVIDIA GeForce RTX 4090",
+        source_url="https://waredb.com/processor/nvidia-geforce-rtx-4090",
+        dense_flops={"fp16": 330.3 * T}, memory_bandwidth=1008e9, memory_bytes=24 * GiB, price_per_hour=None,
+        source="RTX 4090 specifications as spec databases list them: 24 GB of GDDR6X at 1,008 GB/s; FP16 "
+               "tensor rate 165.2 TFLOP/s dense with FP32 accumulation, twice that (330.3) with FP16 "
+               "accumulation (661 with sparsity in Tom's Hardware's table)",
+        as_of="2022-10", price_source="owned, not rented"),
+)
+MACHINES: Mapping[str, GPU] = {**CATALOG, **{machine.key: machine for machine in _MEASURED_ON}}
+
+
+
 # Later releases with the same shape as one the package holds.
 _SAME_SHAPE = {"llama-3.1-8b": "llama-3-8b", "llama-3.1-70b": "llama-3-70b", "llama-3.3-70b": "llama-3-70b"}
 _EXTRA_MODELS = {key: Model.from_hf_config(config) for key, config in _EXTRA_CONFIGS.items()}
@@ -175,7 +193,7 @@ class Measurement:
 
     @property
     def gpu(self) -> GPU:
-        return CATALOG[self.hardware]
+        return MACHINES[self.hardware]
 
     @property
     def cache_bits(self) -> float:
@@ -311,8 +329,8 @@ def parse(document) -> tuple[Measurement, ...]:
         if not isinstance(raw["date"], str) or not _DATE.match(raw["date"]):
             raise _row_error(row_id, "date", raw["date"], "a date written YYYY, YYYY-MM or YYYY-MM-DD, in quotes")
         model_for(raw["model"])
-        if raw["hardware"] not in CATALOG:
-            raise _row_error(row_id, "hardware", raw["hardware"], f"a catalog key, one of {list(CATALOG)}")
+        if raw["hardware"] not in MACHINES:
+            raise _row_error(row_id, "hardware", raw["hardware"], f"a catalog key, one of {list(MACHINES)}")
         if raw["metric"] not in METRICS:
             raise _row_error(row_id, "metric", raw["metric"], f"one of {sorted(METRICS)}")
         if raw["compute"] not in COMPUTE_FORMATS:
@@ -459,7 +477,7 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
 
     The input embedding table (a model whose output layer is not tied to it) is looked up,
     not multiplied: a pass reads one row for each token it carries and does no arithmetic
-    with it. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
+    with it. A mixture of experts reads one token's experts, however many tokens the pass carries. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
     the arithmetic and the cache (split by KV heads, one head each at the least), and reads
     whole what every GPU multiplies whole: the norms, and the parts named in ``replicated``.
     ``cached_tokens`` may be an array of lengths (one per step); the costs are their mean.
@@ -474,6 +492,8 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     table = 0 if model.tied_embeddings else model.vocab * model.hidden
     rows_read = min(tokens, model.vocab) * model.hidden if table else 0
     weight_bytes = cost.weight_bytes - (table - rows_read) * weight_bits / 8
+    if model.mixture_of_experts:   # the least a pass can read: every token routed to one token's experts
+        weight_bytes -= (model.parameters_read(tokens) - model.parameters_read(1)) * weight_bits / 8
     flops = cost.flops - 2 * table * tokens
     cache = cost.kv_read_bytes + cost.kv_write_bytes
     if gpus > 1:
@@ -614,36 +634,6 @@ def hardware(floors_) -> dict[str, str]:
     Rows on several of one GPU share its entry: the chart filters by the kind of chip.
     """
     return {f.measurement.hardware: f.measurement.gpu.name for f in floors_}
-
-
-def chart_rows(floors_) -> list[dict]:
-    """One plain dict a row, for a chart that shows each dot's row and filters by kind and machine.
-
-    Times in milliseconds, shares as fractions; text fields as the table prints them.
-    """
-    rows = []
-    for f in floors_:
-        m = f.measurement
-        rows.append({
-            "id": m.id, "model": model_name(m.model), "weights": m.weights, "weight_bits": m.weight_bits,
-            "precision": m.precision, "kind": m.kind, "software": m.software, "version": m.version,
-            "hardware": m.hardware, "hardware_name": m.gpu.name, "gpus": m.gpus, "hardware_label": m.hardware_label,
-            "users": m.users, "lengths": m.lengths, "metric": METRICS[m.metric], "published": m.published,
-            "floor_ms": f.time * 1e3, "measured_ms": m.measured_time * 1e3, "unit_of_work": m.unit_of_work,
-            "share": f.share, "share_name": f.share_name, "bound": f.bound,
-            "beats_floor": f.beats, "reason": None if m.beats_floor is None else m.beats_floor["reason"],
-            "pull_request": m.pull_request, "main_branch_value": m.main_branch_value,
-            "context_window": m.context_window, "source": m.source.title, "url": m.source.url,
-            "publisher": m.source.publisher, "date": m.date, "note": m.note,
-        })
-    return rows
-
-
-def point_row(point: "Point") -> dict:
-    """A point from elsewhere (the lab, the reader's Ollama run) as ``chart_rows`` gives a row."""
-    _check.instance("point", point, Point)
-    return {"label": point.label, "floor_ms": point.floor_time * 1e3, "measured_ms": point.measured_time * 1e3,
-            "share": point.share, "marker": point.marker}
 
 
 def as_misread(measurement: Measurement, **changes) -> Measurement:

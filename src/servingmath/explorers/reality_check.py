@@ -13,8 +13,9 @@ ALL = "all"
 def _note(f) -> str:
     """A dot's row, as the table prints it."""
     m = f.measurement
+    users = {1: "one user", None: "as many users as fit"}.get(m.batch, f"{m.users} users")
     return (f"{reality.model_name(m.model)} ({m.weights}) on {m.hardware_label}, {m.software} {m.version}, "
-            f"{m.users} users, {m.lengths}: {m.published}; floor {units.ms_significant(f.time)}, "
+            f"{users}, {m.lengths}: {m.published}; floor {units.ms_significant(f.time)}, "
             f"measured {units.ms_significant(m.measured_time)} {m.unit_of_work}; {units.percent(f.share)} "
             f"{f.share_name}" + (" (faster than its floor, with a reason)" if f.beats else "")
             + f". {m.source.publisher}, {m.date}.")
@@ -27,8 +28,8 @@ def scatter(points: list | None = None) -> Explorer:
     reader's), shown whatever the filters."""
     floors = reality.check_explained(reality.floors())
     points = points or []
-    kinds = list(dict.fromkeys(f.measurement.kind for f in floors))
-    machines = {f.measurement.hardware: f.measurement.gpu.name for f in floors}
+    kinds = list(reality.kinds(floors))
+    machines = reality.hardware(floors)
     times = [t for f in floors for t in (f.time * 1e3, f.measurement.measured_time * 1e3)] + \
         [t for p in points for t in p[1:3]]
     low, high = kit.around(min(times) / 1.5, max(times) * 1.5)
@@ -37,6 +38,8 @@ def scatter(points: list | None = None) -> Explorer:
                            "floor: the roofline at 100 % of peak (ms)", "measured (ms)")
     ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(low, high)]
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
+    # An across tick whose number would run past the figure's right edge is left unnamed there.
+    panel.x_ticks = [(t, name) for t, name in panel.x_ticks if panel.x(t) + kit.text_width(name) / 2 <= kit.WIDTH]
     colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
     # The guides' lines, then their names on cards, clear of every line.
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
