@@ -94,10 +94,12 @@ notebooks-check: $(READY) ## every notebook's outputs: no error, no stderr, no f
 
 # The pages with controls (explorers, quizzes, exercises' checks) run in JupyterLab (started as
 # `make lab` starts it, on a copy of the course) in headless Chromium, every explorer's controls moved.
-lab-check: $(READY) ## the pages with controls run in JupyterLab in Chromium, every explorer moved
+# In JOBS processes, each with its own JupyterLab and browser: the test mostly waits on kernels and
+# the page, so two of them finish in about half the time for little more processor.
+lab-check: $(READY) ## the pages with controls run in JupyterLab in Chromium, every explorer moved (in JOBS=2 processes)
 	@if [ -x "$(CHROMIUM)" ]; then \
-		echo "$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider --durations=10"; \
-		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider --durations=10; \
+		echo "$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider -n $(JOBS) --durations=10"; \
+		$(BIN)/python -m pytest tests/jupyterlab -p no:cacheprovider -n $(JOBS) --durations=10; \
 	else echo "lab-check $(SKIPPED)"; fi
 
 browser-check: $(READY) ## every page of the built site in Chromium, offline, every chart moved (in JOBS=2 processes)
