@@ -53,6 +53,10 @@ def test_roofline_shows_example_2_1_a_short_prompt_and_fewer_bits():
     assert made.readouts_at(tokens=200, weight_bits=4)["FLOP per byte"] == "800"
     assert made.readouts_at(weight_bits=4)["ridge of the GPU"] == "295 FLOP per byte"
     assert made.readouts_at(tokens=323, gpu="l4")["the pass is"] == "memory-bound"
+    # What a pass reaches, to three figures: the H100's peak as the catalog shows it, a laptop's not rounded to 0.
+    assert made.readouts_at()["FLOP/s it can reach"] == "989 TFLOP/s of 989 TFLOP/s"
+    assert made.readouts_at(tokens=1, gpu="laptop")["FLOP/s it can reach"] == "0.100 TFLOP/s of 3.60 TFLOP/s"
+    assert made.readouts_at(tokens=1)["FLOP/s it can reach"] == "3.35 TFLOP/s of 989 TFLOP/s"
     refused = []
     for key, gpu in sm.CATALOG.items():
         ridge = units.number(sm.ridge_point(gpu.peak_flops, gpu.memory_bandwidth))
