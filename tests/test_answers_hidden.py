@@ -249,3 +249,41 @@ def test_every_exercise_of_a_checked_page_has_an_answer_to_look_for(page):
 def test_the_check_itself_finds_an_answer_printed_above():
     assert appears("125", "fit: 125 users") and not appears("125", "1,250 users") and not appears("12", "12.5")
     assert course_forms(2.1474836) == {"2.1", "2.15"} and course_forms(125) == {"125"}
+
+
+def _printed_tables(notebook: str) -> str:
+    """The tables a problem notebook prints from its set-up cells (a catalog, say), run without its problems."""
+    namespace = {"__name__": "__notebook__"}
+    printed = []
+    for cell in jupytext.read(ROOT / notebook).cells:
+        if cell.cell_type != "code" or "BEGIN SOLUTION" in cell.source or "check(" in cell.source:
+            continue
+        shown = _run(cell.source, namespace)
+        if shown is not None and type(shown).__name__ == "Markdown":
+            # Its rows' figures: not the notes under it, nor a name in the first column ("MI300X").
+            printed += [line.split("|", 2)[-1] for line in shown.data.splitlines() if line.startswith("|")]
+    return "\n".join(printed)
+
+
+# A figure a table holds for another reason: the H200's listed 141 GB of memory, not Llama 3 70B's 141.1 GB.
+COINCIDENCES = {("solutions/lesson-1-part-2.md", "2.3", "141 GB")}
+
+
+@pytest.mark.parametrize("notebook", sorted(PROBLEM_PAGES))
+def test_no_problem_answer_appears_in_a_table_its_notebook_prints(notebook):
+    """A catalog printed above the problems must not hold an answer (a ridge the reader is asked for)."""
+    tables = _printed_tables(notebook)
+    shown = [f"problem {label}: {form!r}" for label, expected, unit in problem_answers(notebook)
+             for form in course_forms(expected, unit)
+             if appears(form, tables) and (notebook, label, form) not in COINCIDENCES]
+    assert not shown, f"{notebook}: printed in its own tables: {shown}"
+
+
+def test_the_full_catalog_would_give_the_a100_ridge_away():
+    """The check above sees the ridge column: Problem 2.4's answer is in the catalog printed in full."""
+    a100 = sm.CATALOG["a100-80gb"]
+    ridge = sm.ridge_point(a100.peak_flops, a100.memory_bandwidth)
+    assert any(appears(form, sm.hardware.catalog_markdown()) for form in course_forms(ridge))
+    assert not any(appears(form, sm.hardware.catalog_markdown(ridge=False)) for form in course_forms(ridge))
+    with pytest.raises(TypeError, match="ridge"):
+        sm.hardware.catalog_markdown(ridge="no")

@@ -326,7 +326,7 @@ def test_the_table_covers_every_public_function_of_the_calculation_modules():
             if name.startswith("_") or not inspect.isfunction(value) or value.__module__ != module.__name__:
                 continue
             takes_numbers = [p for p in inspect.signature(value).parameters
-                             if p not in ("model", "gpu", "assumptions", "attention", "key_or_name")]
+                             if p not in ("model", "gpu", "assumptions", "attention", "key_or_name", "ridge")]
             if takes_numbers:
                 assert name in covered, f"{module.__name__}.{name} has no bad-input row"
 
@@ -371,3 +371,10 @@ def test_numpy_integers_are_whole_numbers():
     assert shape.layers == 2 and type(shape.layers) is int
     assert sm.max_batch(M, G, np.int64(1000)) == sm.max_batch(M, G, 1000)
     assert sm.kv_cache_bytes(M, np.int16(3)) == 3 * 131_072
+
+
+@pytest.mark.parametrize("bad", ["no", None, 1, 0.0, np.array([True])])
+def test_the_catalog_table_takes_only_true_or_false_for_its_ridge_column(bad):
+    """``ridge`` is a switch, not a number: anything but True or False is refused by name."""
+    with pytest.raises(TypeError, match="ridge must be True or False"):
+        hardware.catalog_markdown(ridge=bad)

@@ -77,6 +77,17 @@ def test_thirty_two_prefills_cost_more_gpu_time_than_the_decode_they_share():
     assert math.isclose(workload.decode_time, 249 * sm.batching(MODEL, H100, 32).step_time)
 
 
+def test_with_the_caches_read_the_shared_decode_is_the_bigger_bill_and_the_page_says_so():
+    """The weights alone make the prefills the bigger bill; the 32 users' caches, read each step, reverse it."""
+    cached = shared_decode(MODEL, H100, 32, 3000, 250, assumptions=LESSON_WITH_CACHE)
+    assert cached.decode_time > cached.prefill_time
+    assert units.seconds(cached.decode_time) == "2.17 s"
+    assert units.dollars(cached.cost_per_million_reply_tokens, 2) == "$0.40"
+    text = prose(PARTS[3])
+    assert "Here prefill is the bigger bill" not in text
+    assert "{glue:}`p4_w_decode_cached`" in text and "{glue:}`p4_w_cost_cached`" in text
+
+
 def test_counting_the_prompts_a_million_reply_tokens_cost_more_than_decode_alone():
     workload = shared_decode(MODEL, H100, 32, 3000, 250)
     assert units.dollars(workload.decode_only_cost_per_million, 3) == "$0.125"

@@ -53,19 +53,24 @@ def test_roofline_shows_example_2_1_a_short_prompt_and_fewer_bits():
     assert made.readouts_at(tokens=200, weight_bits=4)["FLOP per byte"] == "800"
     assert made.readouts_at(weight_bits=4)["ridge of the GPU"] == "295 FLOP per byte"
     assert made.readouts_at(tokens=323, gpu="l4")["the pass is"] == "memory-bound"
+    # What a pass reaches, to three figures: the H100's peak as the catalog shows it, a laptop's not rounded to 0.
+    assert made.readouts_at()["FLOP/s it can reach"] == "989 TFLOP/s of 989 TFLOP/s"
+    assert made.readouts_at(tokens=1, gpu="laptop")["FLOP/s it can reach"] == "0.100 TFLOP/s of 3.60 TFLOP/s"
+    assert made.readouts_at(tokens=1)["FLOP/s it can reach"] == "3.35 TFLOP/s of 989 TFLOP/s"
     refused = []
     for key, gpu in sm.CATALOG.items():
         ridge = units.number(sm.ridge_point(gpu.peak_flops, gpu.memory_bandwidth))
-        # Where the 16-bit weights do not fit, the pass is refused, and in 8 bits it is timed.
-        fits = sm.memory.fit(sm.LLAMA_3_8B, gpu).fits
+        # Where the 16-bit weights and the 3,000-token prompt's cache do not fit, the pass is refused, and in
+        # 8 bits it is placed.
+        fits = sm.memory.fit(sm.LLAMA_3_8B, gpu, 3000).fits
         bits = 16 if fits else 8
-        assert sm.memory.fit(sm.LLAMA_3_8B, gpu, weight_bits=bits).fits
+        assert sm.memory.fit(sm.LLAMA_3_8B, gpu, 3000, weight_bits=bits).fits
         if not fits:
             refused.append(key)
             assert set(made.readouts_at(gpu=key).values()) == {"does not fit"}
         assert made.readouts_at(gpu=key, weight_bits=bits)["ridge of the GPU"] == f"{ridge} FLOP per byte"
         assert f"ridge: {ridge} FLOP/byte" in texts(made.svg_at(gpu=key))
-    assert refused == ["t4"]
+    assert refused == ["t4", "laptop"]
 
 
 def test_request_shows_example_3_1_8_bit_weights_and_the_h200():
@@ -179,9 +184,13 @@ def test_the_roofline_places_a_pass_only_where_it_can_happen():
     for gpu in controls["gpu"].options:
         for bits in controls["weight_bits"].options:
             for tokens in _ends(controls["tokens"]):
+                # A prefill writes its tokens' cache: the weights and that cache must fit together.
                 happens = tokens <= sm.LLAMA_3_8B.context_window and _can_happen(sm.LLAMA_3_8B, sm.CATALOG[gpu],
-                                                                                  0, bits)
+                                                                                  tokens, bits)
                 assert _shown(made, tokens=tokens, gpu=gpu, weight_bits=bits) == happens, (gpu, bits, tokens)
+    # The laptop holds Llama 3 8B's 16-bit weights, but not beside the cache of Example 2.1's prompt.
+    assert _shown(made, gpu="laptop", tokens=1) and not _shown(made, gpu="laptop", tokens=3000)
+    assert _shown(made, gpu="laptop", tokens=3000, weight_bits=8)
 
 
 def test_the_request_explorer_times_a_request_only_where_it_can_happen():

@@ -154,6 +154,15 @@ def test_the_pages_that_state_the_rules_say_they_are_for_dense_models():
     assert "a pass of a dense model reads every weight" in glossary
     assert "rebuilds the heads' keys and values" not in glossary
 
+
+def test_the_glossarys_sliding_window_spans_the_catalogs_windows():
+    """Gemma 3's layers look back 512 or 1,024 tokens: not "a few thousand"."""
+    windows = {m.sliding_window for m in sm.MODELS.values() if m.sliding_layers and m.sliding_window < m.context_window}
+    assert min(windows) == 512 < 1000 and max(windows) == 4096
+    glossary = prose(ROOT / "chapters" / "glossary.md")
+    assert "last few thousand tokens" not in glossary
+    assert "{glue:}`glossary_window_low` to {glue:}`glossary_window_high`" in glossary
+
 # -- "Llama 3 8B's 16-bit weights do not fit a T4" ---------------------------------------------
 def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_does_not_fit():
     t4 = sm.CATALOG["t4"]

@@ -294,24 +294,30 @@ def catalog_rows():
     ]
 
 
-def catalog_markdown() -> str:
+def catalog_markdown(ridge=True) -> str:
     """The catalog as a Markdown table, figures rounded as the prose shows them, then each
-    machine's sources as a numbered list (the table's last column points into it)."""
+    machine's sources as a numbered list (the table's last column points into it).
+
+    ``ridge=False`` leaves out the ridge column, for a page that asks the reader to work it out."""
     from . import units
+
+    if not isinstance(ridge, (bool, np.bool_)):
+        raise TypeError(f"ridge must be True or False, got {ridge!r}")
 
     def cell(value, show):
         return "—" if value is None else show(value)
 
     lines = [
-        "| GPU | dense 16-bit | bandwidth | memory | ridge (FLOP/byte) | rent an hour | source |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+        "| GPU | dense 16-bit | bandwidth | memory |" + (" ridge (FLOP/byte) |" if ridge else "")
+        + " rent an hour | source |",
+        "|---|--:|--:|--:|" + ("--:|" if ridge else "") + "--:|--:|",
     ]
     sources = []
     for number, (row, entry) in enumerate(zip(catalog_rows(), _ENTRIES), start=1):
         lines.append(
             f"| {row['GPU']} | {units.tflops(entry.peak_flops, 1 if entry.peak_flops < 10e12 else 0)} | {units.tb_per_s(entry.memory_bandwidth)} "
-            f"| {entry.listed_memory} | {units.number(row['ridge FLOP/byte'])} "
-            f"| {cell(entry.price_per_hour, units.dollars)} | {number} |")
+            f"| {entry.listed_memory} |" + (f" {units.number(row['ridge FLOP/byte'])} |" if ridge else "")
+            + f" {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
                        f"price: {entry.price_source}.")
     note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "

@@ -253,7 +253,9 @@ def _draw_1_3(rng):
             "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
             "request_prompt": _steps(rng, 500, 3000, 100, shown["request_prompt"]),
             "request_reply": _steps(rng, 100, 1000, 50),
-            "speed": rng.choice((40, 60, 80, 100, 120, 150))}
+            # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
+            # MI300X, both $3 an hour, would both be right.
+            "speed": rng.choice((40, 50, 60, 80, 100, 120, 250))}
 
 
 LESSON_1_PART_3 = Template(
@@ -276,8 +278,24 @@ LESSON_1_PART_3 = Template(
                'with its catalog key, such as `"h100-sxm"`.',
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "request_prompt", "request_reply")
-                     + _fits("llama-3-8b", n["gpu"]) + _fits("llama-3-70b", n["big_gpu"])),
+                     + _fits("llama-3-8b", n["gpu"]) + _fits("llama-3-70b", n["big_gpu"])
+                     + _one_cheapest(n["speed"])),
 )
+
+
+def _one_cheapest(speed: float) -> list[str]:
+    """Empty if one GPU alone rents for the least of those that hold Llama 3 8B's 16-bit weights and give one
+    user at least ``speed`` tokens a second (Problem 3.6 has one right answer)."""
+    from .serving import decode_step
+
+    model = MODELS["llama-3-8b"]
+    fast = [g for g in CATALOG.values() if g.price_per_hour is not None and memory.fit(model, g).fits
+            and 1 / decode_step(model, g).time >= speed]
+    if not fast:
+        return [f"no rented GPU gives one user {speed} tokens a second"]
+    cheapest = [g.key for g in fast if g.price_per_hour == min(g.price_per_hour for g in fast)]
+    return [] if len(cheapest) == 1 else [f"{' and '.join(cheapest)} rent for the same least price at {speed} "
+                                          "tokens a second"]
 
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
