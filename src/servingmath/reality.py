@@ -363,6 +363,10 @@ def parse(document) -> tuple[Measurement, ...]:
         if published is not None and (isinstance(published, bool) or not isinstance(published, (int, float))
                                       or published <= 0):
             raise _row_error(row_id, "published_bandwidth", published, "a positive number of GB/s, or null")
+        if published is not None and raw["gpus"] != 1:
+            # A share divides it by every GPU's bandwidth; gpt-fast's tensor-parallel column is one GPU's.
+            raise _row_error(row_id, "published_bandwidth", published,
+                             "null for several GPUs (a source's figure for one GPU goes in the note)")
         beats = raw.get("beats_floor")
         if beats is not None and (not isinstance(beats, Mapping) or beats.get("reason") not in BEAT_REASONS
                                   or not str(beats.get("note", "")).strip()):
