@@ -215,7 +215,13 @@ class Measurement:
 
     @property
     def hardware_label(self) -> str:
-        return self.gpu.name if self.gpus == 1 else f"{self.gpus} × {self.gpu.name}"
+        """The hardware as a row's note names it: ``2 × NVIDIA H100 SXM``, ``Apple M2 Ultra``.
+
+        The catalog's GPU core count is left out: the floor needs only the chip's bandwidth, alike
+        for all of its GPU options, and not every source says which it ran on.
+        """
+        name = chip_name(self.gpu)
+        return name if self.gpus == 1 else f"{self.gpus} × {name}"
 
     @property
     def hardware_short(self) -> str:
@@ -632,12 +638,17 @@ def kinds(floors_) -> dict[str, int]:
     return counted
 
 
+def chip_name(gpu: GPU) -> str:
+    """A machine's catalog name without the GPU core count it gives in brackets: ``Apple M2 Ultra``."""
+    return re.sub(r" \(.*\)$", "", gpu.name)
+
+
 def hardware(floors_) -> dict[str, str]:
     """Each machine the rows ran on, catalog key to name, in the order the rows first name them.
 
     Rows on several of one GPU share its entry: the chart filters by the kind of chip.
     """
-    return {f.measurement.hardware: f.measurement.gpu.name for f in floors_}
+    return {f.measurement.hardware: chip_name(f.measurement.gpu) for f in floors_}
 
 
 def as_misread(measurement: Measurement, **changes) -> Measurement:
