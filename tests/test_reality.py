@@ -430,6 +430,19 @@ def test_added_machines_cite_a_link_and_say_their_gpu_rate_is_an_estimate(key):
 
 
 # -- the table, the chart, the reader's point -----------------------------------------------------------
+def test_the_table_shows_each_figure_with_the_digits_it_was_published_with():
+    # A number drops a published figure's trailing zeros (62.50 reads as 62.5); the row keeps them.
+    shown = {m.id: m.published for m in ROWS}
+    assert shown["gptfast-llama2-70b-bf16-tp8"] == "62.50 tok/s" and shown["gptfast-llama2-7b-int4"] == "196.80 tok/s"
+    assert shown["torchao-llama3-8b-int4wo-64"] == "180.80 tok/s" and shown["llamacpp-m2ultra-llama3-8b-f16"] == "36.90 tok/s"
+    assert shown["gptfast-llama2-7b-bf16"] == "104.9 tok/s" and shown["trtllm-h100-llama31-8b-128-128"] == "28,312 tok/s in all"
+    # Every figure the source prints with two decimals and a last zero says so.
+    text = reality.DATA.read_text(encoding="utf-8")
+    zeros = set(re.findall(r"\n    value: (\d+\.\d0)\n", text))
+    assert zeros == {"196.80", "62.50", "180.80", "36.90"}
+    assert all(m.value_digits == 2 for m in ROWS if f"{m.value:.2f}" in zeros)
+
+
 def test_table_has_a_line_per_row_and_numbered_sources():
     table = reality.table_markdown(FLOORS)
     body = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
@@ -591,6 +604,7 @@ def test_a_row_whose_caches_pass_the_memory_says_so():
     ("published_bandwidth_counts", "most weights", "published_bandwidth_counts must be one of"),
     ("main_branch_value", -1, "main_branch_value must be a number from"),
     ("drafted_tokens", 0, "drafted_tokens must be a whole number"),
+    ("value_digits", 1, "value_digits must be more decimals than the value shows"),   # 104.9 shows 1 already
 ])
 def test_a_bad_condition_is_named_with_its_row(field, value, message):
     document = raw_document()

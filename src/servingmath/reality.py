@@ -174,6 +174,7 @@ class Measurement:
     prompt_text: str | None = None      # the prompt, where the source gives it and not its length
     sampling: str | None = None         # "greedy" or how the tokens were sampled, where it matters
     drafted_tokens: int | None = None   # speculative decoding: tokens drafted for each pass of the large model
+    value_digits: int | None = None     # decimals as published, where the last are zeros a number drops (62.50)
 
     @property
     def pull_request(self) -> bool:
@@ -254,8 +255,7 @@ class Measurement:
     @property
     def published(self) -> str:
         """The figure as the table shows it, with the digits it was published with: ``93.89 tok/s``."""
-        written = repr(self.value)
-        digits = 0 if self.value.is_integer() else len(written.split(".")[1])
+        digits = _decimals(self.value) if self.value_digits is None else self.value_digits
         shown = {"decode_rate": "tok/s", "prefill_rate": "tok/s prefill", "output_rate_total": "tok/s in all",
                  "itl": "ms ITL", "ttft": "ms TTFT"}[self.metric]
         figure = f"{units.number(self.value, digits)} {shown}"
@@ -268,12 +268,17 @@ class Measurement:
         return "saturated" if self.batch is None else units.number(self.batch)
 
 
+def _decimals(value: float) -> int:
+    """The decimals a number is written with, trailing zeros dropped: 62.5 → 1, 28312.0 → 0."""
+    return 0 if float(value).is_integer() else len(repr(float(value)).split(".")[1])
+
+
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 _FIELDS = ("id", "source", "date", "kind", "model", "weights", "weight_bits", "kv_bits", "compute", "hardware",
            "gpus", "software", "version", "batch", "prompt_tokens", "reply_tokens", "metric", "value", "unit",
            "note")
 _OPTIONAL = ("published_bandwidth", "beats_floor", "published_bandwidth_counts", "context_window", "replicated",
-             "main_branch_value", "prompt_text", "sampling", "drafted_tokens")
+             "main_branch_value", "prompt_text", "sampling", "drafted_tokens", "value_digits")
 # What a published bandwidth column divides by the time of a token.
 BANDWIDTH_COUNTS = ("every weight", "every weight but the input embedding table")
 # What a tensor-parallel engine may read whole on every GPU, besides the norms (which all of them do).
@@ -393,6 +398,10 @@ def parse(document) -> tuple[Measurement, ...]:
                                        or not low <= main_value <= high):
             raise _row_error(row_id, "main_branch_value", main_value, f"a number from {low:g} to {high:g}, or absent")
         drafted = _whole(row_id, "drafted_tokens", raw.get("drafted_tokens"), 1, optional=True)
+        value_digits = _whole(row_id, "value_digits", raw.get("value_digits"), 0, optional=True)
+        if value_digits is not None and not _decimals(value) < value_digits <= 6:
+            raise _row_error(row_id, "value_digits", value_digits,
+                             f"more decimals than the value shows ({_decimals(value)}), and at most 6, or absent")
         prompt_text, sampling = raw.get("prompt_text"), raw.get("sampling")
         rows.append(Measurement(
             id=row_id, source=sources[raw["source"]], date=raw["date"], kind=_text(row_id, "kind", raw["kind"]),
@@ -407,6 +416,7 @@ def parse(document) -> tuple[Measurement, ...]:
             main_branch_value=None if main_value is None else float(main_value),
             prompt_text=None if prompt_text is None else _text(row_id, "prompt_text", prompt_text),
             sampling=None if sampling is None else _text(row_id, "sampling", sampling), drafted_tokens=drafted,
+            value_digits=value_digits,
         ))
     return tuple(rows)
 
