@@ -625,7 +625,7 @@ def test_the_chapters_sentences_about_groups_hold_for_the_data():
     honest = [f for f in FLOORS if not f.beats]
     top = max(honest, key=lambda f: f.share)
     assert top.measurement.id == "mlx-m2ultra-llama3-70b-bf16" and round(top.share, 2) == 0.82
-    # "With 4-bit weights the same machine runs the 7B model at 42 % to 45 % with llama.cpp and 41 % with
+    # "With 4-bit weights the same machine runs 7B models at 42 % to 45 % with llama.cpp and 41 % with
     # MLC LLM": every such row on the M2 Ultra, each below every 16-bit row of the same shape there.
     m2 = [f for f in FLOORS if f.measurement.hardware == "m2-ultra" and f.measurement.model in ("llama-7b", "llama-2-7b")]
     narrow = [f for f in m2 if f.measurement.precision == "4- to 5-bit"]
