@@ -337,3 +337,44 @@ def test_the_benchmarks_measure_cases_the_package_computes():
     assert bench.sweep().shape == (100_000,)
     assert all("webchart" in fragment for fragment in bench.site_charts())
     assert bench.page_to_touch().is_file()
+
+
+def _glued_alternatives(page: Path, name: str) -> list[str]:
+    """The texts a `glue(name, units.Shown(...))` call in a page's code may show: each branch of its
+    conditional, or each value of the table it looks up."""
+    import ast
+
+    import jupytext
+
+    for cell in jupytext.read(page).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "glue" and node.args
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == name):
+                choice = node.args[1].args[0]
+                options = [choice.body, choice.orelse] if isinstance(choice, ast.IfExp) else choice.value.values
+                return [ast.literal_eval(option) for option in options]
+    raise AssertionError(f"{name} is not glued from a choice of texts in {page}")
+
+
+@pytest.mark.skipif(not (BUILT / "chapters" / "reality-check.html").is_file() or not bench.PROSE_WORDS.is_file(),
+                    reason="needs a built book and ../shared/tools/prose-words")
+def test_reality_check_built_page_keeps_its_budget_whichever_texts_the_lab_glues(tmp_path):
+    # The lab's sentences change with the machine that builds the page (its cache found or assumed,
+    # its point above or below its floor): the page keeps its budget with the longest of each.
+    import subprocess
+
+    page = ROOT / "chapters" / "reality-check.md"
+    html = (BUILT / "chapters" / "reality-check.html").read_text(encoding="utf-8")
+    for name in ("rc_llc_source", "rc_llc_clause", "rc_lab_why"):
+        # The built page curls the apostrophes.
+        options = [option.replace("'", "\u2019") for option in _glued_alternatives(page, name)]
+        shown = [option for option in options if option in html]
+        assert len(options) >= 2 and len(shown) == 1, (name, shown)
+        html = html.replace(shown[0], max(options, key=lambda option: len(option.split())), 1)
+    longest = tmp_path / "reality-check.html"
+    longest.write_text(html, encoding="utf-8")
+    counted = subprocess.run([sys.executable, str(bench.PROSE_WORDS), str(longest)], check=True,
+                             capture_output=True, text=True).stdout.split()[0]
+    assert int(counted) <= bench.prose_budget("chapters/reality-check") == 1800

@@ -1,5 +1,6 @@
 """The reality check's chart: every row a dot a reader can hover, focus or tap, filtered by kind of system
 and by machine, with the lab's point and the reader's beside them whatever the filters."""
+import html
 import re
 
 import pytest
@@ -90,3 +91,30 @@ def test_the_canvas_check_sees_a_label_past_the_edge():
     assert inside_the_canvas(kit.figure(kit.text(kit.WIDTH - 10, 40, "a label too long for the edge"), 100)) \
         == ["a label too long for the edge"]
     assert inside_the_canvas(kit.figure(kit.text(kit.WIDTH - 10, 40, "fits", anchor="end"), 100)) == []
+
+
+def test_the_marks_are_named_as_drawn_in_either_colour_scheme(made):
+    # The lab's star is filled and the reader's diamond open, both in the text's colour, which dark
+    # mode turns light: the chapter names them by shape and fill, never as black or white, and calls
+    # the share guides dashed, as they are drawn.
+    from pathlib import Path
+
+    marks = re.findall(r'<polygon points="[^"]*" (fill="[^"]*") stroke="currentColor"[^>]*data-note="([^"]*)"',
+                       made.figure)
+    assert [(fill, note.split(":")[0]) for fill, note in marks] == [('fill="currentColor"', "the lab"),
+                                                                    ('fill="none"', "example")]
+    assert made.figure.count('stroke-dasharray="6 4"') >= len(reality.SHARE_GUIDES)
+    chapter = (Path(__file__).parents[1] / "chapters" / "reality-check.md").read_text(encoding="utf-8")
+    assert "filled star" in chapter and "open diamond" in chapter and "dashed line" in chapter
+    assert not re.search(r"\b(black|white) (star|diamond)|dotted line", chapter)
+
+
+def test_no_dot_or_menu_names_a_gpu_core_count_its_source_does_not_give(made):
+    # The MLX and MLC LLM rows ran on an M2 Ultra without saying which GPU option; every M2 Ultra
+    # row shares the catalog's entry (76 cores), so neither the dots nor the menu name a core count.
+    notes = re.findall(r'<circle[^>]*data-note="([^"]*)"', made.figure)
+    assert not [note for note in notes if "core GPU" in note]
+    mlx = next(note for note in notes if "MLX LM" in note)
+    assert "on Apple M2 Ultra, MLX LM" in html.unescape(mlx)
+    shown = dict(zip(made.controls[1].options, made.controls[1].texts))
+    assert shown["m2-ultra"] == "Apple M2 Ultra" and not [text for text in shown.values() if "core" in text]

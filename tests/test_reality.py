@@ -1,6 +1,7 @@
 """The published measurements, their floors, and the rule that nothing beats its floor unexplained."""
 import copy
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -220,9 +221,28 @@ def test_gpt_fast_counted_the_input_table_in_2023_and_left_it_out_from_2024():
     old = [f.measurement for f in FLOORS if f.measurement.published_bandwidth_counts == "every weight"]
     assert [m.id for m in old] == ["gptfast-llama2-7b-bf16", "gptfast-llama2-7b-int8", "gptfast-llama2-7b-int4",
                                    "gptfast-llama2-70b-int8", "gptfast-llama2-70b-int4"]
-    assert all(m.date == "2023-11" for m in old)
+    # Every 2023 row was in the README's first version (2023-10-16), the speculative row's included.
+    assert {m.date for m in old} == {BY_ID["gptfast-llama2-70b-int4-speculative"].measurement.date} == {"2023-10"}
     with pytest.raises(ValueError, match="counts must be one of"):
         reality.gptfast_bytes(LLAMA := reality.model_for("llama-2-7b"), 16, "some weights")
+
+
+def test_gpt_fast_tensor_parallel_bandwidth_is_one_gpus_and_stays_out_of_the_published_share():
+    # gpt-fast's tensor-parallel table prints, for each row, one GPU's bytes (its shards, and the
+    # input table, output layer and norms it keeps whole: the 2023 count) times the rate. Set
+    # against the 8 GPUs' bandwidth it would read 8 times too low, so the rows keep it in the note.
+    for row_id in ("gptfast-llama2-7b-bf16-tp8", "gptfast-llama2-70b-bf16-tp8"):
+        m = BY_ID[row_id].measurement
+        shape = m.shape
+        whole = 2 * shape.vocab * shape.hidden + shape.layers * shape.norms_per_layer * shape.hidden + shape.hidden
+        one_gpu = ((shape.parameters - whole) / m.gpus + whole) * m.weight_bits / 8
+        printed = float(re.search(r"README's ([\d,]+\.\d+) GB/s is\s+one GPU's", m.note).group(1).replace(",", ""))
+        assert m.value * one_gpu / 1e9 == pytest.approx(printed, rel=2e-3), row_id
+        assert m.published_bandwidth is None and BY_ID[row_id].published_share is None
+    document = raw_document()
+    document["measurements"][0]["gpus"] = 8   # the bf16 row, with its printed bandwidth, read as run on 8 GPUs
+    with pytest.raises(ValueError, match="'gptfast-llama2-7b-bf16': published_bandwidth must be null for several GPUs"):
+        reality.parse(document)
 
 
 # -- a row that beats its floor needs a reason ------------------------------------------------------
@@ -410,6 +430,19 @@ def test_added_machines_cite_a_link_and_say_their_gpu_rate_is_an_estimate(key):
 
 
 # -- the table, the chart, the reader's point -----------------------------------------------------------
+def test_the_table_shows_each_figure_with_the_digits_it_was_published_with():
+    # A number drops a published figure's trailing zeros (62.50 reads as 62.5); the row keeps them.
+    shown = {m.id: m.published for m in ROWS}
+    assert shown["gptfast-llama2-70b-bf16-tp8"] == "62.50 tok/s" and shown["gptfast-llama2-7b-int4"] == "196.80 tok/s"
+    assert shown["torchao-llama3-8b-int4wo-64"] == "180.80 tok/s" and shown["llamacpp-m2ultra-llama3-8b-f16"] == "36.90 tok/s"
+    assert shown["gptfast-llama2-7b-bf16"] == "104.9 tok/s" and shown["trtllm-h100-llama31-8b-128-128"] == "28,312 tok/s in all"
+    # Every figure the source prints with two decimals and a last zero says so.
+    text = reality.DATA.read_text(encoding="utf-8")
+    zeros = set(re.findall(r"\n    value: (\d+\.\d0)\n", text))
+    assert zeros == {"196.80", "62.50", "180.80", "36.90"}
+    assert all(m.value_digits == 2 for m in ROWS if f"{m.value:.2f}" in zeros)
+
+
 def test_table_has_a_line_per_row_and_numbered_sources():
     table = reality.table_markdown(FLOORS)
     body = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
@@ -571,6 +604,7 @@ def test_a_row_whose_caches_pass_the_memory_says_so():
     ("published_bandwidth_counts", "most weights", "published_bandwidth_counts must be one of"),
     ("main_branch_value", -1, "main_branch_value must be a number from"),
     ("drafted_tokens", 0, "drafted_tokens must be a whole number"),
+    ("value_digits", 1, "value_digits must be more decimals than the value shows"),   # 104.9 shows 1 already
 ])
 def test_a_bad_condition_is_named_with_its_row(field, value, message):
     document = raw_document()
@@ -591,6 +625,14 @@ def test_the_chapters_sentences_about_groups_hold_for_the_data():
     honest = [f for f in FLOORS if not f.beats]
     top = max(honest, key=lambda f: f.share)
     assert top.measurement.id == "mlx-m2ultra-llama3-70b-bf16" and round(top.share, 2) == 0.82
+    # "With 4-bit weights the same machine runs 7B models at 42 % to 45 % with llama.cpp and 41 % with
+    # MLC LLM": every such row on the M2 Ultra, each below every 16-bit row of the same shape there.
+    m2 = [f for f in FLOORS if f.measurement.hardware == "m2-ultra" and f.measurement.model in ("llama-7b", "llama-2-7b")]
+    narrow = [f for f in m2 if f.measurement.precision == "4- to 5-bit"]
+    cpp = sorted(round(f.share, 2) for f in narrow if f.measurement.software.startswith("llama.cpp"))
+    mlc = [round(f.share, 2) for f in narrow if f.measurement.software.startswith("MLC LLM")]
+    assert (cpp[0], cpp[-1], mlc) == (0.42, 0.45, [0.41]) and len(narrow) == len(cpp) + len(mlc)
+    assert max(f.share for f in narrow) < min(f.share for f in m2 if f.measurement.precision == "16-bit")
     # "A saturated TensorRT-LLM has a median MFU of 43 % over its 4 compute-bound rows, the highest 46 %."
     saturated = by_group[("serving engine, saturated", "8-bit", "MFU")]
     assert (saturated.rows, round(saturated.median, 2), round(saturated.highest, 2)) == (4, 0.43, 0.46)

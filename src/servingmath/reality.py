@@ -174,6 +174,7 @@ class Measurement:
     prompt_text: str | None = None      # the prompt, where the source gives it and not its length
     sampling: str | None = None         # "greedy" or how the tokens were sampled, where it matters
     drafted_tokens: int | None = None   # speculative decoding: tokens drafted for each pass of the large model
+    value_digits: int | None = None     # decimals as published, where the last are zeros a number drops (62.50)
 
     @property
     def pull_request(self) -> bool:
@@ -215,7 +216,13 @@ class Measurement:
 
     @property
     def hardware_label(self) -> str:
-        return self.gpu.name if self.gpus == 1 else f"{self.gpus} × {self.gpu.name}"
+        """The hardware as a row's note names it: ``2 × NVIDIA H100 SXM``, ``Apple M2 Ultra``.
+
+        The catalog's GPU core count is left out: the floor needs only the chip's bandwidth, alike
+        for all of its GPU options, and not every source says which it ran on.
+        """
+        name = chip_name(self.gpu)
+        return name if self.gpus == 1 else f"{self.gpus} × {name}"
 
     @property
     def hardware_short(self) -> str:
@@ -248,8 +255,7 @@ class Measurement:
     @property
     def published(self) -> str:
         """The figure as the table shows it, with the digits it was published with: ``93.89 tok/s``."""
-        written = repr(self.value)
-        digits = 0 if self.value.is_integer() else len(written.split(".")[1])
+        digits = _decimals(self.value) if self.value_digits is None else self.value_digits
         shown = {"decode_rate": "tok/s", "prefill_rate": "tok/s prefill", "output_rate_total": "tok/s in all",
                  "itl": "ms ITL", "ttft": "ms TTFT"}[self.metric]
         figure = f"{units.number(self.value, digits)} {shown}"
@@ -262,12 +268,17 @@ class Measurement:
         return "saturated" if self.batch is None else units.number(self.batch)
 
 
+def _decimals(value: float) -> int:
+    """The decimals a number is written with, trailing zeros dropped: 62.5 → 1, 28312.0 → 0."""
+    return 0 if float(value).is_integer() else len(repr(float(value)).split(".")[1])
+
+
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 _FIELDS = ("id", "source", "date", "kind", "model", "weights", "weight_bits", "kv_bits", "compute", "hardware",
            "gpus", "software", "version", "batch", "prompt_tokens", "reply_tokens", "metric", "value", "unit",
            "note")
 _OPTIONAL = ("published_bandwidth", "beats_floor", "published_bandwidth_counts", "context_window", "replicated",
-             "main_branch_value", "prompt_text", "sampling", "drafted_tokens")
+             "main_branch_value", "prompt_text", "sampling", "drafted_tokens", "value_digits")
 # What a published bandwidth column divides by the time of a token.
 BANDWIDTH_COUNTS = ("every weight", "every weight but the input embedding table")
 # What a tensor-parallel engine may read whole on every GPU, besides the norms (which all of them do).
@@ -363,6 +374,10 @@ def parse(document) -> tuple[Measurement, ...]:
         if published is not None and (isinstance(published, bool) or not isinstance(published, (int, float))
                                       or published <= 0):
             raise _row_error(row_id, "published_bandwidth", published, "a positive number of GB/s, or null")
+        if published is not None and raw["gpus"] != 1:
+            # A share divides it by every GPU's bandwidth; gpt-fast's tensor-parallel column is one GPU's.
+            raise _row_error(row_id, "published_bandwidth", published,
+                             "null for several GPUs (a source's figure for one GPU goes in the note)")
         beats = raw.get("beats_floor")
         if beats is not None and (not isinstance(beats, Mapping) or beats.get("reason") not in BEAT_REASONS
                                   or not str(beats.get("note", "")).strip()):
@@ -383,6 +398,10 @@ def parse(document) -> tuple[Measurement, ...]:
                                        or not low <= main_value <= high):
             raise _row_error(row_id, "main_branch_value", main_value, f"a number from {low:g} to {high:g}, or absent")
         drafted = _whole(row_id, "drafted_tokens", raw.get("drafted_tokens"), 1, optional=True)
+        value_digits = _whole(row_id, "value_digits", raw.get("value_digits"), 0, optional=True)
+        if value_digits is not None and not _decimals(value) < value_digits <= 6:
+            raise _row_error(row_id, "value_digits", value_digits,
+                             f"more decimals than the value shows ({_decimals(value)}), and at most 6, or absent")
         prompt_text, sampling = raw.get("prompt_text"), raw.get("sampling")
         rows.append(Measurement(
             id=row_id, source=sources[raw["source"]], date=raw["date"], kind=_text(row_id, "kind", raw["kind"]),
@@ -397,6 +416,7 @@ def parse(document) -> tuple[Measurement, ...]:
             main_branch_value=None if main_value is None else float(main_value),
             prompt_text=None if prompt_text is None else _text(row_id, "prompt_text", prompt_text),
             sampling=None if sampling is None else _text(row_id, "sampling", sampling), drafted_tokens=drafted,
+            value_digits=value_digits,
         ))
     return tuple(rows)
 
@@ -628,12 +648,17 @@ def kinds(floors_) -> dict[str, int]:
     return counted
 
 
+def chip_name(gpu: GPU) -> str:
+    """A machine's catalog name without the GPU core count it gives in brackets: ``Apple M2 Ultra``."""
+    return re.sub(r" \(.*\)$", "", gpu.name)
+
+
 def hardware(floors_) -> dict[str, str]:
     """Each machine the rows ran on, catalog key to name, in the order the rows first name them.
 
     Rows on several of one GPU share its entry: the chart filters by the kind of chip.
     """
-    return {f.measurement.hardware: f.measurement.gpu.name for f in floors_}
+    return {f.measurement.hardware: chip_name(f.measurement.gpu) for f in floors_}
 
 
 def as_misread(measurement: Measurement, **changes) -> Measurement:

@@ -14,7 +14,7 @@ def _note(f) -> str:
     """A dot's row, as the table prints it."""
     m = f.measurement
     users = {1: "one user", None: "as many users as fit"}.get(m.batch, f"{m.users} users")
-    return (f"{reality.model_name(m.model)} ({m.weights}) on {m.hardware_label}, {m.software} {m.version}, "
+    return (f"{reality.model_name(m.model)} ({m.weights}) on {m.hardware_label}, {m.software}; {m.version}; "
             f"{users}, {m.lengths}: {m.published}; floor {units.ms_significant(f.time)}, "
             f"measured {units.ms_significant(m.measured_time)} {m.unit_of_work}; {units.percent(f.share)} "
             f"{f.share_name}" + (" (faster than its floor, with a reason)" if f.beats else "")
