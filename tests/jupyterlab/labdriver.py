@@ -230,7 +230,8 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
 AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
   return holder.firstElementChild ? holder.firstElementChild.outerHTML : ''; }"""
 
-# Time a move: from the reader's input on explorer ``index`` to the next frame after its figure changed.
+# Time a move: from the reader's input on explorer ``index`` to the next frame after its new figure is in place
+# (not the "computing…" notice a setting computed the first time puts over the last figure before it).
 ARM_TIMER = """(index) => {
   const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
   const figure = box.querySelector('.servingmath-figure');
@@ -238,7 +239,10 @@ ARM_TIMER = """(index) => {
   const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
   for (const kind of ['keydown', 'pointerdown', 'change'])
     box.addEventListener(kind, started, {capture: true, once: true});
+  const before = figure.querySelector('svg').outerHTML;
   const observer = new MutationObserver(() => {
+    const drawn = figure.querySelector('svg');
+    if (!drawn || drawn.outerHTML === before || figure.querySelector('.servingmath-busy')) return;
     observer.disconnect();
     figure.getBoundingClientRect();  // laid out
     requestAnimationFrame(() => { window.__move.shown = performance.now(); });
@@ -327,10 +331,7 @@ class Notebook:
         return (move["shown"] - move["start"]) / 1000
 
     def wait_for(self, index, expected, timeout=15):
-        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
-
-        A control that sets another (the GPU sets the price) redraws twice; this waits for the last.
-        """
+        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``)."""
         deadline = time.monotonic() + timeout
         while True:
             now = self.explorers()[index]
@@ -339,13 +340,12 @@ class Notebook:
             time.sleep(0.05)
 
     def wait_for_figure_change(self, index, before, timeout=10):
-        """The explorer's state once its figure differs from ``before`` and its readouts have settled."""
+        """The explorer's state once its figure differs from ``before`` (its readouts come with it)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             now = self.explorers()[index]
             if now["figure"] != before:
-                time.sleep(0.3)  # a control that sets another (the GPU sets the price) redraws twice
-                return self.explorers()[index]
+                return now
             time.sleep(0.05)
         return self.explorers()[index]
 
@@ -438,7 +438,7 @@ def redraw_times(lab, count=20):
                 times[name].append(notebook.timed_move(index, number, kind, to_end))
             else:
                 notebook.move(index, number, kind, to_end)
-            time.sleep(0.3)  # the price that follows a GPU, and the kernel, settle before the next move
+            time.sleep(0.3)  # the kernel settles before the next move
     return times
 
 
