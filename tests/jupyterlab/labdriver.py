@@ -230,18 +230,21 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
 AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
   return holder.firstElementChild ? holder.firstElementChild.outerHTML : ''; }"""
 
-# Time a move: from the reader's input on explorer ``index`` to the next frame after its new figure is in place
-# (not the "computing…" notice a setting computed the first time puts over the last figure before it).
+# Time a move: from the reader's input on explorer ``index`` to the next frame after its new figure is in place,
+# and to the first change on screen (the "computing…" notice a setting computed the first time puts over the last
+# figure, or the figure itself), saying whether that notice came.
 ARM_TIMER = """(index) => {
   const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
   const figure = box.querySelector('.servingmath-figure');
-  window.__move = {start: null, shown: null};
+  window.__move = {start: null, shown: null, noticed: null, computed: false};
   const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
   for (const kind of ['keydown', 'pointerdown', 'change'])
     box.addEventListener(kind, started, {capture: true, once: true});
   const before = figure.querySelector('svg').outerHTML;
   const observer = new MutationObserver(() => {
+    if (window.__move.noticed === null) window.__move.noticed = performance.now();
     const drawn = figure.querySelector('svg');
+    if (figure.querySelector('.servingmath-busy')) window.__move.computed = true;
     if (!drawn || drawn.outerHTML === before || figure.querySelector('.servingmath-busy')) return;
     observer.disconnect();
     figure.getBoundingClientRect();  // laid out
@@ -323,12 +326,13 @@ class Notebook:
             buttons.nth(buttons.count() - 1 if to_end else 0).click()
 
     def timed_move(self, index, number, kind, to_end, timeout=10):
-        """Move a control; seconds from the input to the next frame after the new figure is in place."""
+        """Move a control: seconds from the input to the next frame after the new figure is in place, seconds to the
+        first change on screen, and whether the setting was computed the first time ("computing…" shown)."""
         self.page.evaluate(ARM_TIMER, index)
         self.move(index, number, kind, to_end)
         self.page.wait_for_function("() => window.__move.shown !== null", timeout=timeout * 1000)
         move = self.page.evaluate("() => window.__move")
-        return (move["shown"] - move["start"]) / 1000
+        return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]
 
     def wait_for(self, index, expected, timeout=15):
         """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``)."""
@@ -425,7 +429,8 @@ EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 
 def redraw_times(lab, count=20):
-    """For each explorer: seconds from a control's move to the next frame with its new figure, ``count`` moves."""
+    """For each explorer, ``count`` moves: for each that changes the figure, ``timed_move``'s seconds to the new
+    figure, seconds to the first change on screen, and whether the setting was computed the first time."""
     times = {}
     for name, path in EXPLORER_PAGES.items():
         notebook = lab.open(path)

@@ -3,11 +3,13 @@
 A slider with ``fine`` steps is an ``IntSlider`` (a ``range``) or a ``SelectionSlider``; a menu a
 ``Dropdown``; buttons ``ToggleButtons``. A move sends the page one message: the readouts and the figure as
 SVG text, together in one ``HTML`` widget (a millisecond or two, where a matplotlib render takes tens), the
-same in ipywidgets 7 (Colab) and 8. No control sets another, so a move redraws once.
+same in ipywidgets 7 (Colab) and 8. No control sets another, so a move redraws once; an explorer whose settings
+take a while to compute the first time (a simulation) says "computing…" first.
 """
 from __future__ import annotations
 
 import html
+import time
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -16,6 +18,7 @@ from . import kit
 
 _STYLE = {"description_width": "12em"}
 BUSY = "servingmath-busy"   # the notice over the last readouts and figure, dimmed, while a setting is first computed
+SLOW = 0.05                 # seconds: an explorer whose last first computation took longer shows that notice
 
 
 def _widget(control):
@@ -43,7 +46,7 @@ class Live:
         self.controls = {c.name: _widget(c) for c in explorer.controls}
         self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("servingmath-figure")
-        self.draws, self.svg, self.readouts, self._holding = 0, "", {}, False
+        self.draws, self.svg, self.readouts, self._holding, self._slow = 0, "", {}, False, True
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self.update()
@@ -70,8 +73,9 @@ class Live:
             self.update()
 
     def update(self):
-        setting = self.values()
-        if not self.explorer.known(**setting):   # a first time: "computing…" over the last view, dimmed, till drawn
+        setting, started = self.values(), time.perf_counter()
+        first = not self.explorer.known(**setting)
+        if first and self._slow:   # a first time, where it takes a while: "computing…" over the last view, dimmed
             self.view.value = f"<p class='{BUSY}'>computing…</p>{self.view.value}"
         self.readouts = self.explorer.readouts_at(**setting)
         rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
@@ -79,7 +83,7 @@ class Live:
         # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
         self.svg = self.explorer.svg_at(style=False, **setting)
         self.view.value = f"<table class='servingmath-readouts'>{rows}</table>{self.svg}"
-        self.draws += 1
+        self.draws, self._slow = self.draws + 1, time.perf_counter() - started > SLOW if first else self._slow
 
     def widget(self) -> widgets.Widget:
         note = [widgets.HTML(f"<small>{html.escape(self.explorer.note)}</small>")] if self.explorer.note else []
