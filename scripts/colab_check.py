@@ -63,7 +63,7 @@ for name in labdriver.EXPLORER_NAMES:
         labdriver.mirror_move(explorer, number, not labdriver.at_end(control))
         # A move between two settings refused for the same reason draws the same refusal.
         still_refused = bool(shown) and shown == set(explorer.readouts.values()) and shown <= refusals
-        assert explorer.draws > draws and explorer.view.value == explorer.svg, (name, control.description)
+        assert explorer.draws == draws + 1 and explorer.view.value.endswith(explorer.svg), (name, control.description)
         assert explorer.svg != svg or still_refused, (name, control.description)
     print(f"{name}: {len(explorer.controls)} controls moved under ipywidgets {ipywidgets.__version__}")
 '''

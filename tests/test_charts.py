@@ -5,6 +5,7 @@ import json
 import re
 import time
 import warnings
+from unittest import mock
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -161,14 +162,54 @@ def crossed_labels(svg):
                    and any(kit.clip(a, b, box) for a, b in segments)})
 
 
+def misplaced_labels(svg):
+    """Labels that run past the figure's sides (by more than the 8 units a tick's number may reach into the margin
+    the page leaves round a figure), and label cards that do not fit their words: a label's card (not the
+    refusal's, which hides the figure's lines) holds its words with 1 to 3 units to spare at each end."""
+    root = ElementTree.fromstring(svg)
+    found = [f"past the sides: {words!r}" for (x0, _, x1, _), words in _boxes(root, "text")
+             if x0 < -8 or x1 > kit.WIDTH + 8]
+    elements = list(root.iter())
+    for card, words in zip(elements, elements[1:]):
+        if card.get("class") == "sm-card" and words.tag == SVG_NS + "text" and float(card.get("height")) < 30:
+            alone = ElementTree.Element("svg")
+            alone.extend([card, words])
+            ((c0, _, c1, _), _), ((t0, _, t1, _), text) = next(_boxes(alone, "rect")), next(_boxes(alone, "text"))
+            if not (1 <= t0 - c0 <= 3 and 1 <= c1 - t1 <= 3):
+                found.append(f"a card from {c0:.0f} to {c1:.0f} round {text!r}, from {t0:.0f} to {t1:.0f}")
+    return found
+
+
+# A line's colour named in words under the figure (an explorer's note) rather than by a label on it.
+COLOUR_WORDS = {kit.PREFILL: "Blue", kit.DECODE: "Red", kit.COMPUTE: "Green", kit.MEMORY: "Orange",
+                kit.NEUTRAL: "Grey", kit.EXTRA: "Purple"}
+
+
+def unnamed_lines(svg, note):
+    """The colours of drawn lines (curves, and lines that are not faint grid lines) that nothing names: no
+    words of their colour in the figure, and no "Red:"-like words for them in the note under it."""
+    root = ElementTree.fromstring(svg)
+    drawn = [e for e in root.iter() if e.tag == SVG_NS + "polyline"
+             or (e.tag == SVG_NS + "line" and e.get("stroke-opacity") is None)]
+    named = {(e.get("class") or "").removeprefix("sm-f-") for e in root.iter(SVG_NS + "text")}
+    return sorted({colour for colour in ((e.get("class") or "").removeprefix("sm-s-") for e in drawn)
+                   if colour and colour not in named and not re.search(rf"\b{COLOUR_WORDS[colour]}\b", note, re.I)})
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_no_line_runs_through_a_label(built, name):
-    """At a sample of every explorer's settings (each control's every option among them), no drawn line crosses
-    a label, reckoning a label's width as the kit does."""
+def test_every_label_is_clear_of_lines_inside_the_figure_on_its_card_and_every_line_named(built, name):
+    """At a sample of every explorer's settings (each control's every option among them): no drawn line crosses
+    a label, no label runs past the figure's sides, each label's card fits its words, reckoning a label's width
+    as the kit does (the site's browser test holds that reckoning to the browser's), and each line's colour is
+    named in the figure or in the note under it. The figure scales to its column, so what holds here holds at
+    400 px wide."""
     made = built[name]
     settings = list(every_setting(made))
     for setting in settings[::max(1, len(settings) // 120)] + settings[-sum(len(c.options) for c in made.controls):]:
-        assert not crossed_labels(made.svg_at(**setting)), (name, setting, crossed_labels(made.svg_at(**setting)))
+        svg = made.svg_at(**setting)
+        assert not crossed_labels(svg), (name, setting, crossed_labels(svg))
+        assert not misplaced_labels(svg), (name, setting, misplaced_labels(svg))
+        assert not unnamed_lines(svg, made.note), (name, setting, unnamed_lines(svg, made.note))
 
 
 def test_the_label_check_sees_a_crossing_and_a_card_clears_it():
@@ -215,7 +256,7 @@ def test_the_live_explorer_has_every_control_and_redraws_the_same_figure(built, 
         for value in (options[-1], options[0]):
             draws = live.draws
             live.set(**{control.name: value})
-            assert live.draws == draws + 1 and live.view.value == live.svg
+            assert live.draws == draws + 1 and live.view.value.endswith(live.svg)
             assert live.readouts == made.readouts_at(**live.values())
             well_formed(live.svg)
     box = live.widget()
@@ -296,28 +337,61 @@ def test_one_palette_reads_on_a_light_page_and_a_dark_one():
 
 
 def test_a_slow_first_move_shows_computing_until_drawn_and_a_repeat_is_instant():
-    """A setting not computed before dims the figure and readouts and says "computing…" while it is computed;
+    """A setting not computed before dims the readouts and figure under "computing…" while it is computed;
     a setting computed before is cached: shown at once, with no such state."""
     seen, live = [], None
 
     def slow(n):
         time.sleep(0.2)
         if live is not None:   # what the reader sees while the setting is computed
-            seen.append((n, jupyter.BUSY in live.view._dom_classes + live.readout._dom_classes, live.readout.value))
+            seen.append((n, live.view.value))
         return {"n": f"n is {n}"}
 
     made = charts.Explorer("slow", "A slow toy", [charts.slider("n", "n", [1, 2, 3], 1)], slow,
                            [charts.Layer(("n",), lambda n: kit.text(10, 10, f"n is {n}"))])
     live = made.live()
     live.set(n=3)
-    n, busy, shown = seen[-1]
-    assert (n, busy) == (3, True) and shown.startswith("<p class='servingmath-busy'>computing…</p>")
-    assert "<td>n is 1</td>" in shown                      # the last readouts stay, dimmed, till the new ones come
-    assert jupyter.BUSY not in live.view._dom_classes + live.readout._dom_classes
-    assert "computing" not in live.readout.value and "<td>n is 3</td>" in live.readout.value and "n is 3" in live.svg
+    n, shown = seen[-1]
+    assert n == 3 and shown.startswith(f"<p class='{jupyter.BUSY}'>computing…</p>")
+    assert "<td>n is 1</td>" in shown and ">n is 1</text>" in shown   # the last view stays, dimmed, till the new one
+    assert f".{jupyter.BUSY} ~ *{{opacity:.4}}" in live.widget().children[0].value
+    assert "computing" not in live.view.value and "<td>n is 3</td>" in live.view.value and "n is 3" in live.svg
     count, started = len(seen), time.perf_counter()
     live.set(n=1).set(n=3)
     assert len(seen) == count and time.perf_counter() - started < 0.05   # both cached: no state, no wait
+
+
+def _page_move(widget, to_end):
+    """Move a control as the page does: it sends the kernel the position (``index``) or the number it now holds."""
+    if hasattr(widget, "options"):
+        widget.set_state({"index": len(widget.options) - 1 if to_end else 0})
+    else:
+        widget.set_state({"value": widget.max if to_end else widget.min})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_move_redraws_once_and_sets_no_other_control(built, name):
+    """Each control of each explorer (every menu among them, the GPU's too), moved as the page moves it: the kernel
+    sends the page one message, the readouts and figure together, for a setting computed before (and a
+    "computing…" notice before it for one computed the first time); no other control moves."""
+    live, sent = built[name].live(), []
+    spied = widgets.Widget.send_state
+
+    def spy(widget, key=None):
+        sent.append((widget, key))
+        return spied(widget, key)
+
+    with mock.patch.object(widgets.Widget, "send_state", spy):
+        for rounds in range(3):   # the first round leaves each control at its first place; the third repeats the second
+            for control in live.controls.values():
+                for to_end in (True, False):
+                    others, draws = {n: w.value for n, w in live.controls.items() if w is not control}, live.draws
+                    sent.clear()
+                    _page_move(control, to_end)
+                    assert live.draws == draws + 1, (name, control.description)
+                    assert {n: w.value for n, w in live.controls.items() if w is not control} == others
+                    assert {(widget, key) for widget, key in sent} == {(live.view, "value")}, (name, sent)
+                    assert len(sent) == (1 if rounds == 2 else len(sent)) and len(sent) <= 2, (name, control.description)
 
 
 def test_the_presentation_layer_stays_within_1600_lines():

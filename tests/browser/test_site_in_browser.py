@@ -46,6 +46,7 @@ import launch_files  # noqa: E402
 from check_site import toc_files  # noqa: E402
 
 from servingmath import charts  # noqa: E402
+from servingmath.charts import kit  # noqa: E402
 from servingmath.explorers import lesson_1  # noqa: E402
 
 SEED = int(os.environ.get("COURSE_SEED") or random.SystemRandom().randrange(10**6))
@@ -93,10 +94,21 @@ PHONE_CHECK = """
           const r = text.getBoundingClientRect();
           const size = parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
           return {text: text.textContent, height: size, inside: r.width === 0 || (r.left >= box.left - 1 && r.right <= box.right + 1),
-                  contrast: text.getAttribute("fill") === "#fff" ? 99 : contrast(getComputedStyle(text).fill, background(figure))};
+                  contrast: text.getAttribute("fill") === "#fff" ? 99 : contrast(getComputedStyle(text).fill, background(figure)),
+                  width: text.getBBox().width, size: parseFloat(text.getAttribute("font-size")),
+                  bold: text.getAttribute("font-weight") === "bold"};
         }),
+        // A label's card (the rectangle drawn just before its words) and the words as drawn, in the figure's units.
+        cards: Array.from(figure.querySelectorAll("svg rect.sm-card"), card => [card, card.nextElementSibling])
+          .filter(([card, text]) => text && text.localName === "text" && card.height.baseVal.value < 30)
+          .map(([card, text]) => ({text: text.textContent, card: [card.x.baseVal.value, card.width.baseVal.value],
+                                   drawn: [text.getBBox().x, text.getBBox().width]})),
       };
     }),
+    // Display formulas that need a scroll bar to be read whole.
+    formulas: Array.from(document.querySelectorAll("div.math mjx-container"))
+      .filter(formula => formula.scrollWidth > formula.clientWidth + 1)
+      .map(formula => formula.textContent.slice(0, 60)),
   };
 }
 """
@@ -263,6 +275,13 @@ def test_a_slider_answers_a_finger(chromium, site):
         phone.close()
 
 
+def card_fits(card, drawn):
+    """Whether a label's card (x, width) covers its words as drawn (x, width) with a unit or more to spare at each
+    end, and no more than 4 units and 6 % of their width to spare in all."""
+    left, right = drawn[0] - card[0], sum(card) - sum(drawn)
+    return left >= 1 and right >= 1 and left + right <= 4 + 0.06 * drawn[1]
+
+
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_every_page_reads_on_a_phone(chromium, site, dark):
     phone = chromium.tab(width=PHONE, height=800, dark=dark, touch=True)
@@ -270,9 +289,11 @@ def test_every_page_reads_on_a_phone(chromium, site, dark):
     try:
         for page in toc_files():
             phone.open(f"{site}{page}.html")
+            phone.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")   # formulas set
             seen = phone.evaluate(PHONE_CHECK)
             if seen["wide"]:
                 problems.append(f"{page}: wider than the phone: {seen['wide']}")
+            problems += [f"{page}: a formula runs past the phone's width: {formula!r}" for formula in seen["formulas"]]
             for chart in seen["charts"]:
                 name = f"{page}: {chart['kind']} chart"
                 if not chart["inside"]:
@@ -287,6 +308,12 @@ def test_every_page_reads_on_a_phone(chromium, site, dark):
                 problems += [f"{name}: {t['text']!r} is cut off" for t in chart["svgText"] if not t["inside"]]
                 problems += [f"{name}: {t['text']!r} has contrast {t['contrast']:.1f}" for t in chart["svgText"]
                              if t["contrast"] < 4.5]
+                # The kit's reckoning of a label's width (what places labels and cuts cards) against the browser's.
+                problems += [f"{name}: {t['text']!r} is drawn {t['width']:.0f} wide, reckoned {reckoned:.0f}"
+                             for t in chart["svgText"] for reckoned in [kit.text_width(t["text"], t["size"], t["bold"])]
+                             if not 0.9 * reckoned - 1 <= t["width"] <= reckoned + 0.5]
+                problems += [f"{name}: the card of {c['text']!r} spans {c['card']}, its words {c['drawn']}"
+                             for c in chart["cards"] if not card_fits(c["card"], c["drawn"])]
     finally:
         phone.close()
     assert problems == []

@@ -230,15 +230,22 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
 AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
   return holder.firstElementChild ? holder.firstElementChild.outerHTML : ''; }"""
 
-# Time a move: from the reader's input on explorer ``index`` to the next frame after its figure changed.
+# Time a move: from the reader's input on explorer ``index`` to the next frame after its new figure is in place,
+# and to the first change on screen (the "computing…" notice a setting computed the first time puts over the last
+# figure, or the figure itself), saying whether that notice came.
 ARM_TIMER = """(index) => {
   const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
   const figure = box.querySelector('.servingmath-figure');
-  window.__move = {start: null, shown: null};
+  window.__move = {start: null, shown: null, noticed: null, computed: false};
   const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
   for (const kind of ['keydown', 'pointerdown', 'change'])
     box.addEventListener(kind, started, {capture: true, once: true});
+  const before = figure.querySelector('svg').outerHTML;
   const observer = new MutationObserver(() => {
+    if (window.__move.noticed === null) window.__move.noticed = performance.now();
+    const drawn = figure.querySelector('svg');
+    if (figure.querySelector('.servingmath-busy')) window.__move.computed = true;
+    if (!drawn || drawn.outerHTML === before || figure.querySelector('.servingmath-busy')) return;
     observer.disconnect();
     figure.getBoundingClientRect();  // laid out
     requestAnimationFrame(() => { window.__move.shown = performance.now(); });
@@ -319,18 +326,16 @@ class Notebook:
             buttons.nth(buttons.count() - 1 if to_end else 0).click()
 
     def timed_move(self, index, number, kind, to_end, timeout=10):
-        """Move a control; seconds from the input to the next frame after the new figure is in place."""
+        """Move a control: seconds from the input to the next frame after the new figure is in place, seconds to the
+        first change on screen, and whether the setting was computed the first time ("computing…" shown)."""
         self.page.evaluate(ARM_TIMER, index)
         self.move(index, number, kind, to_end)
         self.page.wait_for_function("() => window.__move.shown !== null", timeout=timeout * 1000)
         move = self.page.evaluate("() => window.__move")
-        return (move["shown"] - move["start"]) / 1000
+        return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]
 
     def wait_for(self, index, expected, timeout=15):
-        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
-
-        A control that sets another (the GPU sets the price) redraws twice; this waits for the last.
-        """
+        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``)."""
         deadline = time.monotonic() + timeout
         while True:
             now = self.explorers()[index]
@@ -339,13 +344,12 @@ class Notebook:
             time.sleep(0.05)
 
     def wait_for_figure_change(self, index, before, timeout=10):
-        """The explorer's state once its figure differs from ``before`` and its readouts have settled."""
+        """The explorer's state once its figure differs from ``before`` (its readouts come with it)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             now = self.explorers()[index]
             if now["figure"] != before:
-                time.sleep(0.3)  # a control that sets another (the GPU sets the price) redraws twice
-                return self.explorers()[index]
+                return now
             time.sleep(0.05)
         return self.explorers()[index]
 
@@ -425,7 +429,8 @@ EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 
 def redraw_times(lab, count=20):
-    """For each explorer: seconds from a control's move to the next frame with its new figure, ``count`` moves."""
+    """For each explorer, ``count`` moves: for each that changes the figure, ``timed_move``'s seconds to the new
+    figure, seconds to the first change on screen, and whether the setting was computed the first time."""
     times = {}
     for name, path in EXPLORER_PAGES.items():
         notebook = lab.open(path)
@@ -438,7 +443,7 @@ def redraw_times(lab, count=20):
                 times[name].append(notebook.timed_move(index, number, kind, to_end))
             else:
                 notebook.move(index, number, kind, to_end)
-            time.sleep(0.3)  # the price that follows a GPU, and the kernel, settle before the next move
+            time.sleep(0.3)  # the kernel settles before the next move
     return times
 
 

@@ -1,12 +1,15 @@
 """An explorer live in Jupyter: ipywidgets controls generated from its declaration, its drawing redrawn.
 
 A slider with ``fine`` steps is an ``IntSlider`` (a ``range``) or a ``SelectionSlider``; a menu a
-``Dropdown``; buttons ``ToggleButtons``. A move writes the figure as SVG text into an ``HTML`` widget (a
-millisecond or two, where a matplotlib render takes tens), the same in ipywidgets 7 (Colab) and 8.
+``Dropdown``; buttons ``ToggleButtons``. A move sends the page one message: the readouts and the figure as
+SVG text, together in one ``HTML`` widget (a millisecond or two, where a matplotlib render takes tens), the
+same in ipywidgets 7 (Colab) and 8. No control sets another, so a move redraws once; an explorer whose settings
+take a while to compute the first time (a simulation) says "computing…" first.
 """
 from __future__ import annotations
 
 import html
+import time
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -14,7 +17,8 @@ from IPython.display import display
 from . import kit
 
 _STYLE = {"description_width": "12em"}
-BUSY = "servingmath-computing"   # the class of the figure and readouts while a setting is first computed
+BUSY = "servingmath-busy"   # the notice over the last readouts and figure, dimmed, while a setting is first computed
+SLOW = 0.05                 # seconds: an explorer whose last first computation took longer shows that notice
 
 
 def _widget(control):
@@ -40,10 +44,9 @@ class Live:
     def __init__(self, explorer):
         self.explorer, self.name = explorer, explorer.name
         self.controls = {c.name: _widget(c) for c in explorer.controls}
-        self.readout = widgets.HTML()
-        self.view = widgets.HTML(layout=widgets.Layout(width="100%", max_width=f"{kit.WIDTH + 20}px"))
+        self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("servingmath-figure")
-        self.draws, self.svg, self.readouts, self._holding = 0, "", {}, False
+        self.draws, self.svg, self.readouts, self._holding, self._slow = 0, "", {}, False, True
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self.update()
@@ -70,28 +73,23 @@ class Live:
             self.update()
 
     def update(self):
-        setting = self.values()
-        busy = not self.explorer.known(**setting)   # a first time: dimmed, "computing…", till drawn
-        if busy:
-            self.readout.value = f"<p class='servingmath-busy'>computing…</p>{self.readout.value}"
-            for shown in (self.view, self.readout):
-                shown.add_class(BUSY)
-        try:
-            self.readouts = self.explorer.readouts_at(**setting)
-            rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
-                           f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
-            self.readout.value = f"<table class='servingmath-readouts'>{rows}</table>"
-            # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
-            self.svg = self.view.value = self.explorer.svg_at(style=False, **setting)
-            self.draws += 1
-        finally:
-            for shown in (self.view, self.readout) if busy else ():
-                shown.remove_class(BUSY)
+        setting, started = self.values(), time.perf_counter()
+        first = not self.explorer.known(**setting)
+        if first and self._slow:   # a first time, where it takes a while: "computing…" over the last view, dimmed
+            self.view.value = f"<p class='{BUSY}'>computing…</p>{self.view.value}"
+        self.readouts = self.explorer.readouts_at(**setting)
+        rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}</th>"
+                       f"<td>{html.escape(text)}</td></tr>" for label, text in self.readouts.items())
+        # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
+        self.svg = self.explorer.svg_at(style=False, **setting)
+        self.view.value = f"<table class='servingmath-readouts'>{rows}</table>{self.svg}"
+        self.draws, self._slow = self.draws + 1, time.perf_counter() - started > SLOW if first else self._slow
 
     def widget(self) -> widgets.Widget:
+        note = [widgets.HTML(f"<small>{html.escape(self.explorer.note)}</small>")] if self.explorer.note else []
         box = widgets.VBox([widgets.HTML(f"<b>{html.escape(self.explorer.title)}</b><style>{kit.STYLE}"
-                                         f".{BUSY} svg,.{BUSY} table{{opacity:.4}}</style>"),
-                            widgets.VBox(list(self.controls.values())), self.readout, self.view])
+                                         f".{BUSY} ~ *{{opacity:.4}}</style>"),
+                            widgets.VBox(list(self.controls.values())), self.view, *note])
         box.add_class("servingmath-explorer")
         box.add_class(f"servingmath-explorer-{self.name}")
         return box

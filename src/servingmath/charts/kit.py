@@ -86,9 +86,15 @@ def round_steps(low, high, count=5):
     return [step * k for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
 
 
-def text_width(text, size=TICK):
-    """About how wide ``text`` is drawn (sans-serif averages a little over half its size)."""
-    return 0.56 * size * len(text)
+# Advance widths in ems, rounded up, of DejaVu Sans (Linux's sans-serif, wider than Arial or Helvetica): 0.64 if unlisted.
+_EMS = {c: em for em, chars in ((0.3, "ijlIJ'"), (0.34, " ,.’·:;/|\\"), (0.4, "f-()[]tr!⁰¹²³⁴⁵⁶⁷⁸⁹"), (0.55, '"*_`–°szc?'),
+                                (0.62, "LFkvxyTPYoaeé"), (0.75, "KVXZBRCAUNH"), (0.82, "◇DGOQ&w"), (0.84, "#+<=>^~×÷≈≤≥→←"),
+                                (1.0, "M★%mW@⋯—…")) for c in chars}
+
+
+def text_width(text, size=TICK, bold=False):
+    """How wide ``text`` is drawn in sans-serif at ``size``, ``bold`` or not (as wide as DejaVu Sans draws it)."""
+    return size * sum(_EMS.get(c, 0.64) for c in str(text)) * (1.15 if bold else 1)
 
 
 def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=False, backed=False) -> str:
@@ -96,7 +102,7 @@ def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=F
     line drawn before them)."""
     extra = (' font-weight="bold"' if bold else "") + (f' transform="rotate(-90 {_f(x)} {_f(y)})"' if turn else "")
     fill = 'fill="#fff"' if colour == "white" else _paint(colour)
-    width = text_width(str(words), size)
+    width = text_width(words, size, bold)
     behind = card(x - {"end": width, "middle": width / 2}.get(anchor, 0) - 2, y - 0.8 * size, width + 4, size + 2)
     return ((behind if backed else "") + f'<text x="{_f(x)}" y="{_f(y)}" {fill} font-size="{size}" '
             f'text-anchor="{anchor}"{extra}>{html.escape(str(words))}</text>')
@@ -196,9 +202,10 @@ class Panel:
             parts.append(f'<line x1="{left}" x2="{right}" y1="{_f(y)}" y2="{_f(y)}" stroke="currentColor" '
                          f'stroke-opacity="0.18"/>' + text(left - 5, y + 4.5, label, anchor="end"))
         for value, label in self.x_ticks:
-            x = float(self.x(value))
+            x, half = float(self.x(value)), text_width(label) / 2   # a number under its line, inside the figure
             parts.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{low}" stroke="currentColor" '
-                         f'stroke-opacity="0.18"/>' + (text(x, low + 18, label, anchor="middle") if self.show_x else ""))
+                         f'stroke-opacity="0.18"/>' + (text(min(max(x, half), WIDTH - half), low + 18, label,
+                                                            anchor="middle") if self.show_x else ""))
         parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{low - top}" fill="none" '
                      f'{_paint(NEUTRAL, "stroke")}/>')
         if self.show_x and self.x_label:

@@ -103,7 +103,7 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
         return (panel.shade(0.3, ridge, kit.MEMORY) + panel.shade(ridge, 1e6, kit.COMPUTE)
                 + panel.line(intensities, heights, kit.NEUTRAL)
                 + panel.vertical(ridge, f"ridge: {units.number(ridge)} FLOP/byte", kit.NEUTRAL, low=True)
-                + kit.text(panel.x.start + 5, panel.y.end + 16, "memory-bound", kit.MEMORY)
+                + kit.text(panel.x.start + 5, panel.y.end + 16, "memory-bound", kit.MEMORY, backed=True)
                 + kit.text(panel.x.end - 5, panel.y.end + 16, "compute-bound", kit.COMPUTE, "end"))
 
     def point(tokens, gpu, weight_bits):

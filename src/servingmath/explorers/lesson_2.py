@@ -61,8 +61,8 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         timed = timed_on(model, gpu, tokens)
         return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
                 + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
-                + kit.text(panel.x.start + 6, panel.y.end + 18, f"on {find_gpu(gpu).name}: {ms(timed.with_cache.time)} "
-                           f"with the cache", kit.DECODE, backed=True))
+                + kit.text(panel.x.start + 6, panel.y.end + 18, f"a step with the cache: {ms(timed.with_cache.time)}",
+                           kit.DECODE, backed=True))
 
     def readouts(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
@@ -159,13 +159,8 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
 
     def lines(gpu, model, weight_bits):
         drawn = inside(lengths, model)
-        parts = [panel.line(drawn, count(model, gpu, drawn, weight_bits, b), colour, width=2.5 if b == 16 else 1.8)
-                 for b, colour in colours.items()]
-        # The 4-bit line named above its left end, the 16-bit one under its right end: clear of the lines.
-        return "".join(parts) + (
-            panel.label(300, float(count(model, gpu, 256, weight_bits, 4)) * 2.5, "4-bit cache", kit.EXTRA)
-            + panel.label(drawn[-1] * 0.92, float(count(model, gpu, drawn[-1], weight_bits, 16)) * 0.3, "16-bit cache",
-                          kit.PREFILL, "end"))
+        return "".join(panel.line(drawn, count(model, gpu, drawn, weight_bits, b), colour, width=2.5 if b == 16 else 1.8)
+                       for b, colour in colours.items())
 
     def marker(tokens, gpu, kv_bits, model, weight_bits):
         return panel.marker(tokens, count(model, gpu, tokens, weight_bits, kv_bits), colours[kv_bits])
@@ -186,7 +181,10 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
         bits("weight_bits", "bits a weight", weight_bits)],
         readouts, [Layer(("gpu", "model", "weight_bits"), lines),
                    Layer(("tokens", "gpu", "kv_bits", "model", "weight_bits"), marker)],
-        panel.axes(), panel.bottom, f"{units.percent(RESERVE)} of the memory held back.", REFUSE)
+        # The lines lie too close together to be named on the panel: their names in a row under it.
+        panel.axes() + "".join(kit.text(kit.LEFT + 130 * k, panel.bottom + 6, f"{b}-bit cache", colour)
+                               for k, (b, colour) in enumerate(colours.items())), panel.bottom + 14,
+        f"{units.percent(RESERVE)} of the memory held back.", REFUSE)
 
 
 @explorer
@@ -243,4 +241,4 @@ def cached_batching(users: int = 32, tokens: int = 3000, kv_bits: int = 16, gpu:
         bits("kv_bits", "bits a cached value", kv_bits, (16, 8)), gpu_menu(gpu, priced, priced=True), price_slider()],
         readouts, [Layer(("tokens", "kv_bits", "gpu", "price"), lines),
                    Layer(("users", "tokens", "kv_bits", "gpu", "price"), marker)],
-        panel.axes(), panel.bottom, CACHE_READ.label, REFUSE)
+        panel.axes(), panel.bottom, f"Red: the weights and every user's cache read each step. {CACHE_READ.label}", REFUSE)

@@ -30,7 +30,7 @@ def _bar_row(panel, y, value, colour, words):
 def paging(rate: float = 10) -> Explorer:
     """Part 1: the cache memory held against the memory that holds tokens, paged and reserved, for the same
     ShareGPT-like traffic; and how many of its users fit each way."""
-    panel = kit.Panel.make((0, 1), (0, 1), kit.TOP + 8, 120, x_label="share of the held cache memory that holds tokens")
+    panel = kit.Panel.make((0, 1), (0, 1), kit.TOP + 8, 120, x_label="share of held cache memory holding tokens")
     panel.x_ticks = [(v, units.percent(v)) for v in (0, 0.25, 0.5, 0.75, 1)]
 
     def bars(rate):

@@ -97,7 +97,7 @@ def workshop(tokens: int = 1024, gpu: str = "h100-sxm", assumptions: str = "plat
         readouts, [Layer(("gpu", "assumptions", "model", "cached", "compute", "bandwidth", "overhead"), lines),
                    Layer(("tokens", "gpu", "assumptions", "model", "compute", "bandwidth", "overhead"), marker)],
         panel.axes(), panel.bottom, refuse=REFUSE,
-        note="Solid: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step. "
+        note="Blue: the chosen assumptions. Grey dashes: the other ones. Red dashes: one decode step. "
              "Orange: memory sets the time; green: arithmetic does.")
 
 
