@@ -1,5 +1,6 @@
 """Every public function refuses bad input with an error naming the argument and its value."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -144,7 +145,7 @@ import inspect  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from servingmath import cache, memory  # noqa: E402
+from servingmath import cache, load, memory, workload  # noqa: E402
 
 # What each argument must be, so that what is bad for it can be drawn.
 WHOLE_FROM_1, WHOLE, POSITIVE, NOT_NEGATIVE, REAL, FRACTION, LOG = (
@@ -378,3 +379,34 @@ def test_the_catalog_table_takes_only_true_or_false_for_its_ridge_column(bad):
     """``ridge`` is a switch, not a number: anything but True or False is refused by name."""
     with pytest.raises(TypeError, match="ridge must be True or False"):
         hardware.catalog_markdown(ridge=bad)
+
+
+# -- settings that take one value, never a sweep ------------------------------------------------
+def _server(**setting):
+    from servingmath import simulator
+
+    return simulator.Server(sm.LLAMA_3_8B, sm.H100_SXM, **setting)
+
+
+SWEEP = np.array([1.0, 2.0])
+
+
+@pytest.mark.parametrize("name, call", [
+    ("weight_bits", lambda: memory.vllm_weight_bytes(sm.LLAMA_3_8B, weight_bits=np.array([8, 16]))),
+    ("max_num_seqs", lambda: memory.vllm_activation_bytes(sm.LLAMA_3_8B, max_num_seqs=np.array([64, 256]))),
+    ("gpu_memory_utilization", lambda: memory.vllm_budget(sm.LLAMA_3_8B, sm.H100_SXM,
+                                                          gpu_memory_utilization=np.array([0.9, 0.95]))),
+    ("kv_bits", lambda: memory.vllm_budget(sm.LLAMA_3_8B, sm.H100_SXM, kv_bits=np.array([8, 16]))),
+    ("max_model_len", lambda: memory.vllm_budget(sm.LLAMA_3_8B, sm.H100_SXM, max_model_len=np.array([1024, 2048]))),
+    ("cached_tokens", lambda: serving.compute_bound_batch(sm.LLAMA_3_8B, sm.H100_SXM, cached_tokens=np.array([1, 2]))),
+    ("users", lambda: serving.shared_decode(sm.LLAMA_3_8B, sm.H100_SXM, np.array([1, 2]), 100, 100)),
+    ("rate", lambda: workload.poisson_arrivals(SWEEP, 10)),
+    ("rate", lambda: load.capacity(SWEEP)),
+    ("reserve", lambda: _server(reserve=np.array([0.05, 0.1]))),
+    ("kv_bits", lambda: _server(kv_bits=np.array([8, 16]))),
+    ("block_tokens", lambda: _server(block_tokens=np.array([16, 32]))),
+    ("dense_flops['bf16']", lambda: hardware.GPU(**{**vars(sm.H100_SXM), "dense_flops": {"bf16": SWEEP}})),
+])
+def test_a_setting_that_takes_one_value_refuses_a_sweep_by_name(name, call):
+    with pytest.raises(TypeError, match=rf"^{re.escape(name)} must be a single (whole )?number, got "):
+        call()

@@ -103,6 +103,14 @@ def finite(name, value, *, minimum=None, above=None):
     return number(name, value, minimum=minimum, above=above)
 
 
+def single(name, value, kind="number"):
+    """``value`` unchanged where it is one value, not an array: for settings a sweep cannot take
+    (a configuration, a simulated server, one request's lengths)."""
+    if np.ndim(value):
+        raise TypeError(f"{name} must be a single {kind}, got {value!r}")
+    return value
+
+
 def instance(name, value, kind):
     if not isinstance(value, kind):
         raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")

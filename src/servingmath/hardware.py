@@ -60,9 +60,7 @@ class GPU:
         for dtype, flops in self.dense_flops.items():
             if not isinstance(dtype, str):
                 raise TypeError(f"dense_flops keys must be format names such as 'bf16', got {dtype!r}")
-            _check.positive(f"dense_flops[{dtype!r}]", flops)
-            if np.ndim(flops):
-                raise TypeError(f"dense_flops[{dtype!r}] must be one number, got {flops!r}")
+            _check.single(f"dense_flops[{dtype!r}]", _check.positive(f"dense_flops[{dtype!r}]", flops))
         object.__setattr__(self, "dense_flops", MappingProxyType(dict(self.dense_flops)))
         for name in ("memory_bandwidth", "memory_bytes"):
             _check.positive(name, getattr(self, name))

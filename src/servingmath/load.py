@@ -27,10 +27,7 @@ REQUESTS = 2000
 
 
 def _rate(rate):
-    rate = _check.number("rate", rate, above=0)
-    if np.ndim(rate):
-        raise TypeError(f"rate must be a single number, got {rate!r}")
-    return float(rate)
+    return float(_check.single("rate", _check.number("rate", rate, above=0)))
 
 
 @dataclass(frozen=True)

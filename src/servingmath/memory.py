@@ -247,8 +247,7 @@ def vllm_weight_bytes(model: Model, weight_bits=16):
     """
     _check.instance("model", model, Model)
     weight_bits = _check.finite("weight_bits", weight_bits, above=0)
-    if np.ndim(weight_bits):
-        raise TypeError(f"weight_bits must be one number, got {weight_bits!r}")
+    _check.single("weight_bits", weight_bits)
     if weight_bits >= 16:
         return weight_bytes(model.parameters, weight_bits)
     tables = (1 if model.tied_embeddings else 2) * model.vocab * model.hidden
@@ -275,8 +274,7 @@ def vllm_activation_bytes(model: Model, max_num_batched_tokens=8192, max_num_seq
     tokens = _check.count("max_num_batched_tokens", max_num_batched_tokens, minimum=1)
     seqs = _check.count("max_num_seqs", max_num_seqs, minimum=1)
     for name, value in (("max_num_batched_tokens", tokens), ("max_num_seqs", seqs)):
-        if np.ndim(value):
-            raise TypeError(f"{name} must be one whole number, got {value!r}")
+        _check.single(name, value, "whole number")
     if model.mixture_of_experts:
         ffn = max(model.ffn if model.dense_layers else 0,
                   model.experts_per_token * model.expert_width + model.shared_ffn)
@@ -355,12 +353,9 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
     """
     _check.instance("model", model, Model)
     _check.instance("gpu", gpu, GPU)
-    if np.ndim(gpu_memory_utilization):
-        raise TypeError(f"gpu_memory_utilization must be one number, got {gpu_memory_utilization!r}")
-    utilization = _check.fraction("gpu_memory_utilization", gpu_memory_utilization)
-    kv_bits = _check.finite("kv_bits", kv_bits, above=0)
-    if np.ndim(kv_bits):
-        raise TypeError(f"kv_bits must be one number, got {kv_bits!r}")
+    utilization = _check.fraction("gpu_memory_utilization", _check.single("gpu_memory_utilization",
+                                                                          gpu_memory_utilization))
+    kv_bits = _check.single("kv_bits", _check.finite("kv_bits", kv_bits, above=0))
     if gpu.cuda_reported_bytes is None:
         raise ValueError(f"gpu {gpu.name!r} has no published figure for the memory CUDA reports, which vLLM's "
                          f"budget starts from; cards that have one: "
@@ -375,9 +370,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
             raise ValueError(f"max_model_len must be given for {model.name!r}, which states no context window")
         max_model_len = window
     max_model_len = model.check_context(_check.count("max_model_len", max_model_len, minimum=1), "max_model_len")
-    if np.ndim(max_model_len):
-        raise TypeError(f"max_model_len must be one whole number, got {max_model_len!r}")
-    max_model_len = int(max_model_len)
+    max_model_len = int(_check.single("max_model_len", max_model_len, "whole number"))
     activation = vllm_activation_bytes(model, max_num_batched_tokens, max_num_seqs)
     budget = VllmBudget(
         model=model, gpu=gpu, gpu_memory_utilization=float(utilization),

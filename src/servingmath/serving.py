@@ -392,8 +392,7 @@ def compute_bound_batch(model: Model, gpu: GPU, cached_tokens=0, weight_bits=16,
     take longer than its arithmetic. Takes single numbers, not arrays.
     """
     for name, value in (("cached_tokens", cached_tokens), ("weight_bits", weight_bits), ("kv_bits", kv_bits)):
-        if np.ndim(value) != 0:
-            raise TypeError(f"{name} must be a single number, got {value!r}")
+        _check.single(name, value)
 
     def compute_bound(batch):
         return bool(decode_step(model, gpu, cached_tokens, batch, weight_bits, kv_bits, assumptions)
@@ -476,8 +475,7 @@ def shared_decode(model: Model, gpu: GPU, users, prompt_tokens, reply_tokens, pr
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
     for name, value in (("users", users), ("prompt_tokens", prompt_tokens), ("reply_tokens", reply_tokens)):
-        if np.ndim(value) != 0:
-            raise TypeError(f"{name} must be a single number, got {value!r}")
+        _check.single(name, value)
     users, prompt_tokens, reply_tokens = int(users), int(prompt_tokens), int(reply_tokens)
     _check.instance("model", model, Model)
     model.check_context(prompt_tokens + reply_tokens, "prompt_tokens + reply_tokens")

@@ -69,8 +69,9 @@ def _choice(name, value, allowed):
 
 
 def _whole(name, value, minimum):
-    if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+    if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a single whole number, got {value!r}")
+    _check.single(name, value, "whole number")
     return int(_check.count(name, value, minimum=minimum))
 
 
@@ -108,9 +109,7 @@ class Server:
             if self.swap_bandwidth is None:
                 raise ValueError("swap_bandwidth (bytes a second between the GPU and the host) is needed "
                                  "when preemption is 'swap', got None")
-            if np.ndim(self.swap_bandwidth):
-                raise TypeError(f"swap_bandwidth must be a single number, got {self.swap_bandwidth!r}")
-            _check.positive("swap_bandwidth", self.swap_bandwidth)
+            _check.positive("swap_bandwidth", _check.single("swap_bandwidth", self.swap_bandwidth))
         elif self.swap_bandwidth is not None:
             _check.positive("swap_bandwidth", self.swap_bandwidth)
         if self.max_reply_tokens is not None:
@@ -119,13 +118,8 @@ class Server:
                 raise ValueError(f"max_reply_tokens must leave room for a prompt in {self.model.name}'s window "
                                  f"of {self.window:,} tokens, got {self.max_reply_tokens!r}")
         for name in ("weight_bits", "kv_bits"):
-            value = getattr(self, name)
-            if np.ndim(value):
-                raise TypeError(f"{name} must be a single number, got {value!r}")
-            _check.finite(name, value, above=0)
-        if np.ndim(self.reserve):
-            raise TypeError(f"reserve must be a single number, got {self.reserve!r}")
-        usable_memory(self.gpu, self.reserve)
+            _check.finite(name, _check.single(name, getattr(self, name)), above=0)
+        usable_memory(self.gpu, _check.single("reserve", self.reserve))
         if self.cache_room <= 0 or self.cache_blocks < 1:
             raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
                              f"leave no room for a block of cache on one {self.gpu.name} "

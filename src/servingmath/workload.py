@@ -88,9 +88,7 @@ ALPACA = LengthDistribution("Alpaca", 19.31, 58.45, "kwon2023paged, figure 11")
 def poisson_arrivals(rate, count, seed=0):
     """``count`` arrival times, in seconds from 0, of a Poisson stream of ``rate`` requests a second:
     the gaps between them are exponential with mean 1 ÷ rate."""
-    rate = _check.number("rate", rate, above=0)
-    if np.ndim(rate):
-        raise TypeError(f"rate must be a single number, got {rate!r}")
+    rate = _check.single("rate", _check.number("rate", rate, above=0))
     count = int(_check.count("count", count))
     return np.cumsum(_rng(seed).exponential(1 / rate, count))
 
