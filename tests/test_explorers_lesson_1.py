@@ -185,8 +185,7 @@ def test_the_roofline_places_a_pass_only_where_it_can_happen():
         for bits in controls["weight_bits"].options:
             for tokens in _ends(controls["tokens"]):
                 # A prefill writes its tokens' cache: the weights and that cache must fit together.
-                happens = tokens <= sm.LLAMA_3_8B.context_window and _can_happen(sm.LLAMA_3_8B, sm.CATALOG[gpu],
-                                                                                  tokens, bits)
+                happens = _can_happen(sm.LLAMA_3_8B, sm.CATALOG[gpu], tokens, bits)
                 assert _shown(made, tokens=tokens, gpu=gpu, weight_bits=bits) == happens, (gpu, bits, tokens)
     # The laptop holds Llama 3 8B's 16-bit weights, but not beside the cache of Example 2.1's prompt.
     assert _shown(made, gpu="laptop", tokens=1) and not _shown(made, gpu="laptop", tokens=3000)

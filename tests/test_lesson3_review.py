@@ -78,7 +78,9 @@ def _turn_cell(page):
 
 
 def test_part_2s_turn_asks_a_rate_its_explorer_does_not_offer():
-    rate = int(re.search(r"load\.run\((\d+), policy=\"static\"\)", _turn_cell("part-2-continuous-batching.md"))[1])
+    cell = _turn_cell("part-2-continuous-batching.md")
+    rate = int(re.search(r"turn_rate = (\d+)", cell)[1])
+    assert 'load.run(turn_rate, policy="static")' in cell
     offered = lesson_3.first_token_wait().controls[0]
     assert rate not in offered.options and offered.fine is None
 
