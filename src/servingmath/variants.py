@@ -19,6 +19,7 @@ weights (and caches) that fit the named GPU where the question takes it that the
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -100,7 +101,21 @@ PAGE_CASES = {
     "lesson-1-part-4": {"users": (8,)},           # the Your turn's eight users
     "plate-xxiii-1": {"cache": (1000,),           # the plate's decode step over 1,000 cached tokens
                       "ridge_gpu": ("h100-sxm",)},    # the plate's H100, compute-bound from 222 tokens
+    # Lesson 3's practice problems open with the part's own Your turn; its graded draws keep off it too.
+    "lesson-3-part-2": {"rate": (4, 10),          # the Your turn's 4 requests a second; the page's table at 10
+                        "median_rate": (10,), "static_rate": (10,)},
+    "lesson-3-part-3": {"prompt": (4000,)},       # the page's 4,000-token prompt
+    "lesson-3-part-4": {"rate": (100,),           # the page's 100 requests a second, at its targets and the turn's
+                        ("good_ttft", "good_tpot"): ((0.5, 0.050), (0.2, 0.010)),   # the page's goodput; the turn's
+                        "knee_rate": (80,)},      # the page's p99 at 80 requests a second
 }
+# Notebooks whose practice numbers are the part's own Your turn (answered on the page, in its solution).
+PRACTICE_IS_THE_TURN = ("lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4")
+
+
+def _off_page(name: str, key, options) -> list:
+    """``options`` without the cases the page ``name`` works out for ``key``."""
+    return [option for option in options if option not in PAGE_CASES[name].get(key, ())]
 
 
 def _n(value) -> str:
@@ -684,9 +699,11 @@ MEDIAN_RATES = (4, 6, 8, 10, 14, 18, 24)
 
 
 def _draw_3_2(rng):
-    return {"rate": rng.choice(STATIC_RATES[:5]), "a_prompt": _steps(rng, 5, 200, 5),
+    off = functools.partial(_off_page, "lesson-3-part-2")
+    return {"rate": rng.choice(off("rate", STATIC_RATES[:5])), "a_prompt": _steps(rng, 5, 200, 5),
             "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 5, 200, 5),
-            "median_rate": rng.choice(MEDIAN_RATES), "static_rate": rng.choice(STATIC_RATES[2:])}
+            "median_rate": rng.choice(off("median_rate", MEDIAN_RATES)),
+            "static_rate": rng.choice(off("static_rate", STATIC_RATES[2:]))}
 
 
 LESSON_3_PART_2 = Template(
@@ -715,7 +732,7 @@ BUDGETS = (256, 384, 512, 768, 1024)
 
 
 def _draw_3_3(rng):
-    prompt = _steps(rng, 3000, 7000, 100)
+    prompt = _steps(rng, 3000, 7000, 100, PAGE_CASES["lesson-3-part-3"]["prompt"])
     return {"prompt": prompt, "budget": rng.choice(BUDGETS), "steps_budget": rng.choice(BUDGETS),
             "steps_prompt": _steps(rng, 1000, 8000, 100), "whole_prompt": _steps(rng, 1000, prompt - 500, 100),
             "swap_tokens": _steps(rng, 100, 8000, 10)}
@@ -751,17 +768,19 @@ LESSON_3_PART_3 = Template(
 )
 
 # Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for.
-TARGETS = ((0.2, 0.010), (0.3, 0.020), (0.5, 0.050))
+# Looser targets than these bind on the engine's 256 users a step, within 2 % of the page's goodput.
+TARGETS = ((0.2, 0.010), (0.3, 0.020), (0.5, 0.050), (0.2, 0.011), (0.2, 0.012), (0.2, 0.013))
 # Rates past the knee of continuous batching on the lesson's server.
 KNEE_RATES = (60, 65, 70, 75, 80)
 
 
 def _draw_3_4(rng):
-    ttft, tpot = rng.choice(TARGETS)
-    good_ttft, good_tpot = rng.choice(TARGETS)
-    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10), "good_ttft": good_ttft,
-            "good_tpot": good_tpot, "many": _steps(rng, 200, 5000, 100), "price": rng.choice((2, 2.5, 3, 3.5, 4)),
-            "knee_rate": rng.choice(KNEE_RATES)}
+    off = functools.partial(_off_page, "lesson-3-part-4")
+    ttft, tpot = rng.choice(TARGETS[:3])
+    good_ttft, good_tpot = rng.choice(off(("good_ttft", "good_tpot"), TARGETS))
+    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10, PAGE_CASES["lesson-3-part-4"]["rate"]),
+            "good_ttft": good_ttft, "good_tpot": good_tpot, "many": _steps(rng, 200, 5000, 100),
+            "price": rng.choice((2, 2.5, 3, 3.5, 4)), "knee_rate": rng.choice(off("knee_rate", KNEE_RATES))}
 
 
 def _derive_3_4(n):
