@@ -239,12 +239,8 @@ class Capacity:
         return self.cost_per_million / self.ideal_cost_per_million
 
 
-# Requests a goodput search runs at each rate it tries. The server starts empty, so a short run
-# flatters a rate the server cannot keep up with: its queue has not had time to grow. At about 50
-# requests a second, 1,000 requests (20 s) put the goodput near 68; 8,000 (nearly three minutes)
-# put it near 53, and 16,000 no lower (tests/test_lesson3_review.py holds the found rate to a run
-# twice as long).
-GOODPUT_REQUESTS = 8000
+# Requests a goodput search runs at each rate it tries (``simulator.GOODPUT_REQUESTS``).
+GOODPUT_REQUESTS = simulator.GOODPUT_REQUESTS
 
 
 @lru_cache(maxsize=64)

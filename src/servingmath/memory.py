@@ -220,6 +220,10 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 VLLM_MODELLED_VERSIONS = "0.6 to 0.8"
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 VLLM_MAX_NUM_SEQS = 256
+# The profiling pass the functions below take unless told: V0's default for the lesson's model (its
+# window, 8,192 tokens, with chunked prefill off). Another model's default pass differs: Llama 2 7B's
+# log profiled 4,096 tokens, and a long window can turn chunked prefill on; pass the log's own figure.
+VLLM_PROFILE_TOKENS = 8192
 # Later versions take more out of the same share, so they allocate fewer tokens than this count:
 # - the V1 engine, on cards of 70 GiB or more other than the A100 (the H100 and H200 among them),
 #   defaults to max_num_seqs 1,024 for the API server (pull requests 12369 and 16158 of
@@ -254,7 +258,7 @@ def vllm_weight_bytes(model: Model, weight_bits=16):
     return weight_bytes(model.parameters - tables, weight_bits) + weight_bytes(tables, 16)
 
 
-def vllm_activation_bytes(model: Model, max_num_batched_tokens=8192, max_num_seqs=VLLM_MAX_NUM_SEQS):
+def vllm_activation_bytes(model: Model, max_num_batched_tokens=VLLM_PROFILE_TOKENS, max_num_seqs=VLLM_MAX_NUM_SEQS):
     """The course's model of the activation peak vLLM measures in its profiling pass.
 
     The pass carries ``max_num_batched_tokens`` tokens through the model, one layer at a time,
@@ -328,10 +332,11 @@ class VllmBudget:
 
 
 def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
-                max_num_batched_tokens=8192, weight_bits=16, kv_bits=16, max_num_seqs=VLLM_MAX_NUM_SEQS,
+                max_num_batched_tokens=VLLM_PROFILE_TOKENS, weight_bits=16, kv_bits=16, max_num_seqs=VLLM_MAX_NUM_SEQS,
                 max_model_len=None) -> VllmBudget:
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it,
-    as vLLM's V0 engine (versions 0.6 to 0.8, ``VLLM_MODELLED_VERSIONS``) worked it out at its defaults.
+    as vLLM's V0 engine (versions 0.6 to 0.8, ``VLLM_MODELLED_VERSIONS``) worked it out at its defaults
+    for Llama 3 8B (for another model, pass the profiling pass its engine ran: ``VLLM_PROFILE_TOKENS``).
     Later versions take more out of the share (a larger sampler pass on H100-class cards, and from
     0.21.0 their CUDA graphs' memory): see ``VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS``.
 
@@ -393,7 +398,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
 
 
 def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
-                      max_num_batched_tokens=8192, weight_bits=16, **options) -> int:
+                      max_num_batched_tokens=VLLM_PROFILE_TOKENS, weight_bits=16, **options) -> int:
     """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's
     'GPU KV cache size', in versions 0.6 to 0.8): ``vllm_budget(...).tokens``; the budget also gives the blocks, the
     share and each piece taken out of it. ``options``: ``kv_bits``, ``max_num_seqs``, ``max_model_len``."""

@@ -6,6 +6,7 @@ import math
 
 from .. import reality, units
 from ..charts import Explorer, Layer, explorer, kit, menu
+from . import plain
 
 ALL = "all"
 
@@ -36,9 +37,9 @@ def scatter(points: list | None = None) -> Explorer:
     size = kit.WIDTH - kit.LEFT - kit.RIGHT
     panel = kit.Panel.make((low, high), (low, high), kit.TOP + 6, size, True, True,
                            "floor: the roofline at 100 % of peak (ms)", "measured (ms)")
-    ticks = [(t, units.number(t) if t >= 1 else f"{t:g}") for t in kit.decades(low, high)]
+    ticks = [(t, plain(t)) for t in kit.decades(low, high)]
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
-    # An across tick whose number would run past the figure's right edge is left unnamed there.
+    # An across tick whose number would run past the figure's right edge is left out, line and number.
     panel.x_ticks = [(t, name) for t, name in panel.x_ticks if panel.x(t) + kit.text_width(name) / 2 <= kit.WIDTH]
     colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
     # The guides' lines, then their names on cards, clear of every line.
