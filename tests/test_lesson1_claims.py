@@ -197,7 +197,7 @@ def test_quiz_question_1s_requests_fit_the_window_and_its_answer_holds_under_eve
         assert shares.index(max(shares)) == question.correct, assumptions.label
         assert shares.index(min(shares)) == 0 and min(shares) > 0.5   # the report: prefill's largest share
     with pytest.raises(sm.models.ContextTooLong):
-        quiz._timed(8000, 500)
+        quiz._prefill_share(8000, 500)
 
 
 # -- the lab's Your turn, its bandwidth utilisation, and what quick mode reaches ------------------------
