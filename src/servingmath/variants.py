@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from . import memory
+from . import memory, units
 from .hardware import CATALOG
 from .models import MODELS
 
@@ -658,15 +658,11 @@ PLATE_XXIII_2 = Template(
 # -- Lesson 3: the serving simulator ---------------------------------------------------------
 # A simulated run costs a tenth of a second and a goodput search a few seconds, so the problems that
 # run the simulator draw their settings from short lists: a class shares a few runs, each run once.
-def _window_of(model_key: str) -> int:
-    return MODELS[model_key].context_window
-
-
 def _draw_3_1(rng):
     cap = rng.choice((512, 1024, 2048))
     while True:
         tokens = _steps(rng, 500, 8000, 1)
-        if tokens % 16:                        # a last block with room to spare
+        if tokens % memory.BLOCK_TOKENS:       # a last block with room to spare
             break
     return {"cap": cap, "prompt": _steps(rng, 50, 900, 1), "reply": _steps(rng, 50, cap - 10, 1),
             "tokens": tokens, "gpu": rng.choice(RENTED)}
@@ -675,22 +671,24 @@ def _draw_3_1(rng):
 LESSON_3_PART_1 = Template(
     draw=_draw_3_1,
     practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h100-sxm"},
+    derive=lambda n: {"block": memory.BLOCK_TOKENS, "held_back": units.percent(memory.RESERVE),
+                      "window": _n(MODELS["llama-3-8b"].context_window)},
     statements={
         "1.1": "An engine reserves each request's prompt plus a cap of {cap} reply tokens. For a conversation of "
                "{prompt:a}-token prompt and {reply:a}-token reply, what share of its reservation holds tokens, in "
                "per cent?",
-        "1.2": "With blocks of 16 tokens, how many blocks does a conversation of {tokens} tokens hold?",
+        "1.2": "With blocks of {block} tokens, how many blocks does a conversation of {tokens} tokens hold?",
         "1.3": "How many tokens of room stand empty in that conversation's last block?",
-        "1.4": "Llama 3 8B's weights in 16 bits on the {gpu_named}, 5 % of its memory held back: how many whole "
-               "blocks of 16 tokens of cache fit in what is left?",
-        "1.5": "Reserving Llama 3 8B's whole 8,192-token window for each user, how many users fit in those blocks?",
+        "1.4": "Llama 3 8B's weights in 16 bits on the {gpu_named}, {held_back} of its memory held back: how many "
+               "whole blocks of {block} tokens of cache fit in what is left?",
+        "1.5": "Reserving Llama 3 8B's whole {window}-token window for each user, how many users fit in those blocks?",
         "1.6": "Paged instead, how many users of {prompt} + {reply} tokens fit at their longest?",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt", "cap") + _within(n, "llama-3-8b", "tokens")
                      + ([] if n["reply"] <= n["cap"] else [f"a reply of {n['reply']:,} tokens passes the cap of "
                                                           f"{n['cap']:,}"])
-                     + ([] if n["tokens"] % 16 else [f"{n['tokens']:,} tokens fill their last block"])
-                     + _fits("llama-3-8b", n["gpu"], 16, _window_of("llama-3-8b"))),
+                     + ([] if n["tokens"] % memory.BLOCK_TOKENS else [f"{n['tokens']:,} tokens fill their last block"])
+                     + _fits("llama-3-8b", n["gpu"], 16, MODELS["llama-3-8b"].context_window)),
 )
 
 # Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from.
