@@ -26,6 +26,11 @@ SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make
 # The make running now, for the stages (named apart from $(MAKE) so that `make -n test` runs nothing).
 STAGE_MAKE := $(MAKE)
 
+# Lesson 3's slow simulations (load curves, goodput searches), kept on disk between the processes of a
+# build or a test run that run the same ones (src/servingmath/_kept.py). Each is filed under a digest of
+# the package, so an edit never reads an old result; `make bench` times them computed afresh.
+export SERVINGMATH_RESULTS ?= $(CURDIR)/_build/simulations
+
 # The installer of the pinned versions, itself pinned.
 UV_VERSION := 0.13.9
 UV = $(BIN)/uv pip
@@ -52,9 +57,12 @@ $(READY): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
 	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); `sync` leaves
 	# the environment holding exactly those listed (the list is complete: see its head), removing any
-	# other. It writes no bytecode, which each module gets when it is first imported.
-	$(UV) sync -q --python $(BIN)/python requirements.txt
-	$(UV) install -q --python $(BIN)/python --no-deps -e .
+	# other. Their bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (as on
+	# many CI machines), every process would otherwise compile what it imports from source, about 3 s
+	# for each kernel, server and test process (`make bench` prints it).
+	$(UV) sync -q --compile-bytecode --python $(BIN)/python requirements.txt
+	$(UV) install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
 	$(BIN)/python scripts/lab_settings.py $(VENV)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import servingmath as sm
-from servingmath import charts, lab
+from servingmath import _kept, charts, lab
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -171,6 +171,8 @@ def redraws_in_jupyterlab(moves=20):
 
 
 def main():
+    # Every simulation computed here, in JupyterLab's kernels too: the figures time the work, not a read from disk.
+    os.environ.pop(_kept.VARIABLE, None)
     stages.show()  # the last `make test`, stage by stage, first: it takes no time to print
     assert sweep().shape == (100_000,)
     print(f"sweep of pass time, 100,000 points: {median_seconds(sweep) * 1e3:.2f} ms (target < 20 ms)")

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import _check, simulator
+from ._kept import kept_arrays
 from .hardware import GPU, H100_SXM
 from .models import LLAMA_3_8B, Model
 from .roofline import LESSON, PLATE, Assumptions
@@ -58,7 +59,9 @@ def _run(model: Model, gpu: GPU, assumptions: Assumptions, policy, memory, rate,
          lengths: LengthDistribution, max_reply_tokens):
     server = Server(model, gpu, policy=policy, memory=memory, assumptions=assumptions, step_tokens=step_tokens,
                     max_reply_tokens=max_reply_tokens)
-    return simulate(server, poisson_workload(rate, count, lengths, seed, model=model))
+    work = poisson_workload(rate, count, lengths, seed, model=model)
+    arrays = kept_arrays("run", (server, rate, count, seed, lengths), lambda: simulator.arrays_of(simulate(server, work)))
+    return simulator.Simulation(server, work, **arrays)
 
 
 def run(rate, policy="continuous", memory="paged", model: Model = MODEL, gpu: GPU = GPU_,
@@ -245,7 +248,15 @@ GOODPUT_REQUESTS = simulator.GOODPUT_REQUESTS
 
 @lru_cache(maxsize=64)
 def _goodput(model, gpu, policy, ttft, tpot, count, seed):
-    return simulator.goodput(Server(model, gpu, policy=policy), ttft, tpot, count=count, seed=seed, steps=10)
+    server, found = Server(model, gpu, policy=policy), []
+
+    def search():
+        found.append(simulator.goodput(server, ttft, tpot, count=count, seed=seed, steps=10))
+        return {"rate": np.array(found[0].rate)}
+
+    rate = float(kept_arrays("goodput", (server, ttft, tpot, count, seed), search)["rate"])
+    # Read back, the search's result is made again from its rate: the run there, and what follows from it.
+    return found[0] if found else simulator.goodput_at(server, rate, ttft, tpot, count, seed=seed)
 
 
 def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Model = MODEL, gpu: GPU = GPU_,

@@ -36,7 +36,7 @@ import heapq
 import math
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -266,6 +266,11 @@ class StepClock:
                                server.assumptions).time)
 
 
+def arrays_of(run: "Simulation") -> dict[str, np.ndarray]:
+    """A run's arrays (all it holds but its server and its requests), from which ``Simulation`` is made again."""
+    return {name: getattr(run, name) for name in SIMULATION_ARRAYS}
+
+
 def percentile(values, q, weights=None):
     """The ``q``-th percentile (0 to 100) of ``values``: the smallest value with at least q % of the
     (weighted) count at or below it. NaN when there are no values."""
@@ -428,6 +433,10 @@ class Simulation:
             "preemptions": int(self.preemptions.sum()),
             "memory_used_share": self.memory_used_share,
         }
+
+
+# What a ``Simulation`` holds beyond its server and its requests: its records, as arrays.
+SIMULATION_ARRAYS = tuple(f.name for f in fields(Simulation) if f.name not in ("server", "workload", "_cache"))
 
 
 def _with_extra(decodes, extra):
@@ -856,8 +865,19 @@ def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, se
             low, best = middle, run
         else:
             high = middle
-    mean_reply = float(best.workload.reply.mean()) if best is not None else float(lengths.mean_reply)
-    return Goodput(server, low, ttft, tpot, attainment, mean_reply, best)
+    return goodput_at(server, low, ttft, tpot, count, lengths, seed, attainment, best)
+
+
+def goodput_at(server: Server, rate, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, seed=0,
+               attainment=ATTAINMENT, run: Simulation | None = None) -> Goodput:
+    """The ``Goodput`` a search found at ``rate`` (0 where no rate met the targets), with the run at that
+    rate (``run``, or run again here)."""
+    from .workload import SHAREGPT
+    lengths = SHAREGPT if lengths is None else lengths
+    if rate > 0 and run is None:
+        run = at_rate(server, rate, count, lengths, seed)
+    mean_reply = float(run.workload.reply.mean()) if run is not None else float(lengths.mean_reply)
+    return Goodput(server, float(rate), ttft, tpot, attainment, mean_reply, run)
 
 
 def users_that_fit(server: Server, prompt, reply):
