@@ -282,15 +282,24 @@ def card_fits(card, drawn):
     return left >= 1 and right >= 1 and left + right <= 4 + 0.06 * drawn[1]
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_every_page_reads_on_a_phone(chromium, site, dark):
-    phone = chromium.tab(width=PHONE, height=800, dark=dark, touch=True)
+def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
+    """Each page loaded once on a phone in light mode, read, then read again once the phone turns to dark mode
+    (the theme follows the phone's setting as it changes, as it does on a page loaded dark)."""
+    phone = chromium.tab(width=PHONE, height=800, touch=True)
     problems = []
     try:
-        for page in toc_files():
-            phone.open(f"{site}{page}.html")
-            phone.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")   # formulas set
+        for page, dark in ((page, dark) for page in toc_files() for dark in (False, True)):
+            if dark:
+                phone.page.emulate_media(color_scheme="dark")
+                phone.page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+                phone.page.wait_for_function("() => !document.getAnimations().some(a => a.playState === 'running' "
+                                             "&& isFinite(a.effect.getTiming().iterations))")   # colours settled
+            else:
+                phone.page.emulate_media(color_scheme="light")
+                phone.open(f"{site}{page}.html")
+                phone.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")   # formulas set
             seen = phone.evaluate(PHONE_CHECK)
+            page = f"{page} ({'dark' if dark else 'light'})"
             if seen["wide"]:
                 problems.append(f"{page}: wider than the phone: {seen['wide']}")
             problems += [f"{page}: a formula runs past the phone's width: {formula!r}" for formula in seen["formulas"]]
