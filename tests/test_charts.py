@@ -361,6 +361,25 @@ def test_a_slow_first_move_shows_computing_until_drawn_and_a_repeat_is_instant()
     assert len(seen) == count and time.perf_counter() - started < 0.05   # both cached: no state, no wait
 
 
+def test_an_explorer_declared_slow_says_computing_for_each_new_setting_even_after_a_quick_one():
+    """A simulation's explorer whose first setting came quick (kept from the page's own cells) still says
+    "computing…" before the next setting it has not shown; one not declared slow says nothing while quick."""
+    shown = []
+
+    def readouts(n):
+        return {"n": f"n is {n}"}
+
+    for slow in (True, False):
+        made = charts.Explorer("quick", "A toy", [charts.slider("n", "n", [1, 2, 3], 1)], readouts,
+                               [charts.Layer(("n",), lambda n: kit.text(10, 10, f"n is {n}"))], slow=slow)
+        live = made.live()
+        live.view.observe(lambda change: shown.append((slow, change["new"])), names="value")
+        live.set(n=2)
+        live.set(n=1)   # shown before: no notice
+    notices = [slow for slow, value in shown if value.startswith(f"<p class='{jupyter.BUSY}'>computing…</p>")]
+    assert notices == [True]
+
+
 def _page_move(widget, to_end):
     """Move a control as the page does: it sends the kernel the position (``index``) or the number it now holds."""
     if hasattr(widget, "options"):

@@ -308,28 +308,44 @@ class Notebook:
     def as_parsed(self, svg):
         return self.page.evaluate(AS_PARSED, svg)
 
-    def move(self, index, number, kind, to_end):
-        """Move control ``number`` of explorer ``index`` to its last setting (``to_end``) or its first, as a reader
-        would: a slider's handle by keyboard, a dropdown's menu, a button by a click."""
+    def _target(self, index, number, kind, to_end):
+        """The element a reader acts on to move the control: a slider's handle, a menu, the button to click."""
         control = self.control(index, number)
         control.scroll_into_view_if_needed()
         if kind == "slider":
-            handle = control.locator(".noUi-handle, .ui-slider-handle").first
-            handle.focus()
-            handle.press("End" if to_end else "Home")
+            return control.locator(".noUi-handle, .ui-slider-handle").first
+        if kind == "dropdown":
+            return control.locator("select")
+        buttons = control.locator("button")
+        return buttons.nth(buttons.count() - 1 if to_end else 0)
+
+    def _act(self, target, kind, to_end):
+        if kind == "slider":
+            target.press("End" if to_end else "Home")
         elif kind == "dropdown":
-            select = control.locator("select")
-            count = select.locator("option").count()
-            select.select_option(index=count - 1 if to_end else 0)
+            count = target.locator("option").count()
+            target.select_option(index=count - 1 if to_end else 0)
         else:
-            buttons = control.locator("button")
-            buttons.nth(buttons.count() - 1 if to_end else 0).click()
+            target.click()
+
+    def move(self, index, number, kind, to_end):
+        """Move control ``number`` of explorer ``index`` to its last setting (``to_end``) or its first, as a reader
+        would: a slider's handle by keyboard, a dropdown's menu, a button by a click."""
+        target = self._target(index, number, kind, to_end)
+        target.focus()
+        self._act(target, kind, to_end)
 
     def timed_move(self, index, number, kind, to_end, timeout=10):
         """Move a control: seconds from the input to the next frame after the new figure is in place, seconds to the
-        first change on screen, and whether the setting was computed the first time ("computing…" shown)."""
+        first change on screen, and whether the setting was computed the first time ("computing…" shown).
+
+        The control has the focus before the clock starts, as a slider's keys need it: for every kind the time is the
+        explorer's answer to a reader already on the control, not JupyterLab making the explorer's cell the active
+        one when the focus first enters it (some 50 ms more, on a click into a cell not yet active)."""
+        target = self._target(index, number, kind, to_end)
+        target.focus()
         self.page.evaluate(ARM_TIMER, index)
-        self.move(index, number, kind, to_end)
+        self._act(target, kind, to_end)
         self.page.wait_for_function("() => window.__move.shown !== null", timeout=timeout * 1000)
         move = self.page.evaluate("() => window.__move")
         return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]

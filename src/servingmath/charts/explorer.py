@@ -119,11 +119,12 @@ class Layer:
 
 class Explorer:
     """An idea's declaration; see the module's note. ``refuse`` maps an error type to the words a setting
-    that raises it reads as ("does not fit")."""
+    that raises it reads as ("does not fit"). ``slow``: a setting takes a simulation to compute the first
+    time (tenths of a second), so Jupyter says "computing…" until it is drawn."""
 
     def __init__(self, name: str, title: str, controls: Sequence[Control], readouts: Callable[..., Mapping],
                  layers: Sequence[Layer] = (), background: str = "", height: int = 300, note: str = "",
-                 refuse: Mapping[type, str] | None = None, details: bool = False):
+                 refuse: Mapping[type, str] | None = None, details: bool = False, slow: bool = False):
         names = [c.name for c in controls]
         if not controls or len(set(names)) != len(names):
             raise ValueError(f"controls must be at least one, each named once, got {names}")
@@ -132,7 +133,7 @@ class Explorer:
                 raise ValueError(f"a layer depends on {layer.depends}, not all among the controls {names}")
         self.name, self.title, self.controls, self.layers = name, title, tuple(controls), tuple(layers)
         self.background, self.height, self.note = background, int(height), note
-        self._readouts, self.refuse, self.details = readouts, dict(refuse or {}), details
+        self._readouts, self.refuse, self.details, self.slow = readouts, dict(refuse or {}), details, bool(slow)
         self.call, self._drawn, self._read = _CALL.get(), {}, {}
         self.labels = tuple(readouts(**self.default))
 

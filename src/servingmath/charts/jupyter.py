@@ -18,7 +18,7 @@ from . import kit
 
 _STYLE = {"description_width": "12em"}
 BUSY = "servingmath-busy"   # the notice over the last readouts and figure, dimmed, while a setting is first computed
-SLOW = 0.05                 # seconds: an explorer whose last first computation took longer shows that notice
+SLOW = 0.05                 # seconds: an explorer one of whose first computations took longer shows that notice
 
 
 def _widget(control):
@@ -46,7 +46,9 @@ class Live:
         self.controls = {c.name: _widget(c) for c in explorer.controls}
         self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("servingmath-figure")
-        self.draws, self.svg, self.readouts, self._holding, self._slow = 0, "", {}, False, True
+        # Slow where declared so (a setting's first computation may have been read from the package's caches,
+        # quick, where the next one simulates), or once a first computation has taken longer than SLOW.
+        self.draws, self.svg, self.readouts, self._holding, self._slow = 0, "", {}, False, explorer.slow
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self.update()
@@ -83,7 +85,7 @@ class Live:
         # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
         self.svg = self.explorer.svg_at(style=False, **setting)
         self.view.value = f"<table class='servingmath-readouts'>{rows}</table>{self.svg}"
-        self.draws, self._slow = self.draws + 1, time.perf_counter() - started > SLOW if first else self._slow
+        self.draws, self._slow = self.draws + 1, self._slow or (first and time.perf_counter() - started > SLOW)
 
     def widget(self) -> widgets.Widget:
         note = [widgets.HTML(f"<small>{html.escape(self.explorer.note)}</small>")] if self.explorer.note else []

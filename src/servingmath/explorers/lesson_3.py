@@ -54,7 +54,7 @@ def paging(rate: float = 10) -> Explorer:
 
     return Explorer("paging", "Cache memory held, and the share holding tokens", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
-        readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
+        readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
         note="Llama 3 8B on an H100 SXM; ShareGPT's mean lengths; reserved: the 8,192-token window a user.")
 
 
@@ -88,7 +88,7 @@ def first_token_wait(rate: float = 10) -> Explorer:
 
     return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
-        readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
+        readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
         note="Bars run to p99, the grey tick marks p50. Llama 3 8B on an H100 SXM, the plate's assumptions.")
 
 
