@@ -27,8 +27,8 @@ SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make
 STAGE_MAKE := $(MAKE)
 
 # Lesson 3's slow simulations (load curves, goodput searches), kept on disk between the processes of a
-# build or a test run that run the same ones (src/servingmath/_kept.py). Each is filed under a digest of
-# the package, so an edit never reads an old result; `make bench` times them computed afresh.
+# build or a test run that run the same ones (src/servingmath/_kept.py). They are filed under a digest of
+# the package, so what was computed before an edit is not read after it; `make bench` computes afresh.
 export SERVINGMATH_RESULTS ?= $(CURDIR)/_build/simulations
 
 # The installer of the pinned versions, itself pinned.
@@ -57,9 +57,9 @@ $(READY): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
 	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); `sync` leaves
 	# the environment holding exactly those listed (the list is complete: see its head), removing any
-	# other. Their bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (as on
-	# many CI machines), every process would otherwise compile what it imports from source, about 3 s
-	# for each kernel, server and test process (`make bench` prints it).
+	# other. Their bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (it is
+	# on the machines the course's CI runs on), every kernel, server and test process would otherwise
+	# compile what it imports from source, about 3 s of processor each.
 	$(UV) sync -q --compile-bytecode --python $(BIN)/python requirements.txt
 	$(UV) install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
 	$(BIN)/python -m compileall -q src

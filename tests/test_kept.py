@@ -1,6 +1,9 @@
 """Lesson 3's slow simulations kept on disk between processes (``servingmath._kept``)."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,7 +13,7 @@ from servingmath import _kept, load, simulator
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     """A folder of kept results, and the in-process caches emptied before and after (as in a fresh process)."""
-    monkeypatch.setenv(_kept.VARIABLE, str(tmp_path))
+    monkeypatch.setenv(_kept.FOLDER_VARIABLE, str(tmp_path))
     load._run.cache_clear(), load._goodput.cache_clear()
     yield tmp_path
     load._run.cache_clear(), load._goodput.cache_clear()
@@ -43,19 +46,36 @@ def test_a_kept_run_and_goodput_are_read_back_as_computed_without_simulating(res
     same_run(found.goodput.run, found_again.goodput.run)   # the run at the rate found, made again from it
 
 
-def test_results_are_filed_under_the_packages_digest_so_an_edit_reads_none(results, monkeypatch):
+def test_results_are_filed_under_the_packages_digest_and_another_versions_are_removed(results, monkeypatch):
     load.run(12, count=300)
-    assert [p.parent.name for p in results.glob("*/run-*.npz")] == [_kept.package_digest()]
+    assert [p.parent.name for p in results.glob("*/run-*.npz")] == [_kept.DIGEST] == [_kept.package_digest()]
     load._run.cache_clear()
-    monkeypatch.setattr(_kept, "package_digest", lambda: "an-edited-package")
+    monkeypatch.setattr(_kept, "DIGEST", "an-edited-package")
     calls = []
     monkeypatch.setattr(load, "simulate", lambda *a: calls.append(a) or simulator.simulate(*a))
     load.run(12, count=300)
-    assert len(calls) == 1 and len(list(results.glob("an-edited-package/run-*.npz"))) == 1
+    assert len(calls) == 1 and [p.parent.name for p in results.glob("*/run-*.npz")] == ["an-edited-package"]
+
+
+def test_the_digest_changes_with_any_file_of_the_package(tmp_path, monkeypatch):
+    package = tmp_path / "servingmath"
+    shutil.copytree(Path(_kept.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_kept, "__file__", str(package / "_kept.py"))
+    before = _kept.package_digest()
+    data = next(p for p in sorted((package / "data").iterdir()) if p.is_file())
+    data.write_bytes(data.read_bytes() + b"\n")
+    assert _kept.package_digest() != before
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_the_result_stands(results, monkeypatch):
+    monkeypatch.setenv(_kept.FOLDER_VARIABLE, str(results / "a-file"))
+    (results / "a-file").write_text("not a folder")
+    run = load.run(12, count=300)
+    assert run.summary()["tokens_per_second"] > 0 and [p.name for p in results.iterdir()] == ["a-file"]
 
 
 def test_nothing_is_kept_where_the_variable_is_unset(results, monkeypatch):
-    monkeypatch.delenv(_kept.VARIABLE)
+    monkeypatch.delenv(_kept.FOLDER_VARIABLE)
     load.run(12, count=300)
     assert list(results.iterdir()) == []
 

@@ -248,15 +248,19 @@ GOODPUT_REQUESTS = simulator.GOODPUT_REQUESTS
 
 @lru_cache(maxsize=64)
 def _goodput(model, gpu, policy, ttft, tpot, count, seed):
-    server, found = Server(model, gpu, policy=policy), []
+    server = Server(model, gpu, policy=policy)
 
-    def search():
-        found.append(simulator.goodput(server, ttft, tpot, count=count, seed=seed, steps=10))
-        return {"rate": np.array(found[0].rate)}
+    def search():   # the rate found, and the run there (none where no rate meets the targets)
+        found = simulator.goodput(server, ttft, tpot, count=count, seed=seed, steps=10)
+        run = simulator.arrays_of(found.run) if found.run is not None else {}
+        return {"rate": np.array(found.rate), **{f"run.{name}": array for name, array in run.items()}}
 
-    rate = float(kept_arrays("goodput", (server, ttft, tpot, count, seed), search)["rate"])
-    # Read back, the search's result is made again from its rate: the run there, and what follows from it.
-    return found[0] if found else simulator.goodput_at(server, rate, ttft, tpot, count, seed=seed)
+    kept = kept_arrays("goodput", (server, ttft, tpot, count, seed), search)
+    rate = float(kept["rate"])
+    run = simulator.Simulation(server, simulator.poisson_requests(server, rate, count, seed=seed),
+                               **{name[4:]: array for name, array in kept.items() if name.startswith("run.")}
+                               ) if rate > 0 else None
+    return simulator.goodput_at(server, rate, ttft, tpot, count, seed=seed, run=run)
 
 
 def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Model = MODEL, gpu: GPU = GPU_,

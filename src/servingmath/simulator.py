@@ -782,14 +782,19 @@ ATTAINMENT = 0.9
 GOODPUT_REQUESTS = 8000
 
 
+def poisson_requests(server: Server, rate, count=2000, lengths=None, seed=0) -> Workload:
+    """The requests ``at_rate`` serves: ``count`` arriving as a Poisson stream of ``rate`` a second (lengths
+    from ``lengths``, ShareGPT's means by default), each within ``server``'s model's window."""
+    from .workload import SHAREGPT, poisson_workload
+    _check.instance("server", server, Server)
+    return poisson_workload(rate, count, SHAREGPT if lengths is None else lengths, seed, model=server.model)
+
+
 def at_rate(server: Server, rate, count=2000, lengths=None, seed=0) -> Simulation:
     """``count`` requests arriving as a Poisson stream of ``rate`` a second (lengths from ``lengths``,
     ShareGPT's means by default), served by ``server``. The same seed at another rate gives the same
     requests, closer together or further apart."""
-    from .workload import SHAREGPT, poisson_workload
-    _check.instance("server", server, Server)
-    return simulate(server, poisson_workload(rate, count, SHAREGPT if lengths is None else lengths, seed,
-                                             model=server.model))
+    return simulate(server, poisson_requests(server, rate, count, lengths, seed))
 
 
 @dataclass(frozen=True)
@@ -873,11 +878,13 @@ def goodput_at(server: Server, rate, ttft, tpot, count=GOODPUT_REQUESTS, lengths
     """The ``Goodput`` a search found at ``rate`` (0 where no rate met the targets), with the run at that
     rate (``run``, or run again here)."""
     from .workload import SHAREGPT
+    _check.instance("server", server, Server)
+    rate = float(_check.single("rate", _check.number("rate", rate, minimum=0)))
     lengths = SHAREGPT if lengths is None else lengths
     if rate > 0 and run is None:
         run = at_rate(server, rate, count, lengths, seed)
     mean_reply = float(run.workload.reply.mean()) if run is not None else float(lengths.mean_reply)
-    return Goodput(server, float(rate), ttft, tpot, attainment, mean_reply, run)
+    return Goodput(server, rate, ttft, tpot, attainment, mean_reply, run)
 
 
 def users_that_fit(server: Server, prompt, reply):

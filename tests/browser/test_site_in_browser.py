@@ -282,23 +282,48 @@ def card_fits(card, drawn):
     return left >= 1 and right >= 1 and left + right <= 4 + 0.06 * drawn[1]
 
 
+def read_on_a_phone(phone, url: str) -> dict:
+    """``PHONE_CHECK`` on ``url`` loaded in ``phone``, its formulas set."""
+    phone.open(url)
+    phone.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    return phone.evaluate(PHONE_CHECK)
+
+
+def test_a_page_turned_dark_on_the_phone_reads_as_the_page_loaded_dark(chromium, site):
+    """The check below turns each page dark after loading it light (the theme's colours follow the phone's setting
+    as it changes); here a lesson page with charts and formulas, loaded dark, reads the same as turned dark."""
+    dark, turned = chromium.tab(width=PHONE, height=800, dark=True, touch=True), chromium.tab(width=PHONE, height=800,
+                                                                                            touch=True)
+    try:
+        url = f"{site}chapters/lesson-1/part-2-same-weights-different-work.html"
+        loaded_dark = read_on_a_phone(dark, url)
+        read_on_a_phone(turned, url)
+        turn_dark(turned)
+        assert loaded_dark["charts"] and turned.evaluate(PHONE_CHECK) == loaded_dark
+    finally:
+        dark.close(), turned.close()
+
+
+def turn_dark(phone):
+    """The phone set to dark mode, the page's colours changed and settled."""
+    phone.page.emulate_media(color_scheme="dark")
+    phone.page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+    phone.page.wait_for_function("() => !document.getAnimations().some(a => a.playState === 'running' "
+                                 "&& isFinite(a.effect.getTiming().iterations))")
+
+
 def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
-    """Each page loaded once on a phone in light mode, read, then read again once the phone turns to dark mode
-    (the theme follows the phone's setting as it changes, as it does on a page loaded dark)."""
+    """Each page loaded once on a phone in light mode and read, then turned dark and read again."""
     phone = chromium.tab(width=PHONE, height=800, touch=True)
     problems = []
     try:
         for page, dark in ((page, dark) for page in toc_files() for dark in (False, True)):
             if dark:
-                phone.page.emulate_media(color_scheme="dark")
-                phone.page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
-                phone.page.wait_for_function("() => !document.getAnimations().some(a => a.playState === 'running' "
-                                             "&& isFinite(a.effect.getTiming().iterations))")   # colours settled
+                turn_dark(phone)
+                seen = phone.evaluate(PHONE_CHECK)
             else:
                 phone.page.emulate_media(color_scheme="light")
-                phone.open(f"{site}{page}.html")
-                phone.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")   # formulas set
-            seen = phone.evaluate(PHONE_CHECK)
+                seen = read_on_a_phone(phone, f"{site}{page}.html")
             page = f"{page} ({'dark' if dark else 'light'})"
             if seen["wide"]:
                 problems.append(f"{page}: wider than the phone: {seen['wide']}")

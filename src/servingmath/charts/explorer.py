@@ -118,9 +118,8 @@ class Layer:
 
 
 class Explorer:
-    """An idea's declaration; see the module's note. ``refuse`` maps an error type to the words a setting
-    that raises it reads as ("does not fit"). ``slow``: a setting takes a simulation to compute the first
-    time (tenths of a second), so Jupyter says "computing…" until it is drawn."""
+    """An idea's declaration; see the module's note. ``refuse`` maps an error type to the words a setting that
+    raises it reads as ("does not fit"); ``slow``: a new setting simulates, so Jupyter says "computing…" first."""
 
     def __init__(self, name: str, title: str, controls: Sequence[Control], readouts: Callable[..., Mapping],
                  layers: Sequence[Layer] = (), background: str = "", height: int = 300, note: str = "",

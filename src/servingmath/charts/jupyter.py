@@ -3,8 +3,7 @@
 A slider with ``fine`` steps is an ``IntSlider`` (a ``range``) or a ``SelectionSlider``; a menu a
 ``Dropdown``; buttons ``ToggleButtons``. A move sends the page one message: the readouts and the figure as
 SVG text, together in one ``HTML`` widget (a millisecond or two, where a matplotlib render takes tens), the
-same in ipywidgets 7 (Colab) and 8. No control sets another, so a move redraws once; an explorer whose settings
-take a while to compute the first time (a simulation) says "computing…" first.
+same in ipywidgets 7 (Colab) and 8. No control sets another, so a move redraws once; a slow one says "computing…".
 """
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ class Live:
         self.controls = {c.name: _widget(c) for c in explorer.controls}
         self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("servingmath-figure")
-        # Slow where declared so (a setting's first computation may have been read from the package's caches,
-        # quick, where the next one simulates), or once a first computation has taken longer than SLOW.
+        # Slow where declared (a first setting may come quick from a cache), or once a move computes past SLOW.
         self.draws, self.svg, self.readouts, self._holding, self._slow = 0, "", {}, False, explorer.slow
         for control in self.controls.values():
             control.observe(self._changed, names="value")
@@ -85,7 +83,8 @@ class Live:
         # The dark shades' style sheet sits once in the box: one on every move would restyle the whole page.
         self.svg = self.explorer.svg_at(style=False, **setting)
         self.view.value = f"<table class='servingmath-readouts'>{rows}</table>{self.svg}"
-        self.draws, self._slow = self.draws + 1, self._slow or (first and time.perf_counter() - started > SLOW)
+        took_long = first and self.draws > 0 and time.perf_counter() - started > SLOW   # not the build's draw
+        self.draws, self._slow = self.draws + 1, self._slow or took_long
 
     def widget(self) -> widgets.Widget:
         note = [widgets.HTML(f"<small>{html.escape(self.explorer.note)}</small>")] if self.explorer.note else []
