@@ -25,10 +25,10 @@ FOLDER_VARIABLE = "SERVINGMATH_RESULTS"
 
 
 def package_digest() -> str:
-    """A digest of every file of the package (its source and its data, bytecode aside), and of the Python,
-    NumPy and processor that compute with it."""
+    """A digest of every file of the package (its source and its data, bytecode aside), and of the Python and
+    NumPy that compute with it."""
     package = Path(__file__).parent
-    digest = hashlib.blake2b(f"{sys.version} {np.__version__} {os.uname().machine}".encode(), digest_size=16)
+    digest = hashlib.blake2b(f"{sys.version} {sys.platform} {np.__version__}".encode(), digest_size=16)
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
