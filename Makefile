@@ -27,8 +27,8 @@ SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make
 STAGE_MAKE := $(MAKE)
 
 # Lesson 3's slow simulations (load curves, goodput searches), kept on disk between the processes of a
-# build or a test run that run the same ones (src/servingmath/_kept.py). They are filed under a digest of
-# the package, so what was computed before an edit is not read after it; `make bench` computes afresh.
+# build or a test run that run the same ones (src/servingmath/_kept.py), filed under a digest of the
+# package's files; `make bench` computes afresh.
 export SERVINGMATH_RESULTS ?= $(CURDIR)/_build/simulations
 
 # The installer of the pinned versions, itself pinned.

@@ -19,8 +19,19 @@ def results(tmp_path, monkeypatch):
     load._run.cache_clear(), load._goodput.cache_clear()
 
 
+def kept_files(results: Path, kind="*") -> list[Path]:
+    return sorted(results.glob(f"{_kept.SUBFOLDER}/*/{kind}-*.npz"))
+
+
 def refuse(*args, **kwargs):
     raise AssertionError("simulated again")
+
+
+def no_simulation(monkeypatch):
+    """Every way to a simulation refused: what follows must come from the folder."""
+    load._run.cache_clear(), load._goodput.cache_clear()   # a new process: only the folder remembers
+    for module, name in ((load, "simulate"), (simulator, "simulate"), (simulator, "at_rate"), (simulator, "goodput")):
+        monkeypatch.setattr(module, name, refuse)
 
 
 def same_run(a: simulator.Simulation, b: simulator.Simulation):
@@ -33,38 +44,66 @@ def same_run(a: simulator.Simulation, b: simulator.Simulation):
 
 
 def test_a_kept_run_and_goodput_are_read_back_as_computed_without_simulating(results, monkeypatch):
-    run = load.run(12, count=300)
-    found = load.capacity(count=300)
-    load._run.cache_clear(), load._goodput.cache_clear()   # a new process: only the folder remembers
+    run, found = load.run(12, count=300), load.capacity(count=300)
+    assert [p.name.split("-")[0] for p in kept_files(results)] == ["goodput", "run"]
     with monkeypatch.context() as patched:
-        patched.setattr(load, "simulate", refuse)
-        patched.setattr(simulator, "goodput", refuse)
+        no_simulation(patched)
         again, found_again = load.run(12, count=300), load.capacity(count=300)
     same_run(run, again)
     assert found_again.goodput.rate == found.goodput.rate > 0
     assert found_again.cost_per_million == found.cost_per_million and found_again.gpus == found.gpus
-    same_run(found.goodput.run, found_again.goodput.run)   # the run at the rate found, made again from it
+    same_run(found.goodput.run, found_again.goodput.run)   # the run at the rate found, kept beside it
 
 
-def test_results_are_filed_under_the_packages_digest_and_another_versions_are_removed(results, monkeypatch):
+def test_a_goodput_no_rate_meets_is_kept_too(results, monkeypatch):
+    # A first token within a microsecond: no rate meets it.
+    found = load._goodput(load.MODEL, load.GPU_, "continuous", 1e-6, 0.05, 200, 0)
+    assert found.rate == 0 and found.run is None
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        again = load._goodput(load.MODEL, load.GPU_, "continuous", 1e-6, 0.05, 200, 0)
+    assert again.rate == 0 and again.run is None and again.mean_reply == found.mean_reply
+
+
+def test_results_are_filed_under_the_digest_and_only_another_digests_results_are_removed(results, monkeypatch):
+    theirs = results / "someone's" / "notes.txt"
+    theirs.parent.mkdir()
+    theirs.write_text("kept")
     load.run(12, count=300)
-    assert [p.parent.name for p in results.glob("*/run-*.npz")] == [_kept.DIGEST] == [_kept.package_digest()]
+    assert [p.parent.name for p in kept_files(results)] == [_kept.DIGEST] == [_kept.package_digest()]
+    beside = kept_files(results)[0].parent / "notes.txt"
+    beside.write_text("not a result")
     load._run.cache_clear()
-    monkeypatch.setattr(_kept, "DIGEST", "an-edited-package")
+    monkeypatch.setattr(_kept, "DIGEST", "f" * 32)
     calls = []
     monkeypatch.setattr(load, "simulate", lambda *a: calls.append(a) or simulator.simulate(*a))
     load.run(12, count=300)
-    assert len(calls) == 1 and [p.parent.name for p in results.glob("*/run-*.npz")] == ["an-edited-package"]
+    assert len(calls) == 1 and [p.parent.name for p in kept_files(results)] == ["f" * 32]
+    assert theirs.read_text() == "kept" and beside.read_text() == "not a result"   # only results are removed
 
 
 def test_the_digest_changes_with_any_file_of_the_package(tmp_path, monkeypatch):
     package = tmp_path / "servingmath"
-    shutil.copytree(Path(_kept.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(_kept, "__file__", str(package / "_kept.py"))
+    shutil.copytree(_kept.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_kept, "PACKAGE", package)
     before = _kept.package_digest()
     data = next(p for p in sorted((package / "data").iterdir()) if p.is_file())
     data.write_bytes(data.read_bytes() + b"\n")
     assert _kept.package_digest() != before
+
+
+def test_a_process_whose_package_changed_since_import_keeps_nothing(results, monkeypatch):
+    monkeypatch.setattr(_kept, "STAMPS", _kept.STAMPS[:-1])   # as if a file had changed since the import
+    load.run(12, count=300)
+    assert list(results.iterdir()) == []
+
+
+@pytest.mark.parametrize("setting", ["", "relative/folder"])
+def test_nothing_is_kept_where_the_variable_is_unset_or_not_absolute(results, monkeypatch, setting):
+    monkeypatch.setenv(_kept.FOLDER_VARIABLE, setting)
+    monkeypatch.chdir(results)
+    load.run(12, count=300)
+    assert list(results.iterdir()) == []
 
 
 def test_a_folder_that_cannot_be_written_keeps_nothing_and_the_result_stands(results, monkeypatch):
@@ -74,15 +113,9 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_the_result_stands(res
     assert run.summary()["tokens_per_second"] > 0 and [p.name for p in results.iterdir()] == ["a-file"]
 
 
-def test_nothing_is_kept_where_the_variable_is_unset(results, monkeypatch):
-    monkeypatch.delenv(_kept.FOLDER_VARIABLE)
-    load.run(12, count=300)
-    assert list(results.iterdir()) == []
-
-
-def test_a_half_written_result_is_computed_again(results):
+def test_a_result_that_cannot_be_read_whole_is_computed_again(results):
     first = load.run(12, count=300)
-    for path in results.glob("*/run-*.npz"):
-        path.write_bytes(path.read_bytes()[:100])
+    [path] = kept_files(results)
+    path.write_bytes(path.read_bytes()[:100])
     load._run.cache_clear()
     same_run(first, load.run(12, count=300))

@@ -1,20 +1,22 @@
 """Lesson 3's slow simulations kept on disk, for the processes that run the same ones.
 
-Where ``SERVINGMATH_RESULTS`` names a folder (``make`` sets it for the book, the tests and ``make lab``),
-a simulated run (``load.run``) and a goodput search (``load.capacity``) are written there once computed,
-and read back by any later process: the book's build, the JupyterLab test's kernels and the unit tests
-run the same lesson 3 simulations, each in processes of their own. Results are filed under a digest
-of the package as it was imported (every file of its source and data) and of the Python and NumPy that
-ran it; a folder filed under another digest is removed when the first result of a new one is written.
-Only arrays are kept (NumPy's ``.npz``, read without pickle); the objects around them are made again
-from the arguments. Where the variable is unset (a reader's notebook, Colab, the grader's sandbox),
-or the folder cannot be written, every result is computed.
+Where ``SERVINGMATH_RESULTS`` names an absolute folder (``make`` sets it for the book, the tests and
+``make lab``), a simulated run (``load.run``) and a goodput search (``load.capacity``) are written under
+its ``servingmath-kept/`` once computed, and read back by any later process: the book's build, the
+JupyterLab test's kernels and the unit tests run the same lesson 3 simulations, each in processes of
+their own. Results are filed under a digest of the package as it was imported (every file of its
+source and data) and of the Python and NumPy that ran it; a process whose package files have changed
+since it imported them neither reads nor writes, and the results of other digests are removed when
+the first result of a new one is written. Only arrays are kept (NumPy's ``.npz``, read without
+pickle); the objects around them are made again from the arguments. Where the variable is unset (a
+reader's notebook, Colab, the grader's sandbox), or the folder cannot be written, every result is
+computed.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,21 +24,32 @@ from pathlib import Path
 import numpy as np
 
 FOLDER_VARIABLE = "SERVINGMATH_RESULTS"
+SUBFOLDER = "servingmath-kept"
+PACKAGE = Path(__file__).parent
+# What is written: a digest's folder, and in it the results and the files being written.
+DIGEST_NAME = re.compile(r"[0-9a-f]{32}")
+RESULT_NAME = re.compile(r"(run|goodput)-[0-9a-f]{32}\.npz|\.partial-\w+\.npz")
+
+
+def package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
 def package_digest() -> str:
     """A digest of every file of the package (its source and its data, bytecode aside), and of the Python and
     NumPy that compute with it."""
-    package = Path(__file__).parent
     digest = hashlib.blake2b(f"{sys.version} {sys.platform} {np.__version__}".encode(), digest_size=16)
-    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in package_files():
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-# Taken once, as the package is imported: a file edited later, while this process still runs the code it
-# imported before, must not file that code's results under the edited package's digest.
-DIGEST = package_digest()
+def _stamps() -> list[tuple]:
+    return [(path, stat.st_mtime_ns, stat.st_size) for path in package_files() for stat in [path.stat()]]
+
+
+# Taken once, as the package is imported (servingmath/__init__ imports this module first).
+DIGEST, STAMPS = package_digest(), _stamps()
 
 
 def kept_arrays(kind: str, arguments: tuple, compute) -> dict[str, np.ndarray]:
@@ -45,10 +58,15 @@ def kept_arrays(kind: str, arguments: tuple, compute) -> dict[str, np.ndarray]:
     Their ``repr`` names the result, so each argument must be a value whose ``repr`` says all of it, as the
     package's dataclasses do."""
     folder = os.environ.get(FOLDER_VARIABLE)
-    if not folder:
+    if not folder or not os.path.isabs(folder):
+        return compute()
+    try:
+        if _stamps() != STAMPS:   # edited since imported: this process may run old code beside new
+            return compute()
+    except OSError:
         return compute()
     name = hashlib.blake2b(repr(arguments).encode(), digest_size=16).hexdigest()
-    path = Path(folder) / DIGEST / f"{kind}-{name}.npz"
+    path = Path(folder) / SUBFOLDER / DIGEST / f"{kind}-{name}.npz"
     try:
         with np.load(path, allow_pickle=False) as stored:
             return {key: stored[key] for key in stored.files}
@@ -64,8 +82,7 @@ def kept_arrays(kind: str, arguments: tuple, compute) -> dict[str, np.ndarray]:
 
 def _write(path: Path, arrays: dict[str, np.ndarray]):
     if not path.parent.is_dir():
-        for other in path.parent.parent.glob("*"):   # results of another version of the package
-            shutil.rmtree(other, ignore_errors=True)
+        _remove_other_digests(path.parent.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
     # Written whole under another name, then renamed: a process reading at the same time never sees half of it.
     file = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)
@@ -78,3 +95,18 @@ def _write(path: Path, arrays: dict[str, np.ndarray]):
         if os.path.exists(file.name):
             os.unlink(file.name)
 
+
+def _remove_other_digests(kept: Path):
+    """Another version's results, and nothing else: only files named as results are removed, then their
+    folder if that leaves it empty."""
+    if not kept.is_dir():
+        return
+    for other in kept.iterdir():
+        if other.is_dir() and DIGEST_NAME.fullmatch(other.name) and other.name != DIGEST:
+            for result in other.iterdir():
+                if RESULT_NAME.fullmatch(result.name):
+                    result.unlink(missing_ok=True)
+            try:
+                other.rmdir()
+            except OSError:
+                pass

@@ -880,7 +880,11 @@ def goodput_at(server: Server, rate, ttft, tpot, count=GOODPUT_REQUESTS, lengths
     from .workload import SHAREGPT
     _check.instance("server", server, Server)
     rate = float(_check.single("rate", _check.number("rate", rate, minimum=0)))
+    ttft, tpot = _check.positive("ttft", ttft), _check.positive("tpot", tpot)
+    attainment = _check.fraction("attainment", attainment)
     lengths = SHAREGPT if lengths is None else lengths
+    if run is not None and (rate == 0 or run.server != server or len(run.workload) != count):
+        raise ValueError(f"run must be {count:,} requests on the server given, at rate={rate!r}, got {run.workload.label}")
     if rate > 0 and run is None:
         run = at_rate(server, rate, count, lengths, seed)
     mean_reply = float(run.workload.reply.mean()) if run is not None else float(lengths.mean_reply)
