@@ -178,7 +178,13 @@ def _set(figure, chart, setting, positions):
         positions[k] = index
 
 
-def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[str], int]:
+# Settings chosen at random on each chart, beside each control at its far end. The package's table for every
+# setting is compared with the package itself in tests/test_charts.py; here the page's script is checked to
+# show that table's entries, which a score of settings a run does (a new draw each run, COURSE_SEED repeats one).
+RANDOM_SETTINGS = 20
+
+
+def chart_problems(figure, rng: random.Random, count: int = RANDOM_SETTINGS) -> tuple[list[str], int]:
     """Move every control of the chart in ``figure`` (a Playwright locator) and compare what it shows.
 
     First each control alone to its far end, then ``count`` settings chosen at random;
@@ -228,7 +234,8 @@ def chart_problems(figure, rng: random.Random, count: int = 50) -> tuple[list[st
     return problems, len(settings)
 
 
-def check_page(browser, url: str, origin: str, rng: random.Random | None = None, settings: int = 50) -> PageCheck:
+def check_page(browser, url: str, origin: str, rng: random.Random | None = None,
+               settings: int = RANDOM_SETTINGS) -> PageCheck:
     check = PageCheck(url)
     check.problems += load_problems(browser.open(url), origin)
     check.images = browser.evaluate("document.images.length")

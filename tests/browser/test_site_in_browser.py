@@ -39,7 +39,7 @@ from browser import CHROMIUM, Chromium  # noqa: E402
 if not CHROMIUM.exists():
     pytest.skip(f"browser test skipped: {CHROMIUM} not found", allow_module_level=True)
 
-from site_checks import check_page, serve  # noqa: E402
+from site_checks import RANDOM_SETTINGS, check_page, serve  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import launch_files  # noqa: E402
@@ -178,7 +178,7 @@ def set_chart(tab, kind: str, **setting) -> list[str]:
 def test_every_page_works_offline_and_every_chart_shows_the_package(browser, site, page):
     check = check_page(browser, f"{site}{page}.html", site, random.Random(f"{SEED}{page}"))
     assert check.problems == [], f"COURSE_SEED={SEED}"
-    assert check.settings >= 50 * check.charts
+    assert check.settings >= RANDOM_SETTINGS * check.charts
 
 
 def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
@@ -357,7 +357,7 @@ def test_each_check_meets_a_solution_a_glued_number_a_formula_a_figure_charts_an
     check = check_page(browser, f"{test_page_site}{FIXTURE.stem}.html", test_page_site, random.Random(SEED))
     assert check.problems == []
     assert (check.solutions, check.glued, check.charts, check.explorers, check.figures) == (1, 1, 2, 1, 1)
-    assert check.settings >= 100
+    assert check.settings >= 2 * RANDOM_SETTINGS
     assert "4.79 ms" in check.visible_text and "This explorer runs live" in check.visible_text
     # MathJax typeset the formula from the site's own copy (no request left the site).
     assert browser.evaluate("document.querySelectorAll('mjx-container').length") == 1
