@@ -37,6 +37,7 @@ import math
 from array import array
 from collections import deque
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 
 import numpy as np
 
@@ -834,6 +835,13 @@ class Goodput:
         return cost_per_million_tokens(price, self.tokens_per_second * SECONDS_PER_HOUR)
 
 
+@lru_cache(maxsize=24)
+def _searched_run(server, rate, count, lengths, seed):
+    # Searches for other targets on the same server try the same rates first (1, 2, 4... then halfway
+    # between the last two), so the runs there are kept for them: a score of runs, some megabytes each.
+    return at_rate(server, rate, count, lengths, seed)
+
+
 def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, seed=0, attainment=ATTAINMENT,
             steps=14) -> Goodput:
     """The highest request rate at which at least ``attainment`` of requests see a time to first token
@@ -852,7 +860,7 @@ def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, se
     lengths = SHAREGPT if lengths is None else lengths
 
     def meets(rate):
-        run = at_rate(server, rate, count, lengths, seed)
+        run = _searched_run(server, rate, count, lengths, seed)
         return run.attainment(ttft, tpot) >= attainment, run
 
     low, high, best = 0.0, 1.0, None
