@@ -233,6 +233,22 @@ def test_summary_and_goodput_on_a_small_run():
     assert price == pytest.approx(G.price_per_hour / (found.rate * found.mean_reply * 3600 / 1e6))
 
 
+def test_a_goodput_search_reuses_the_runs_of_an_earlier_one_on_the_same_server(monkeypatch):
+    """Searches for other targets try the same rates first; they find what a search alone finds, running less."""
+    server, ran = S.Server(M, G), []
+    simulate = S.simulate
+    monkeypatch.setattr(S, "simulate", lambda *args: ran.append(args) or simulate(*args))
+    S._searched_run.cache_clear()
+    first = S.goodput(server, ttft=0.2, tpot=0.02, count=150, seed=5, steps=6)
+    alone = len(ran)
+    second = S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6)
+    shared = len(ran) - alone
+    S._searched_run.cache_clear()
+    ran.clear()
+    assert S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6).rate == second.rate
+    assert first.rate != second.rate and shared < len(ran)
+
+
 def test_poisson_arrivals_at_another_rate_are_the_same_requests_rescaled():
     np.testing.assert_allclose(W.poisson_arrivals(10, 50, seed=4) * 10, W.poisson_arrivals(2, 50, seed=4) * 2)
     prompts, replies = W.SHAREGPT.draw(20_000, seed=1)
