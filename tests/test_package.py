@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import servingmath as sm
-from servingmath import hardware, models, passes, roofline, serving, units
+from servingmath import cache, hardware, models, passes, roofline, serving, units
 
 M = sm.LLAMA_3_8B
 G = sm.H100_SXM
@@ -271,10 +271,31 @@ def test_round_to_significant_figures():
     assert units.round_to(0.0, 2) == 0
 
 
-def test_latent_attention_scores_at_the_query_width_and_sums_values_at_the_value_width():
-    v3 = sm.MODELS["deepseek-v3"]
-    per_position = 2 * 128 * 192 + 2 * 128 * 128  # scores over 192-wide heads, values over 128-wide heads
-    assert sm.attention_flops(v3, 1, 999) == 61 * per_position * 1000
+LATENT = [m for m in sm.MODELS.values() if m.latent_attention]
+
+
+def test_the_catalog_holds_latent_attention_models_of_both_head_counts():
+    assert {m.heads for m in LATENT} == {16, 128}
+
+
+@pytest.mark.parametrize("model", LATENT, ids=[m.name for m in LATENT])
+def test_latent_attention_is_counted_one_way_the_absorbed_form(model):
+    """Every head scores against the cached latent and rotary key and sums the latents, in prefill
+    and decode alike, and the cache's attention intensity is the same count over the same bytes."""
+    absorbed = model.heads * (2 * (model.kv_lora_rank + model.rope_head_dim) + 2 * model.kv_lora_rank)
+    per_head_widths = 2 * model.heads * model.head_dim + 2 * model.heads * model.value_head_dim
+    assert passes.attention_flops_per_position(model) == absorbed != per_head_widths
+    assert sm.attention_flops(model, 1, 999) == model.layers * absorbed * 1000
+    assert sm.attention_flops(model, 1000, 0) == model.layers * absorbed * 1000 * 1001 / 2
+    step = sm.forward_pass(model, 1, 999)
+    assert step.attention_flops == sm.attention_flops(model, 1, 999)
+    assert cache.decode_attention_intensity(model) == absorbed / ((model.kv_lora_rank + model.rope_head_dim) * 2)
+
+
+def test_deepseek_v2_attention_a_position_and_layer():
+    v2 = sm.MODELS["deepseek-v2"]
+    assert passes.attention_flops_per_position(v2) == 278_528  # absorbed; per-head widths would give 81,920
+    assert 2 * (v2.attention_width + v2.value_width) == 81_920
 
 
 def test_sliding_window_layers_attend_to_at_most_their_window():

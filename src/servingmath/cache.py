@@ -23,7 +23,7 @@ from . import _check
 from .hardware import GPU
 from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_batch, vllm_budget, weight_bytes
 from .models import MODELS, Model
-from .passes import PassCost, forward_pass
+from .passes import PassCost, attention_flops_per_position, forward_pass
 from .roofline import Assumptions, pass_time
 from .serving import (LESSON_WITH_CACHE, Batching, _first_where, batching, compute_bound_batch,
                       memory_bound_from_cache)
@@ -154,17 +154,13 @@ def decode_attention_intensity(model: Model, kv_bits=16):
 
     Keys and values per KV head: each cached number is used by every query head sharing its
     KV head, so the ratio is heads ÷ KV heads in 16 bits (twice that in 8). Latent attention
-    (MLA) at decode folds the key and value up-projections into the query and output weights, so
-    every head scores and sums over the one cached latent (and the shared rotary key):
-    heads × (2 × (latent + rotary) + 2 × latent) FLOPs against (latent + rotary) × bytes.
+    (MLA), counted as ``passes.attention_flops_per_position`` counts it, has every head score and
+    sum over the one cached latent (and the shared rotary key): heads × (2 × (latent + rotary)
+    + 2 × latent) FLOPs against (latent + rotary) × bytes, so the ratio grows with the heads.
     """
     _check.instance("model", model, Model)
     kv_bits = _check.finite("kv_bits", kv_bits, above=0)
-    if model.latent_attention:
-        per_position = model.heads * (2 * (model.kv_lora_rank + model.rope_head_dim) + 2 * model.kv_lora_rank)
-    else:
-        per_position = 2 * (model.attention_width + model.value_width)
-    return per_position / (model.cache_width * kv_bits / 8)
+    return attention_flops_per_position(model) / (model.cache_width * kv_bits / 8)
 
 
 @dataclass(frozen=True)

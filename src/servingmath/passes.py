@@ -78,14 +78,33 @@ def positions_attended(new_tokens, cached_tokens=0, attention="causal", window=N
     raise ValueError(f"attention must be one of {ATTENTION_COUNTS}, got {attention!r}")
 
 
+def attention_flops_per_position(model: Model) -> int:
+    """FLOPs one new token spends in one layer on one position it attends to: the score (a dot
+    product, 2 FLOPs a number) and the weighted value (2 a number), in every query head.
+
+    Keys and values per KV head: 2 × (heads × head_dim + heads × value head width), which is
+    4 × heads × head_dim when the widths match. Latent attention (MLA) is counted in the form
+    DeepSeek-V2 describes for inference, with the key and value up-projections absorbed into
+    the query and output projections (which ``linear_flops`` counts with the other weights): every
+    head scores against the cached latent and rotary key, 2 × (latent + rotary) FLOPs, and sums
+    the latents, 2 × latent. That is 278,528 a position for DeepSeek-V2's 128 heads, against
+    81,920 for scores and sums at the per-head widths, which would need every cached latent
+    expanded into per-head keys and values first.
+    """
+    _check.instance("model", model, Model)
+    if model.latent_attention:
+        return model.heads * (2 * model.cache_width + 2 * model.kv_lora_rank)
+    return 2 * (model.attention_width + model.value_width)
+
+
 def attention_flops(model: Model, new_tokens, cached_tokens=0, attention="causal"):
-    """Scores (Q·Kᵀ, 2 FLOPs per query width) and the weighted sum of values (2 per value width)
-    for each position each new token attends to, in every layer: 4 · layers · heads × head_dim
-    per position when the widths match. Sliding-window layers attend to at most their window."""
+    """Scores and the weighted sum of values (``attention_flops_per_position``) for each position
+    each new token attends to, in every layer: 4 · layers · heads × head_dim per position when
+    the widths match. Sliding-window layers attend to at most their window."""
     _check.instance("model", model, Model)
     model.check_context(_check.count("cached_tokens", cached_tokens) + _check.count("new_tokens", new_tokens),
                         "cached_tokens + new_tokens")
-    per_position = 2 * (model.attention_width + model.value_width)
+    per_position = attention_flops_per_position(model)
     positions = model.full_layers * positions_attended(new_tokens, cached_tokens, attention)
     if model.sliding_layers:
         positions = positions + model.sliding_layers * positions_attended(
