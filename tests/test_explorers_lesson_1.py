@@ -55,7 +55,8 @@ def test_roofline_shows_example_2_1_a_short_prompt_and_fewer_bits():
     assert made.readouts_at(tokens=323, gpu="l4")["the pass is"] == "memory-bound"
     # What a pass reaches, to three figures: the H100's peak as the catalog shows it, a laptop's not rounded to 0.
     assert made.readouts_at()["FLOP/s it can reach"] == "989 TFLOP/s of 989 TFLOP/s"
-    assert made.readouts_at(tokens=1, gpu="laptop")["FLOP/s it can reach"] == "0.100 TFLOP/s of 3.60 TFLOP/s"
+    assert made.readouts_at(tokens=1, gpu="laptop", weight_bits=8)["FLOP/s it can reach"] \
+        == "0.200 TFLOP/s of 3.60 TFLOP/s"
     assert made.readouts_at(tokens=1)["FLOP/s it can reach"] == "3.35 TFLOP/s of 989 TFLOP/s"
     refused = []
     for key, gpu in sm.CATALOG.items():
@@ -187,9 +188,8 @@ def test_the_roofline_places_a_pass_only_where_it_can_happen():
                 # A prefill writes its tokens' cache: the weights and that cache must fit together.
                 happens = _can_happen(sm.LLAMA_3_8B, sm.CATALOG[gpu], tokens, bits)
                 assert _shown(made, tokens=tokens, gpu=gpu, weight_bits=bits) == happens, (gpu, bits, tokens)
-    # The laptop holds Llama 3 8B's 16-bit weights, but not beside the cache of Example 2.1's prompt.
-    assert _shown(made, gpu="laptop", tokens=1) and not _shown(made, gpu="laptop", tokens=3000)
-    assert _shown(made, gpu="laptop", tokens=3000, weight_bits=8)
+    # The laptop's GPU may use two thirds of its 16 GB (Metal's working set): not Llama 3 8B's 16-bit weights.
+    assert not _shown(made, gpu="laptop", tokens=1) and _shown(made, gpu="laptop", tokens=3000, weight_bits=8)
 
 
 def test_the_request_explorer_times_a_request_only_where_it_can_happen():

@@ -133,3 +133,32 @@ def test_cache_size_draws_no_regrouped_heads_for_latent_attention():
     assert shown["multi-head"] == shown["multi-query"] == "no key-value heads: latent attention"
     assert shown["cache a token, as published"] == "69,120 bytes, one latent of 576 numbers a layer"
     assert "KV head" in lesson_2.cache_size().readouts_at(model="llama-3-70b")["cache a token, as published"]
+
+
+def test_part_4_hint_holds_on_every_gpu_the_explorer_offers():
+    """Part 4: "the red line flattens about where the caches outweigh the weights ... and stops where memory
+    runs out, if that comes before the last stop of the slider"; the L4 is named as the GPU where memory runs
+    out first. Checked at every length, cache width and GPU the website offers."""
+    made = lesson_2.cached_batching()
+    options = {c.name: c.options for c in made.controls}
+    last_stop = max(options["users"])
+    named = []
+    for key in options["gpu"]:
+        gpu = sm.CATALOG[key]
+        budget = sm.fit(M, gpu)
+        if budget.usable_bytes - budget.weight_bytes < budget.weight_bytes:
+            named.append(key)
+        for tokens in options["tokens"]:
+            for kv_bits in options["kv_bits"]:
+                wall = max_batch(M, gpu, tokens, kv_bits=kv_bits)
+                crossing = cache.cache_matches_weights_batch(M, tokens, kv_bits=kv_bits)
+                shown = made.readouts_at(tokens=tokens, kv_bits=kv_bits, gpu=key)
+                assert shown["caches weigh as much as the weights at"].startswith(units.number(round(crossing)))
+                if key in named:
+                    assert wall < crossing, (key, tokens, kv_bits)   # memory is full first
+                else:
+                    assert crossing < wall, (key, tokens, kv_bits)   # the caches outweigh the weights first
+                if wall < last_stop:
+                    assert f"memory full: {units.number(wall)} users" in made.svg_at(tokens=tokens, kv_bits=kv_bits,
+                                                                                      gpu=key)
+    assert named == ["l4"]

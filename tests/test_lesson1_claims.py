@@ -172,8 +172,32 @@ def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_d
     assert sm.memory.fit(sm.LLAMA_3_8B, t4, weight_bits=8).fits
     with pytest.raises(ValueError, match="does not fit on one NVIDIA T4.*15 GiB"):
         sm.memory.fit(sm.LLAMA_3_8B, t4).require()
-    # The only catalog GPU too small for the lesson's model in 16 bits.
-    assert [g.key for g in GPUS if not sm.memory.fit(sm.LLAMA_3_8B, g).fits] == ["t4"]
+    # The catalog's GPUs too small for the lesson's model in 16 bits: the T4, and the laptop's (below).
+    assert [g.key for g in GPUS if not sm.memory.fit(sm.LLAMA_3_8B, g).fits] == ["t4", "laptop"]
+
+
+# -- "the laptop's GPU may use 11.45 GB of its 16 GB" -------------------------------------------
+APPLE = [g for g in sm.CATALOG.values() if "Apple" in g.name]
+
+
+@pytest.mark.parametrize("gpu", APPLE, ids=[g.key for g in APPLE])
+def test_a_macs_gpu_is_given_metals_working_set_not_the_whole_memory(gpu):
+    """Part 3: a Mac's GPU uses at most Metal's recommendedMaxWorkingSetSize, as llama.cpp prints it:
+    two thirds of the memory up to 32 GB, three quarters above; the listed memory stays the machine's."""
+    listed = float(gpu.listed_memory.removesuffix(" GB")) * 2**30
+    share = 2 / 3 if listed <= 32 * 2**30 else 3 / 4
+    assert gpu.memory_bytes == pytest.approx(listed * share, rel=1e-12) and gpu.memory_bytes < listed
+    assert "recommendedMaxWorkingSetSize" in sm.hardware.metal_working_set.__doc__
+
+
+def test_the_laptops_gpu_cannot_hold_llama_3_8b_in_16_bits():
+    laptop = sm.CATALOG["laptop"]
+    assert laptop.listed_memory == "16 GB" and laptop.memory_bytes / 2**20 == pytest.approx(10_922.67, abs=0.01)
+    assert "recommendedMaxWorkingSetSize" in laptop.source and units.gb(laptop.memory_bytes) == "11.45 GB"
+    assert not sm.memory.fit(sm.LLAMA_3_8B, laptop).fits          # 16.06 GB of weights
+    assert sm.memory.fit(sm.LLAMA_3_8B, laptop, 8000, weight_bits=8).fits
+    with pytest.raises(ValueError, match="unified_bytes"):
+        sm.hardware.metal_working_set(-1)
 
 
 def test_a_listed_memory_must_be_a_positive_number():

@@ -40,7 +40,8 @@ class GPU:
     key: str = field(default="", compare=False)
     source_url: str = ""
     # The spec sheet's memory where a program gets less of it: a T4 lists 16 GB of GDDR6, but
-    # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB.
+    # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB;
+    # a 16 GB Mac lets its GPU use two thirds (``metal_working_set``).
     listed_memory_bytes: float | None = None
     # The memory CUDA reports for the card (``torch.cuda.mem_get_info``'s total, what vLLM
     # multiplies by ``gpu_memory_utilization``): less than ``memory_bytes``, the driver keeping
@@ -119,6 +120,23 @@ class GPU:
 T = 1e12
 GB = 1e9
 GiB = 2**30  # a spec sheet's memory "GB"
+
+
+
+def metal_working_set(unified_bytes) -> float:
+    """The bytes of a Mac's unified memory its GPU may use: Metal's recommendedMaxWorkingSetSize.
+
+    The GPU shares the machine's memory, but Metal lets it keep only part of it at once, and
+    llama.cpp (Ollama's engine) stays within that. As llama.cpp prints it at start-up: two thirds
+    of the memory up to 32 GB (10,922.67 MiB on a 16 GB M1 MacBook Pro,
+    https://github.com/abetlen/llama-cpp-python/issues/687; 21,845.34 on a 32 GB M2 Max,
+    https://github.com/ollama/ollama/issues/434), three quarters above (49,152 on a 64 GB M2 Max,
+    https://github.com/ggml-org/llama.cpp/issues/1870; 73,728 on a 96 GB M2 Max,
+    https://github.com/ggml-org/llama.cpp/issues/3213). Later versions of macOS allow somewhat
+    more (11,453.25 MiB on a 16 GB M4); the catalog keeps the published, lower figures.
+    """
+    unified_bytes = _check.positive("unified_bytes", unified_bytes)
+    return unified_bytes * np.where(unified_bytes <= 32 * GiB, 2 / 3, 3 / 4)
 
 # Ordered as the course meets them: the lesson's H100 SXM first.
 _ENTRIES = [
@@ -216,8 +234,11 @@ _ENTRIES = [
         key="laptop", source_url="https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/",
         name="Laptop (Apple M2, 16 GB)",
         dense_flops={"fp16": 3.6 * T, "fp32": 3.6 * T},
-        memory_bandwidth=100e9, memory_bytes=16 * GiB, price_per_hour=None,
-        source="Apple M2 announcement: 100 GB/s unified memory, 3.6 TFLOP/s GPU", as_of="2022-06",
+        memory_bandwidth=100e9, memory_bytes=float(metal_working_set(16 * GiB)), listed_memory_bytes=16 * GiB,
+        price_per_hour=None,
+        source="Apple M2 announcement: 100 GB/s unified memory, 3.6 TFLOP/s GPU; of its 16 GB the GPU may use "
+               "what Metal's recommendedMaxWorkingSetSize allows, 10,922.67 MiB on a 16 GB Mac as llama.cpp "
+               "prints it (https://github.com/abetlen/llama-cpp-python/issues/687): 11.45 GB", as_of="2022-06",
         price_source="owned, not rented",
     ),
 ]
@@ -232,7 +253,7 @@ _ENTRIES += [
         key="m1-max", name="Apple M1 Max (32-core GPU)",
         source_url="https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/",
         dense_flops={"fp16": 10.4 * T, "fp32": 10.4 * T},
-        memory_bandwidth=400e9, memory_bytes=64 * GiB, price_per_hour=None,
+        memory_bandwidth=400e9, memory_bytes=float(metal_working_set(64 * GiB)), listed_memory_bytes=64 * GiB, price_per_hour=None,
         source="Apple Newsroom, 'Introducing M1 Pro and M1 Max', 18 Oct 2021: "
                "400 GB/s, up to 64 GB; GPU rate: Notebookcheck's estimate, 10.4 TFLOP/s FP32, not Apple's",
         as_of="2021-10", price_source="owned, not rented",
@@ -241,7 +262,7 @@ _ENTRIES += [
         key="m1-ultra", name="Apple M1 Ultra (64-core GPU)",
         source_url="https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/",
         dense_flops={"fp16": 21.2 * T, "fp32": 21.2 * T},
-        memory_bandwidth=800e9, memory_bytes=128 * GiB, price_per_hour=None,
+        memory_bandwidth=800e9, memory_bytes=float(metal_working_set(128 * GiB)), listed_memory_bytes=128 * GiB, price_per_hour=None,
         source="Apple Newsroom, 'Apple unveils M1 Ultra', 8 Mar 2022: "
                "800 GB/s, up to 128 GB; GPU rate: CPU-Monkey's estimate, 21.2 TFLOP/s FP32 "
                "(https://www.cpu-monkey.com/en/cpu-apple_m1_ultra_64_gpu), not Apple's",
@@ -251,7 +272,7 @@ _ENTRIES += [
         key="m2-ultra", name="Apple M2 Ultra (76-core GPU)",
         source_url="https://www.apple.com/newsroom/2023/06/apple-introduces-m2-ultra/",
         dense_flops={"fp16": 27.2 * T, "fp32": 27.2 * T},
-        memory_bandwidth=800e9, memory_bytes=192 * GiB, price_per_hour=None,
+        memory_bandwidth=800e9, memory_bytes=float(metal_working_set(192 * GiB)), listed_memory_bytes=192 * GiB, price_per_hour=None,
         source="Apple Newsroom, 'Apple introduces M2 Ultra', 5 Jun 2023: 800 GB/s, up to 192 GB; "
                "GPU rate: the commonly reported estimate of about 27 TFLOP/s FP32, not Apple's",
         as_of="2023-06", price_source="owned, not rented",
