@@ -20,13 +20,16 @@ def made():
 
 
 def test_every_row_is_a_dot_whose_note_is_its_row(made):
-    notes = re.findall(r'<circle[^>]*data-note="([^"]*)"', made.figure)
+    notes = re.findall(r'<g class="sm-dot[^"]*"[^>]*data-note="([^"]*)"', made.figure)
     assert len(notes) == len(FLOORS)
     for f, note in zip(FLOORS, notes):
         assert units.percent(f.share) in note and f.measurement.software in note
         users = {1: "one user,", None: "as many users as fit,"}.get(f.measurement.batch, f"{f.measurement.batch} users,")
         assert users in note, note
-    assert 'tabindex="0"' in made.figure and "<title>" in made.figure
+    # The lab's and the reader's marks are Tab stops; the dots are not (the table lists every row), but a
+    # tap still focuses one.
+    assert made.figure.count('tabindex="0"') == 2 and made.figure.count('tabindex="-1"') == len(FLOORS)
+    assert "<title>" in made.figure
     assert made.figure.count("<polygon") >= 3   # the shaded triangle, the lab's star, the reader's diamond
     assert "faster than the floor:" in made.figure and "the floor (100 %)" in made.figure
 
@@ -112,9 +115,47 @@ def test_the_marks_are_named_as_drawn_in_either_colour_scheme(made):
 def test_no_dot_or_menu_names_a_gpu_core_count_its_source_does_not_give(made):
     # The MLX and MLC LLM rows ran on an M2 Ultra without saying which GPU option; every M2 Ultra
     # row shares the catalog's entry (76 cores), so neither the dots nor the menu name a core count.
-    notes = re.findall(r'<circle[^>]*data-note="([^"]*)"', made.figure)
+    notes = re.findall(r'<g class="sm-dot[^"]*"[^>]*data-note="([^"]*)"', made.figure)
     assert not [note for note in notes if "core GPU" in note]
     mlx = next(note for note in notes if "MLX LM" in note)
     assert "on Apple M2 Ultra, MLX LM" in html.unescape(mlx)
     shown = dict(zip(made.controls[1].options, made.controls[1].texts))
     assert shown["m2-ultra"] == "Apple M2 Ultra" and not [text for text in shown.values() if "core" in text]
+
+
+def test_the_dots_are_easy_to_hit_and_the_one_shown_is_ringed(made):
+    """Each dot is drawn 11 px across inside a 24 px target, and the one hovered, focused or tapped (whose
+    row the page shows) is ringed in the text's colour, on a light page and a dark one."""
+    from servingmath.charts import kit
+
+    targets = re.findall(r'<g class="sm-dot[^>]*><title>[^<]*</title><circle [^>]*r="(\d+)" fill="transparent"/>'
+                         r'<circle [^>]*r="([\d.]+)"', made.figure)
+    assert len(targets) == len(FLOORS) and all((float(t), float(d)) == (12, 5.5) for t, d in targets)
+    assert ".sm-dot:hover .sm-ring,.sm-dot:focus .sm-ring{stroke:currentColor" in kit.STYLE
+
+
+def test_no_kind_of_system_is_drawn_in_the_guides_grey(made):
+    kinds = list(reality.kinds(FLOORS))
+    fills = set(re.findall(r'<circle [^>]*fill="(#[0-9a-f]{6})"[^>]*class="sm-f-(\w+) sm-ring"', made.figure))
+    from servingmath.charts import kit
+
+    assert len({name for _, name in fills}) == len(kinds) and kit.NEUTRAL not in {name for _, name in fills}
+
+
+def test_a_filter_with_no_rows_says_so_and_one_row_reads_as_one_share(made):
+    options = {c.name: c.options for c in made.controls}
+    empty = [(k, h) for k in options["kind"][1:] for h in options["hardware"][1:]
+             if not any(f.measurement.kind == k and f.measurement.hardware == h for f in FLOORS)]
+    assert empty and f"{units.number(len(empty))} of the" in made.note
+    for kind, hardware in empty:
+        shown = made.readouts_at(kind=kind, hardware=hardware)
+        assert shown["rows shown"] == f"none of {len(FLOORS)}: no row of this kind ran on this machine"
+    singles = 0
+    for kind in options["kind"]:
+        for hardware in options["hardware"]:
+            rows = [f for f in FLOORS if kind in ("all", f.measurement.kind) and hardware in ("all", f.measurement.hardware)]
+            shares = {units.percent(f.share) for f in rows}
+            if len(shares) == 1:
+                singles += 1
+                assert made.readouts_at(kind=kind, hardware=hardware)["their shares of peak"] == shares.pop()
+    assert singles

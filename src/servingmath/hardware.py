@@ -121,6 +121,12 @@ T = 1e12
 GB = 1e9
 GiB = 2**30  # a spec sheet's memory "GB"
 
+# Bandwidths that vendors round: the exact figure is the memory's bus width × its transfer rate,
+# and a floor computed with a rounded-down figure would sit above the true minimum time.
+HBM2E_H100_PCIE = 5120 / 8 * 2 * 1593e6   # 2,039 GB/s: 5,120-bit HBM2e at 1,593 MHz (double data rate)
+LPDDR5_6400_512_BIT = 512 / 8 * 6400e6     # 409.6 GB/s: Apple's "400 GB/s" (M1 Max)
+LPDDR5_6400_1024_BIT = 1024 / 8 * 6400e6   # 819.2 GB/s: Apple's "800 GB/s" (M1 Ultra, M2 Ultra)
+
 
 
 def metal_working_set(unified_bytes) -> float:
@@ -159,9 +165,11 @@ _ENTRIES = [
         key="h100-pcie", source_url="https://www.nvidia.com/en-us/data-center/h100/",
         name="NVIDIA H100 PCIe",
         dense_flops={"bf16": 756.5 * T, "fp16": 756.5 * T, "fp8": 1513.0 * T, "fp32": 51.2 * T},
-        memory_bandwidth=2.0e12, memory_bytes=80 * GiB, price_per_hour=2.40,
+        memory_bandwidth=HBM2E_H100_PCIE, memory_bytes=80 * GiB, price_per_hour=2.40,
         listed_with_sparsity=1513.0 * T,
-        source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column", as_of="2023-07",
+        source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column; bandwidth: the product brief's "
+               "'greater than 2,000 GB/s' (PB-11133-001), exactly 2,039 GB/s from its HBM2e: 5,120 bits at "
+               "1,593 MHz, two transfers a cycle (TechPowerUp GPU database)", as_of="2023-07",
     ),
     GPU(
         key="h200", source_url="https://www.nvidia.com/en-us/data-center/h200/",
@@ -253,18 +261,18 @@ _ENTRIES += [
         key="m1-max", name="Apple M1 Max (32-core GPU)",
         source_url="https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/",
         dense_flops={"fp16": 10.4 * T, "fp32": 10.4 * T},
-        memory_bandwidth=400e9, memory_bytes=float(metal_working_set(64 * GiB)), listed_memory_bytes=64 * GiB, price_per_hour=None,
+        memory_bandwidth=LPDDR5_6400_512_BIT, memory_bytes=float(metal_working_set(64 * GiB)), listed_memory_bytes=64 * GiB, price_per_hour=None,
         source="Apple Newsroom, 'Introducing M1 Pro and M1 Max', 18 Oct 2021: "
-               "400 GB/s, up to 64 GB; GPU rate: Notebookcheck's estimate, 10.4 TFLOP/s FP32, not Apple's",
+               "400 GB/s (exactly 409.6: LPDDR5-6400 on a 512-bit bus, AnandTech's M1 Max review), up to 64 GB; GPU rate: Notebookcheck's estimate, 10.4 TFLOP/s FP32, not Apple's",
         as_of="2021-10", price_source="owned, not rented",
     ),
     GPU(
         key="m1-ultra", name="Apple M1 Ultra (64-core GPU)",
         source_url="https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/",
         dense_flops={"fp16": 21.2 * T, "fp32": 21.2 * T},
-        memory_bandwidth=800e9, memory_bytes=float(metal_working_set(128 * GiB)), listed_memory_bytes=128 * GiB, price_per_hour=None,
+        memory_bandwidth=LPDDR5_6400_1024_BIT, memory_bytes=float(metal_working_set(128 * GiB)), listed_memory_bytes=128 * GiB, price_per_hour=None,
         source="Apple Newsroom, 'Apple unveils M1 Ultra', 8 Mar 2022: "
-               "800 GB/s, up to 128 GB; GPU rate: CPU-Monkey's estimate, 21.2 TFLOP/s FP32 "
+               "800 GB/s (exactly 819.2: two M1 Max's LPDDR5-6400, 1,024 bits), up to 128 GB; GPU rate: CPU-Monkey's estimate, 21.2 TFLOP/s FP32 "
                "(https://www.cpu-monkey.com/en/cpu-apple_m1_ultra_64_gpu), not Apple's",
         as_of="2022-03", price_source="owned, not rented",
     ),
@@ -272,8 +280,8 @@ _ENTRIES += [
         key="m2-ultra", name="Apple M2 Ultra (76-core GPU)",
         source_url="https://www.apple.com/newsroom/2023/06/apple-introduces-m2-ultra/",
         dense_flops={"fp16": 27.2 * T, "fp32": 27.2 * T},
-        memory_bandwidth=800e9, memory_bytes=float(metal_working_set(192 * GiB)), listed_memory_bytes=192 * GiB, price_per_hour=None,
-        source="Apple Newsroom, 'Apple introduces M2 Ultra', 5 Jun 2023: 800 GB/s, up to 192 GB; "
+        memory_bandwidth=LPDDR5_6400_1024_BIT, memory_bytes=float(metal_working_set(192 * GiB)), listed_memory_bytes=192 * GiB, price_per_hour=None,
+        source="Apple Newsroom, 'Apple introduces M2 Ultra', 5 Jun 2023: 800 GB/s (exactly 819.2: LPDDR5-6400 on a 1,024-bit bus), up to 192 GB; "
                "GPU rate: the commonly reported estimate of about 27 TFLOP/s FP32, not Apple's",
         as_of="2023-06", price_source="owned, not rented",
     ),

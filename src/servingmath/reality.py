@@ -14,7 +14,10 @@ Conventions, the same for every row (the floor counts only what a step cannot av
 - a pass reads every weight once at the row's bits a weight, except the input embedding
   table, of which it reads one row for each token it carries (a table tied to the output
   layer is read whole as that layer); its arithmetic is 2 FLOPs a weight a token, the table's
-  lookup left out. In a mixture of experts a pass reads the experts of one token only, since
+  lookup left out, and the output layer's only for the last new token of each sequence in the
+  pass, the one whose next token is drawn (engines compute no logits for the other prompt
+  tokens: vLLM's ``logits_indices``, llama.cpp's batches with ``logits`` set on the last
+  token only). In a mixture of experts a pass reads the experts of one token only, since
   every token of it may route alike (``Model.parameters_read`` expects uniform routing, which
   real routers can undercut). gpt-fast's published bandwidth follows its own convention, kept
   apart in ``published_share``;
@@ -492,12 +495,20 @@ def cache_lengths(prompt_tokens, reply_tokens, context_window) -> np.ndarray:
     return np.array(lengths)
 
 
+def logit_flops(model: Model, tokens):
+    """The output layer's arithmetic for ``tokens`` tokens: 2 FLOPs a weight of its vocab × hidden."""
+    _check.instance("model", model, Model)
+    return 2 * model.vocab * model.hidden * _check.count("tokens", tokens)
+
+
 def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bits, gpus=1, replicated=()):
-    """FLOPs and bytes one GPU cannot avoid in a pass: ``forward_pass`` less the input table but its rows read.
+    """FLOPs and bytes one GPU cannot avoid in a pass: ``forward_pass`` less the input table but its rows read,
+    and less the output layer's arithmetic on every new token but each sequence's last.
 
     The input embedding table (a model whose output layer is not tied to it) is looked up,
     not multiplied: a pass reads one row for each token it carries and does no arithmetic
-    with it. A mixture of experts reads one token's experts, however many tokens the pass carries. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
+    with it. The output layer turns only the last new token of each of the ``batch`` sequences
+    into logits (``logit_flops``); its weights are read whole all the same. A mixture of experts reads one token's experts, however many tokens the pass carries. Over ``gpus`` GPUs in tensor parallelism, each takes its share of the weights,
     the arithmetic and the cache (split by KV heads, one head each at the least), and reads
     whole what every GPU multiplies whole: the norms, and the parts named in ``replicated``.
     ``cached_tokens`` may be an array of lengths (one per step); the costs are their mean.
@@ -514,14 +525,14 @@ def step_cost(model: Model, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     weight_bytes = cost.weight_bytes - (table - rows_read) * weight_bits / 8
     if model.mixture_of_experts:   # the least a pass can read: every token routed to one token's experts
         weight_bytes -= (model.parameters_read(tokens) - model.parameters_read(1)) * weight_bits / 8
-    flops = cost.flops - 2 * table * tokens
+    flops = cost.flops - 2 * table * tokens - logit_flops(model, tokens - batch)
     cache = cost.kv_read_bytes + cost.kv_write_bytes
     if gpus > 1:
         whole = model.layers * model.norms_per_layer * model.hidden + model.hidden
         whole_flops = 0
         if "output layer" in replicated:
             whole += model.vocab * model.hidden
-            whole_flops = 2 * model.vocab * model.hidden * tokens
+            whole_flops = logit_flops(model, batch)
         whole_bytes = whole * weight_bits / 8
         weight_bytes = (weight_bytes - whole_bytes) / gpus + whole_bytes
         flops = (flops - whole_flops) / gpus + whole_flops
@@ -534,8 +545,9 @@ def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_t
 
     With enough users in every pass, the weights' read is shared until it costs nothing per
     request; what is left is each token's arithmetic (the prompt's and the reply's, attention
-    with the causal mask, the input table's lookup left out) and each decode step's read of
-    that request's own cache, plus the cache written once for every token.
+    with the causal mask, the input table's lookup left out, the output layer only for the
+    tokens a logit is drawn from, one for each reply token) and each
+    decode step's read of that request's own cache, plus the cache written once for every token.
     """
     prompt_tokens = _check.count("prompt_tokens", prompt_tokens)
     reply_tokens = _check.count("reply_tokens", reply_tokens, minimum=1)
@@ -543,7 +555,9 @@ def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_t
     whole = forward_pass(model, tokens, 0, 1, weight_bits, kv_bits, attention="causal")
     lookup = 0 if model.tied_embeddings else 2 * model.vocab * model.hidden * tokens
     cache_reads = reply_tokens * prompt_tokens + reply_tokens * (reply_tokens - 1) / 2
-    return whole.flops - lookup, (cache_reads + tokens) * model.kv_bytes_per_token(kv_bits)
+    # The pass above carries prompt + reply tokens; a logit is drawn once for each reply token.
+    return (whole.flops - lookup - logit_flops(model, tokens - reply_tokens),
+            (cache_reads + tokens) * model.kv_bytes_per_token(kv_bits))
 
 
 def _decode_cache(m: Measurement):
@@ -577,6 +591,48 @@ def floor(measurement: Measurement) -> Floor:
         share_per = 1 / m.batch if m.metric == "output_rate_total" else 1.0
     timing = pass_time(flops, moved, peak, bandwidth, FLOOR)
     return Floor(m, float(timing.time) * share_per, flops * share_per, moved * share_per, timing.bound)
+
+
+@dataclass(frozen=True)
+class PromptsAmongSteps:
+    """A many-user decode row's floor with the other users' prompts counted (``prompts_among_steps``)."""
+
+    measurement: Measurement
+    prompt_tokens_a_step: float   # prompt tokens the server must prefill for each decode step, on average
+    mixed: float                  # seconds: each step carries its share of the prompts in the same pass
+    apart: float                  # seconds: the prompts run in passes of their own, between the steps
+
+    @property
+    def shares(self) -> tuple[float, float]:
+        """Floor ÷ measured, mixed and apart: the range the row's share lies in once prompts are counted."""
+        return self.mixed / self.measurement.measured_time, self.apart / self.measurement.measured_time
+
+
+def prompts_among_steps(measurement: Measurement) -> PromptsAmongSteps:
+    """A decode row of ``batch`` users whose requests keep arriving: its floor with their prompts counted.
+
+    ``floor`` times the decode step alone. But while each of the users writes its reply, new
+    requests take their places, and their prompts must be read too: batch × prompt ÷ reply prompt
+    tokens for every decode step, on average. Mixed into the steps (chunked prefill), a step's
+    floor is the slower limit of the decode's and the prompts' work together (their prompts' keys
+    and values written, the weights read once); run apart, the prompts' own passes add their time.
+    An engine does one or the other, or something between, so the share lies between the two.
+    """
+    _check.instance("measurement", measurement, Measurement)
+    m = measurement
+    if m.metric != "itl" or m.batch is None or m.batch < 2 or not m.prompt_tokens or not m.reply_tokens:
+        raise ValueError(f"measurement must time the steps of several users with stated lengths (metric 'itl', "
+                         f"batch above 1, prompt and reply tokens), got {m.id!r}")
+    model, peak, bandwidth = m.shape, m.peak_flops / m.gpus, m.bandwidth / m.gpus
+    per_step = m.batch / m.reply_tokens          # requests arriving for each decode step
+    decode = step_cost(model, 1, _decode_cache(m), m.batch, m.weight_bits, m.cache_bits, m.gpus, m.replicated)
+    prompt = step_cost(model, m.prompt_tokens, 0, 1, m.weight_bits, m.cache_bits, m.gpus, m.replicated)
+    one = step_cost(model, 1, 0, 1, m.weight_bits, m.cache_bits, m.gpus, m.replicated)
+    mixed = pass_time(decode[0] + per_step * prompt[0], decode[1] + per_step * (prompt[1] - one[1]),
+                      peak, bandwidth, FLOOR).time
+    apart = (pass_time(*decode, peak, bandwidth, FLOOR).time
+             + per_step * pass_time(*prompt, peak, bandwidth, FLOOR).time)
+    return PromptsAmongSteps(m, per_step * m.prompt_tokens, float(mixed), float(apart))
 
 
 def floors(measurements=None) -> list[Floor]:

@@ -41,14 +41,17 @@ def scatter(points: list | None = None) -> Explorer:
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
     # An across tick whose number would run past the figure's right edge is left out, line and number.
     panel.x_ticks = [(t, name) for t, name in panel.x_ticks if panel.x(t) + kit.text_width(name) / 2 <= kit.WIDTH]
-    colours = {kind: kit.SERIES[k % len(kit.SERIES)] for k, kind in enumerate(kinds)}
+    if len(kinds) > len(kit.KINDS):
+        raise ValueError(f"the chart has colours for {len(kit.KINDS)} kinds of system, got {len(kinds)}: {kinds}")
+    colours = {kind: kit.KINDS[k] for k, kind in enumerate(kinds)}   # none grey, like the guides
     # The guides' lines, then their names on cards, clear of every line.
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
                      for share in reality.SHARE_GUIDES) + "".join(
         panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end", backed=True)
         for share in reality.SHARE_GUIDES)
     dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
-                             f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}")
+                             f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}",
+                             tab_stop=False)   # the table above lists every row for the keyboard
                    for f in floors)
     marks = "".join(panel.symbol(p[1], p[2], p[3], filled=k == 0,
                                  note=f"{p[0]}: floor {units.ms_significant(p[1] / 1e3)}, measured "
@@ -63,6 +66,9 @@ def scatter(points: list | None = None) -> Explorer:
                   + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
                   + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + kinds_named + marks_named + dots + marks)
 
+    empty = sum(not any(f.measurement.kind == k and f.measurement.hardware == h for f in floors)
+                for k in kinds for h in machines)
+
     def shown(kind, hardware):
         # Only a style rule changes with the filters: every dot is drawn once, in the background.
         rule = "".join(f".rc-{c}" for c in ([f"k{kinds.index(kind)}"] if kind != ALL else [])
@@ -71,9 +77,12 @@ def scatter(points: list | None = None) -> Explorer:
 
     def readouts(kind, hardware):
         rows = [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
-        shares = sorted(f.share for f in rows)
+        if not rows:
+            return {"rows shown": f"none of {len(floors)}: no row of this kind ran on this machine",
+                    "their shares of peak": "none", "faster than the floor, each with its reason": "none"}
+        low, high = (units.percent(share) for share in (min(f.share for f in rows), max(f.share for f in rows)))
         return {"rows shown": f"{len(rows)} of {len(floors)}",
-                "their shares of peak": f"{units.percent(shares[0])} to {units.percent(shares[-1])}" if rows else "none",
+                "their shares of peak": low if low == high else f"{low} to {high}",
                 "faster than the floor, each with its reason": units.number(sum(f.beats for f in rows))}
 
     return Explorer("scatter", "Published measurements against their floors", [
@@ -81,4 +90,6 @@ def scatter(points: list | None = None) -> Explorer:
         menu("hardware", "hardware", {ALL: "every machine", **machines}, ALL)],
         readouts, [Layer(("kind", "hardware"), shown)], background, below,
         details=True,
-        note="Hover over a dot, focus it with the Tab key or tap it to read its row.")
+        note=f"Hover over a dot or tap it to read its row; the table above lists every row. "
+             f"{units.number(empty)} of the {units.number(len(kinds) * len(machines))} pairs of a kind and a "
+             f"machine have no row.")
