@@ -252,7 +252,7 @@ class Measurement:
         """Prompt → reply as the table shows them; a dash where the source does not say."""
         def shown(tokens):
             return "—" if tokens is None else units.number(tokens)
-        kept = "" if self.context_window is None else f" ({units.number(self.context_window)} kept)"
+        kept = "" if self.context_window is None else f" (a {units.number(self.context_window)}-token context)"
         return f"{shown(self.prompt_tokens)} → {shown(self.reply_tokens)}{kept}"
 
     @property
