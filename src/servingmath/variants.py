@@ -603,9 +603,10 @@ LESSON_2_PART_4 = Template(
         "4.3": "{many} users, each holding {many_context} tokens: how many tokens a second does each user get?",
         "4.4": "With {match_context} tokens a user, at how many users do the caches weigh as much as Llama 3 8B's "
                "weights? (A fraction is fine.)",
-        "4.5": "At {floor_context} tokens a user, however many users share each step, below what cost of a million "
-               "tokens can the H100 at ${h100_price} an hour never go? (Each token still costs the reading of its "
-               "own user's cache.)",
+        "4.5": "At {floor_context} tokens a user, below what cost of a million tokens can the H100 at "
+               "${h100_price} an hour never go, however many users share each step? Leave memory aside, as if any "
+               "number of users fit: the answer is the limit the cost approaches, not the cost of the largest batch "
+               "that fits. (Each token still costs the reading of its own user's cache.)",
         "4.6": "Fill the H100 with as many {full_context}-token users as fit (Part 3's arithmetic). What does a "
                "million tokens cost?",
     },
