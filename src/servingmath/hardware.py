@@ -244,7 +244,9 @@ _ENTRIES = [
         dense_flops={"fp16": 3.6 * T, "fp32": 3.6 * T},
         memory_bandwidth=100e9, memory_bytes=float(metal_working_set(16 * GiB)), listed_memory_bytes=16 * GiB,
         price_per_hour=None,
-        source="Apple M2 announcement: 100 GB/s unified memory, 3.6 TFLOP/s GPU; of its 16 GB the GPU may use "
+        source="Apple M2 announcement: 100 GB/s unified memory (Apple's round figure, kept for the lessons' "
+               "illustrations; its LPDDR5-6400 on 128 bits gives 102.4, which a floor against a measurement "
+               "would use), 3.6 TFLOP/s GPU; of its 16 GB the GPU may use "
                "what Metal's recommendedMaxWorkingSetSize allows, 10,922.67 MiB on a 16 GB Mac as llama.cpp "
                "prints it (https://github.com/abetlen/llama-cpp-python/issues/687): 11.45 GB", as_of="2022-06",
         price_source="owned, not rented",
