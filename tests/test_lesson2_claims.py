@@ -31,6 +31,12 @@ def test_latent_attention_is_the_exception_the_page_names():
     ridge = sm.ridge_point(h100.peak_flops, h100.memory_bandwidth)
     assert round(cache.decode_attention_intensity(v2)) == 242 < ridge < round(cache.decode_attention_intensity(v2, 8))
     assert all(cache.decode_attention_intensity(m) > 16 for m in LATENT)
+    # "DeepSeek-V2 and V3, with 128 heads, ... about 242; DeepSeek-V2-Lite, with 16, about 30": every
+    # latent-attention model of the catalog is one of these, and the ratio is heads × 2,176 ÷ 1,152.
+    assert {m.name: m.heads for m in LATENT} == {"DeepSeek-V2-Lite": 16, "DeepSeek-V2": 128, "DeepSeek-V3": 128}
+    for m in LATENT:
+        assert cache.decode_attention_intensity(m) == m.heads * (2 * 576 + 2 * 512) / (576 * 2)
+    assert round(cache.decode_attention_intensity(sm.MODELS["deepseek-v2-lite"])) == 30 < ridge
 
 
 def test_every_cache_with_a_sliding_window_stops_growing_at_it():
