@@ -20,11 +20,9 @@ LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 52
 TICK, LABEL = 16, 17                 # the type scale: ticks and notes, axis names and titles
 # Each colour by its role: (light page, dark page); both shades read as text on their page (contrast >= 4.5).
 PALETTE = {"prefill": ("#1f63a6", "#79b8ff"), "decode": ("#c0302a", "#ff8a80"), "compute": ("#2b7a2f", "#6fdc75"),
-           "memory": ("#a85400", "#f5a54a"), "neutral": ("#62666b", "#a8adb3"), "extra": ("#7a3fb0", "#c9a2ff"),
-           "teal": ("#00727a", "#4dd0c8")}
+           "memory": ("#a85400", "#f5a54a"), "neutral": ("#62666b", "#a8adb3"), "extra": ("#7a3fb0", "#c9a2ff"), "teal": ("#00727a", "#4dd0c8")}
 PREFILL, DECODE, COMPUTE, MEMORY, NEUTRAL, EXTRA, TEAL = PALETTE
 SERIES = (PREFILL, DECODE, COMPUTE, MEMORY, EXTRA, NEUTRAL)   # lines in a legend, in order
-KINDS = (PREFILL, DECODE, COMPUTE, MEMORY, EXTRA, TEAL)       # categories of marks: none grey like a guide
 _DARK = ('html[data-theme="dark"]', 'body[data-jp-theme-light="false"]', "body.vscode-dark")
 STYLE = "".join(f"{page} .sm-f-{name}{{fill:{dark}}}{page} .sm-s-{name}{{stroke:{dark}}}"
                 for name, (_, dark) in PALETTE.items() for page in _DARK) + \
@@ -236,18 +234,12 @@ class Panel:
                 f'stroke="#fff" stroke-width="2" class="webchart-marker sm-f-{colour} sm-ring"/>')
 
     def dot(self, x, y, colour, note, kind="", tab_stop=True) -> str:
-        """A point a reader can hover over, focus or tap, whose ``note`` (its row) the page then shows.
-
-        The dot is 11 px across inside a 24 px target; the one hovered, focused or tapped is ringed in the
-        text's colour. ``tab_stop=False`` leaves it out of the Tab order (a tap still focuses it), for a
-        chart of many dots whose rows a table also lists."""
-        words = html.escape(note, quote=True)
-        cx, cy = _f(self.x(x)), _f(self.y(y))
-        return (f'<g class="sm-dot {kind}" tabindex="{0 if tab_stop else -1}" role="img" aria-label="{words}" '
-                f'data-note="{words}"><title>{words}</title>'
-                f'<circle cx="{cx}" cy="{cy}" r="12" fill="transparent"/>'
-                f'<circle cx="{cx}" cy="{cy}" r="5.5" fill="{PALETTE[colour][0]}" stroke="#fff" stroke-width="1" '
-                f'class="sm-f-{colour} sm-ring"/></g>')
+        """A point (11 px in a 24 px target) to hover, focus or tap, ringed while its ``note`` is shown;
+        ``tab_stop=False`` keeps it out of the Tab order (a tap still focuses it) where a table lists the rows."""
+        words, cx, cy = html.escape(note, quote=True), _f(self.x(x)), _f(self.y(y))
+        return (f'<g class="sm-dot {kind}" tabindex="{0 if tab_stop else -1}" role="img" aria-label="{words}" data-note='
+                f'"{words}"><title>{words}</title><circle cx="{cx}" cy="{cy}" r="12" fill="transparent"/><circle cx="{cx}" '
+                f'cy="{cy}" r="5.5" fill="{PALETTE[colour][0]}" stroke="#fff" stroke-width="1" class="sm-f-{colour} sm-ring"/></g>')
 
     def symbol(self, x, y, marker, filled, note) -> str:
         """A star (``"*"``) or a diamond (``"D"``), filled in the text's colour or open, with its ``note``."""

@@ -2,8 +2,6 @@
 and by the machine, each dot's row shown on hover, focus or tap."""
 from __future__ import annotations
 
-import math
-
 from .. import reality, units
 from ..charts import Explorer, Layer, explorer, kit, menu
 from . import plain
@@ -24,15 +22,11 @@ def _note(f) -> str:
 
 @explorer
 def scatter(points: list | None = None) -> Explorer:
-    """Measured time against the floor's time, log-log, one colour per kind of system; the diagonal is the
-    floor. ``points`` are [label, floor ms, measured ms, marker ("*" or "D")] from elsewhere (the lab's, the
-    reader's), shown whatever the filters."""
-    floors = reality.check_explained(reality.floors())
-    points = points or []
-    kinds = list(reality.kinds(floors))
-    machines = reality.hardware(floors)
-    times = [t for f in floors for t in (f.time * 1e3, f.measurement.measured_time * 1e3)] + \
-        [t for p in points for t in p[1:3]]
+    """Measured time against the floor's, log-log, a colour a kind of system; the diagonal is the floor. ``points``
+    are [label, floor ms, measured ms, marker ("*" or "D")] from elsewhere (the lab's, the reader's), always shown."""
+    floors, points = reality.check_explained(reality.floors()), points or []
+    kinds, machines = list(reality.kinds(floors)), reality.hardware(floors)
+    times = [t for f in floors for t in (f.time * 1e3, f.measurement.measured_time * 1e3)] + [t for p in points for t in p[1:3]]
     low, high = kit.around(min(times) / 1.5, max(times) * 1.5)
     size = kit.WIDTH - kit.LEFT - kit.RIGHT
     panel = kit.Panel.make((low, high), (low, high), kit.TOP + 6, size, True, True,
@@ -41,17 +35,14 @@ def scatter(points: list | None = None) -> Explorer:
     panel.x_ticks = panel.y_ticks = ticks[::max(1, len(ticks) // 4)]
     # An across tick whose number would run past the figure's right edge is left out, line and number.
     panel.x_ticks = [(t, name) for t, name in panel.x_ticks if panel.x(t) + kit.text_width(name) / 2 <= kit.WIDTH]
-    if len(kinds) > len(kit.KINDS):
-        raise ValueError(f"the chart has colours for {len(kit.KINDS)} kinds of system, got {len(kinds)}: {kinds}")
-    colours = {kind: kit.KINDS[k] for k, kind in enumerate(kinds)}   # none grey, like the guides
+    colours = dict(zip(kinds, (*kit.SERIES[:5], kit.TEAL), strict=True))   # none grey, like the guides
     # The guides' lines, then their names on cards, clear of every line.
     guides = "".join(panel.line([low, high * share], [low / share, high], kit.NEUTRAL, dashed=True, width=1)
                      for share in reality.SHARE_GUIDES) + "".join(
         panel.label(high * share / 2.5, high / 2, units.percent(share), kit.NEUTRAL, "end", backed=True)
         for share in reality.SHARE_GUIDES)
     dots = "".join(panel.dot(f.time * 1e3, f.measurement.measured_time * 1e3, colours[f.measurement.kind], _note(f),
-                             f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}",
-                             tab_stop=False)   # the table above lists every row for the keyboard
+                             f"rc-dot rc-k{kinds.index(f.measurement.kind)} rc-h{list(machines).index(f.measurement.hardware)}", False)
                    for f in floors)
     marks = "".join(panel.symbol(p[1], p[2], p[3], filled=k == 0,
                                  note=f"{p[0]}: floor {units.ms_significant(p[1] / 1e3)}, measured "
@@ -66,8 +57,7 @@ def scatter(points: list | None = None) -> Explorer:
                   + panel.label(high / 1.4, low * 3.5, "faster than the floor:", anchor="end")
                   + panel.label(high / 1.4, low * 2, "only with a reason", anchor="end") + guides + kinds_named + marks_named + dots + marks)
 
-    empty = sum(not any(f.measurement.kind == k and f.measurement.hardware == h for f in floors)
-                for k in kinds for h in machines)
+    empty = len(kinds) * len(machines) - len({(f.measurement.kind, f.measurement.hardware) for f in floors})
 
     def shown(kind, hardware):
         # Only a style rule changes with the filters: every dot is drawn once, in the background.
@@ -77,12 +67,10 @@ def scatter(points: list | None = None) -> Explorer:
 
     def readouts(kind, hardware):
         rows = [f for f in floors if kind in (ALL, f.measurement.kind) and hardware in (ALL, f.measurement.hardware)]
-        if not rows:
-            return {"rows shown": f"none of {len(floors)}: no row of this kind ran on this machine",
-                    "their shares of peak": "none", "faster than the floor, each with its reason": "none"}
-        low, high = (units.percent(share) for share in (min(f.share for f in rows), max(f.share for f in rows)))
-        return {"rows shown": f"{len(rows)} of {len(floors)}",
-                "their shares of peak": low if low == high else f"{low} to {high}",
+        shares = sorted({units.percent(f.share): f.share for f in rows}.items(), key=lambda item: item[1])
+        return {"rows shown": f"{len(rows)} of {len(floors)}" if rows else
+                f"none of {len(floors)}: no row of this kind ran on this machine",
+                "their shares of peak": " to ".join(dict.fromkeys([shares[0][0], shares[-1][0]])) if rows else "none",
                 "faster than the floor, each with its reason": units.number(sum(f.beats for f in rows))}
 
     return Explorer("scatter", "Published measurements against their floors", [
@@ -90,6 +78,5 @@ def scatter(points: list | None = None) -> Explorer:
         menu("hardware", "hardware", {ALL: "every machine", **machines}, ALL)],
         readouts, [Layer(("kind", "hardware"), shown)], background, below,
         details=True,
-        note=f"Hover over a dot or tap it to read its row; the table above lists every row. "
-             f"{units.number(empty)} of the {units.number(len(kinds) * len(machines))} pairs of a kind and a "
-             f"machine have no row.")
+        note=f"Hover over a dot or tap it to read its row; the table above lists every row. {units.number(empty)} of "
+             f"the {units.number(len(kinds) * len(machines))} pairs of a kind and a machine have no row.")
