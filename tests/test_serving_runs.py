@@ -158,6 +158,7 @@ def _broken(change):
     (lambda r: (r["published"].update(ttft_median="31.99 ms"), r["metrics"].update(ttft_median=0.03199)),
      "text containing the published figure '31.99'"),
     (lambda r: r["published"].update(ttft_median="31.98 tok/s"), "published.ttft_median must be in ms or s"),
+    (lambda r: r["published"].update(ttft_median="fast"), "published.ttft_median: a published figure must be"),
     (lambda r: r.update(gpu="h100"), "gpu must be a key of servingmath.hardware.CATALOG"),
     (lambda r: r.update(model="llama-9-8b"), "model must be a key of servingmath.models.MODELS"),
     (lambda r: r.update(tensor_parallel=2), "tensor_parallel must be 1"),
@@ -188,3 +189,16 @@ def test_published_values_read_as_printed():
     for bad in ("fast", "12 ms/token", "1.2.3 ms", 12.0):
         with pytest.raises(ValueError, match="a published figure must be"):
             runs.published_value(bad)
+
+
+def test_the_files_header_explains_every_field_metric_and_conversion():
+    header = "\n".join(line for line in runs.DATA.read_text(encoding="utf-8").splitlines()
+                       if line.startswith("#"))
+    words = set(re.findall(r"[a-z_]+", header))
+    fields = set(runs._RUN_FIELDS) | set(runs._SOURCE_FIELDS) | {"commit"}
+    assert fields <= words, fields - words
+    for prefix in ("request_throughput", "output_throughput", "total_token_throughput",
+                   "ttft_", "tpot_", "itl_", "e2e_", "_mean", "_median", "_p95", "_p99"):
+        assert prefix in header, prefix
+    assert "ms -> s divides by 1,000" in header
+    assert all(kind in header for kind in runs.ARRIVALS) and all(e in header for e in ("vllm", "sglang", "tensorrt-llm", "lmdeploy"))

@@ -192,7 +192,10 @@ def _figures(run_id, published, metrics):
     for name, text in published.items():
         if name not in METRICS:
             _fail(run_id, "published", name, f"one of {list(METRICS)}")
-        number, unit = published_value(text)
+        try:
+            number, unit = published_value(text)
+        except ValueError as error:
+            raise ValueError(f"serving run {run_id!r}: published.{name}: {error}") from None
         if unit not in _RATE_UNITS.get(name, ("ms", "s")):
             _fail(run_id, f"published.{name}", text, f"in {' or '.join(_RATE_UNITS.get(name, ('ms', 's')))}")
         value = metrics[name]
@@ -254,6 +257,8 @@ def _run(entry, sources) -> Run:
     for name in ("flags", "published_other"):
         if not isinstance(e[name], dict):
             _fail(run_id, name, e[name], "a mapping")
+    for label, text in e["published_other"].items():
+        _text(run_id, f"published_other[{label!r}]", text)
     for name in ("input_len", "output_len", "output_cap", "num_prompts", "total_input_tokens", "total_output_tokens"):
         _whole(run_id, name, e[name])
     published, metrics = _figures(run_id, e["published"], e["metrics"])
