@@ -294,9 +294,11 @@ NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price
                  (passes.positions_attended, "window"), (G.with_changes, "price_per_hour"),
                  (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour"),
                  (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window"),
-                 (memory.vllm_budget, "max_model_len")}
+                 (memory.vllm_budget, "max_model_len"), (memory.vllm_budget, "max_num_batched_tokens"),
+                 (memory.vllm_budget, "max_num_seqs"), (memory.vllm_cache_tokens, "max_num_batched_tokens")}
 # memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
-# shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window.
+# shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window, and
+# its max_num_batched_tokens=None and max_num_seqs=None the profiling pass its engine runs on the card.
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]

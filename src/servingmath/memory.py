@@ -396,17 +396,21 @@ class VllmBudget:
                 - self.cuda_graph_bytes)
 
     def _layer_groups(self):
-        """V1's groups of layers: (layers a group, [tokens a request holds in each group])."""
+        """V1's groups of layers: (layers a group, [(tokens a request holds in a group, whether it slides)]).
+
+        vLLM's hybrid allocator gives each group as many layers as the rarer kind has, and splits the
+        other kind into groups of that size; a sliding group holds the last window − 1 tokens and the
+        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes)."""
         model = self.model
         window_tokens = min(model.sliding_window - 1 + self.max_num_batched_tokens, self.max_model_len)
         if not model.sliding_layers:
-            return model.layers, [self.max_model_len]
+            return model.layers, [(self.max_model_len, False)]
         if not model.full_layers:
-            return model.layers, [None]
+            return model.layers, [(window_tokens, True)]
         size = min(model.full_layers, model.sliding_layers)
         full = -(-model.full_layers // size)
         sliding = -(-model.sliding_layers // size)
-        return size, [self.max_model_len] * full + [window_tokens] * sliding
+        return size, [(self.max_model_len, False)] * full + [(window_tokens, True)] * sliding
 
     @property
     def blocks(self) -> int:
@@ -421,18 +425,10 @@ class VllmBudget:
         return max(int(self.cache_bytes // page), 0)
 
     def _blocks_per_request(self) -> int:
-        size, tokens = self._layer_groups()
-        cdiv = lambda a, b: -(-a // b)  # noqa: E731
-        blocks = 0
-        for held in tokens:
-            if held is None:   # every layer slides: one group holding the window
-                held = min(self.model.sliding_window - 1 + self.max_num_batched_tokens, self.max_model_len)
-                blocks += cdiv(held, self.block_tokens) + 1
-            elif held == self.max_model_len:
-                blocks += cdiv(held, self.block_tokens)
-            else:
-                blocks += cdiv(held, self.block_tokens) + 1
-        return blocks
+        """Blocks one request of max_model_len tokens takes across V1's groups: a sliding group one more than its
+        tokens need, since its window need not start at a block's edge."""
+        _, groups = self._layer_groups()
+        return sum(-(-held // self.block_tokens) + (1 if slides else 0) for held, slides in groups)
 
     @property
     def max_concurrency(self) -> float:
@@ -453,7 +449,7 @@ class VllmBudget:
 def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
                 max_num_batched_tokens=None, weight_bits=16, kv_bits=16, max_num_seqs=None,
                 max_model_len=None, *, engine="v0", version=None, non_torch_bytes=VLLM_NON_TORCH_BYTES,
-                cuda_graph_bytes=None) -> VllmBudget:
+                cuda_graph_bytes=None, refuse=True) -> VllmBudget:
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
 
     ``engine``: ``"v0"`` (the engine of versions up to 0.7, whose logs the count was checked on) or
@@ -478,7 +474,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
     the layers by kind and a request holds only a window's worth of pages in a sliding group, so it
     logs more tokens than the memory would hold at full length. ``max_model_len`` defaults to the
     model's window (past which it raises ``ContextTooLong``); like vLLM, the budget refuses to start
-    (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache.
+    (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache
+    (``refuse=False`` returns the budget all the same, to set beside the log of a start vLLM refused).
     """
     _check.instance("model", model, Model)
     _check.instance("gpu", gpu, GPU)
@@ -517,7 +514,11 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
         activation_bytes=activation, non_torch_bytes=non_torch,
         bytes_per_token=float(model.kv_bytes_per_token(kv_bits)), engine=engine, max_num_seqs=int(seqs),
         version=version, cuda_graph_bytes=graphs, graphs_outside_share=outside)
+    if refuse is not True and refuse is not False:
+        raise TypeError(f"refuse must be True or False, got {refuse!r}")
     gib = 2**30
+    if not refuse:
+        return budget
     if budget.blocks == 0:
         raise DoesNotFit(
             f"{model.name} leaves vLLM ({engine.upper()}) no cache on one {gpu.name}: weights "
@@ -539,3 +540,57 @@ def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_ME
     size', or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),
     ``version``, ``kv_bits``, ``max_num_seqs``, ``max_model_len``, ``non_torch_bytes``, ``cuda_graph_bytes``."""
     return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
+
+
+# --- Published start-up logs, set beside the budget ----------------------------------------------
+VLLM_LOGS = __import__("pathlib").Path(__file__).with_name("data") / "vllm_startup_logs.yaml"
+
+
+def vllm_startup_logs(checked_only=True):
+    """The rows of ``data/vllm_startup_logs.yaml`` (each a dict: source, quoted lines, model, card, version,
+    engine, flags, what the log says the cache holds); only those held as checks unless ``checked_only`` is False."""
+    import yaml
+
+    if checked_only is not True and checked_only is not False:
+        raise TypeError(f"checked_only must be True or False, got {checked_only!r}")
+    with open(VLLM_LOGS, encoding="utf-8") as handle:
+        rows = yaml.safe_load(handle)["logs"]
+    return [row for row in rows if row["check"] or not checked_only]
+
+
+def vllm_log_gpu(row) -> GPU:
+    """The card of a log's row: the catalog's, or, outside the catalog, one carrying the log's own CUDA figure."""
+    from .hardware import gpu as find_gpu
+
+    card = row["gpu"]
+    if isinstance(card, str):
+        return find_gpu(card)
+    return CATALOG["h100-sxm"].with_changes(
+        key="", name=card["name"], memory_bytes=card["cuda_gib"] * 2**30, cuda_reported_bytes=card["cuda_gib"] * 2**30,
+        cuda_reported_source=row["source"])
+
+
+def vllm_log_tokens(row) -> int:
+    """The cache tokens a log reports: its blocks × 16, or, where it prints only the cache's GiB, the whole blocks of
+    its model's 16-bit cache that fit in them."""
+    from .models import MODELS
+
+    logged = row["logged"]
+    if "blocks" in logged:
+        return logged["blocks"] * BLOCK_TOKENS
+    block_bytes = BLOCK_TOKENS * MODELS[row["model"]].kv_bytes_per_token()
+    return int(logged["kv_cache_gib"] * 2**30 // block_bytes) * BLOCK_TOKENS
+
+
+def vllm_log_budget(row, **options) -> VllmBudget:
+    """``vllm_budget`` at a log's model, card, engine, utilisation and max_model_len (its other defaults unless
+    ``options`` say otherwise), not refusing where vLLM itself refused after counting."""
+    from .models import MODELS
+
+    return vllm_budget(MODELS[row["model"]], vllm_log_gpu(row), row["gpu_memory_utilization"],
+                       max_model_len=row["max_model_len"], engine=row["engine"], refuse=False, **options)
+
+
+def vllm_log_error(row, **options) -> float:
+    """How far the budget's tokens land from a log's, as a fraction of the log's (positive: the package counts more)."""
+    return vllm_log_budget(row, **options).tokens / vllm_log_tokens(row) - 1
