@@ -274,6 +274,8 @@ EVERY_CALL = [
                               kv_bits=16, max_num_seqs=256, max_model_len=8192),
      dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
           kv_bits=POSITIVE, max_num_seqs=WHOLE_FROM_1, max_model_len=WHOLE_FROM_1)),
+    (memory.vllm_profile_defaults, dict(model=M, gpu=G, engine="v1", max_model_len=8192),
+     dict(max_model_len=WHOLE_FROM_1)),
     (memory.vllm_cache_tokens, dict(model=M, gpu=G, gpu_memory_utilization=0.9, max_num_batched_tokens=8192,
                                     weight_bits=16),
      dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE)),
@@ -295,7 +297,8 @@ NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price
                  (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour"),
                  (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window"),
                  (memory.vllm_budget, "max_model_len"), (memory.vllm_budget, "max_num_batched_tokens"),
-                 (memory.vllm_budget, "max_num_seqs"), (memory.vllm_cache_tokens, "max_num_batched_tokens")}
+                 (memory.vllm_budget, "max_num_seqs"), (memory.vllm_cache_tokens, "max_num_batched_tokens"),
+                 (memory.vllm_profile_defaults, "max_model_len")}
 # memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
 # shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window, and
 # its max_num_batched_tokens=None and max_num_seqs=None the profiling pass its engine runs on the card.

@@ -24,9 +24,6 @@ from servingmath.memory import (
     vllm_activation_bytes,
     vllm_budget,
     vllm_cache_tokens,
-    vllm_log_budget,
-    vllm_log_error,
-    vllm_log_tokens,
     vllm_profile_defaults,
     vllm_startup_logs,
     vllm_weight_bytes,
@@ -37,72 +34,72 @@ from servingmath.models import ContextTooLong
 H100 = sm.H100_SXM
 LLAMA_3_8B = sm.LLAMA_3_8B
 TOLERANCE = 0.05
-ROWS = vllm_startup_logs()
+ROWS = [log for log in vllm_startup_logs() if log.check]
 RUNS_VLLM = [gpu for gpu in CATALOG.values() if gpu.cuda_reported_bytes is not None]
 
 
 # -- the dataset ------------------------------------------------------------------------------
 def test_every_row_names_its_source_quotes_its_lines_and_adds_up():
-    everything = vllm_startup_logs(checked_only=False)
+    everything = vllm_startup_logs()
     assert len(everything) >= len(ROWS) >= 4
     for row in everything:
-        assert row["source"].startswith("https://github.com/") and row["quoted"], row["id"]
-        assert row["engine"] in ("v0", "v1") and row["vllm_version"] and isinstance(row["flags"], dict)
-        assert row["model"] in sm.MODELS
-        logged = row["logged"]
+        assert row.source.startswith("https://github.com/") and row.quoted, row.id
+        assert row.engine in ("v0", "v1") and row.vllm_version and isinstance(row.flags, dict)
+        assert row.model in sm.MODELS
+        logged = row.logged
         # Every figure kept from the log appears in the lines quoted from it.
-        quoted = " ".join(row["quoted"])
+        quoted = " ".join(row.quoted)
         for key in ("total_gib", "kv_cache_gib", "non_torch_gib"):
             if key in logged:
-                assert f"{logged[key]:.2f}" in quoted, (row["id"], key)
+                assert f"{logged[key]:.2f}" in quoted, (row.id, key)
         if "blocks" in logged:
             assert str(logged["blocks"]) in quoted
         if "weights_gib" in logged:
-            share = logged["total_gib"] * row["gpu_memory_utilization"]
+            share = logged["total_gib"] * row.gpu_memory_utilization
             taken = logged["weights_gib"] + logged["non_torch_gib"] + logged["activation_gib"] + logged["kv_cache_gib"]
-            assert abs(share - taken) < 0.02, row["id"]
+            assert abs(share - taken) < 0.02, row.id
 
 
 def test_the_lora_log_is_named_as_such():
-    lora = [row for row in ROWS if row["flags"].get("enable_lora")]
-    assert [row["id"] for row in lora] == ["gaie-pr-550"]
-    assert "LoRA" in lora[0]["notes"]
+    lora = [row for row in ROWS if row.flags.get("enable_lora")]
+    assert [row.id for row in lora] == ["gaie-pr-550"]
+    assert "LoRA" in lora[0].notes
     # Its measured peak carries the adapters' buffers: far above the package's, which counts none.
-    assert vllm_log_budget(lora[0]).activation_bytes / GiB == pytest.approx(0.38, abs=0.005)
-    assert lora[0]["logged"]["activation_gib"] == 2.38
+    assert lora[0].budget().activation_bytes / GiB == pytest.approx(0.38, abs=0.005)
+    assert lora[0].logged["activation_gib"] == 2.38
 
 
 def test_the_log_tokens_as_read():
-    by_id = {row["id"]: row for row in ROWS}
+    by_id = {row.id: row for row in ROWS}
     # Pull request 10511 prints no block count: 53.29 GiB in blocks of 16 tokens of 131,072 bytes.
-    assert vllm_log_tokens(by_id["vllm-pr-10511"]) == math.floor(53.29 * GiB / (16 * 131_072)) * 16 == 436_544
-    assert vllm_log_tokens(by_id["gaie-pr-550"]) == 7191 * 16
+    assert by_id["vllm-pr-10511"].tokens == math.floor(53.29 * GiB / (16 * 131_072)) * 16 == 436_544
+    assert by_id["gaie-pr-550"].tokens == 7191 * 16
     # The refused start prints the same count: "maximum number of tokens ... (23648)".
-    assert vllm_log_tokens(by_id["vllm-issue-10517-29k"]) == 23_648
+    assert by_id["vllm-issue-10517-29k"].tokens == 23_648
 
 
 # -- the rows held as checks -----------------------------------------------------------------
-@pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_each_checked_log_within_the_band(row):
-    assert abs(vllm_log_error(row)) < TOLERANCE
+    assert abs(row.error()) < TOLERANCE
 
 
 def test_the_band_as_the_page_states_it():
-    errors = {row["id"]: vllm_log_error(row) for row in ROWS}
+    errors = {row.id: row.error() for row in ROWS}
     assert {key: round(100 * value, 1) for key, value in errors.items()} == {
         "vllm-pr-10511": 3.7, "gaie-pr-550": 3.6, "vllm-issue-10517-20k": 2.0, "vllm-issue-10517-29k": 0.3}
     assert all(value > 0 for value in errors.values())      # the count errs high on every row
-    cards = {str(row["gpu"]) for row in ROWS}
-    assert len(cards) == 2 and {row["engine"] for row in ROWS} == {"v0"}
+    cards = {str(row.card) for row in ROWS}
+    assert len(cards) == 2 and {row.engine for row in ROWS} == {"v0"}
 
 
 def test_non_torch_memory_is_the_largest_unknown():
-    row = next(row for row in ROWS if row["id"] == "vllm-pr-10511")
+    row = next(row for row in ROWS if row.id == "vllm-pr-10511")
     low, high = VLLM_NON_TORCH_RANGE
     assert (low, high) == (0.16 * GiB, 1.79 * GiB) and VLLM_NON_TORCH_BYTES == low
     # With the log's own non-torch figure the count lands within 1 %; the range moves it by 3 %.
-    assert abs(vllm_log_error(row, non_torch_bytes=high)) < 0.01
-    spread = vllm_log_budget(row).tokens - vllm_log_budget(row, non_torch_bytes=high).tokens
+    assert abs(row.error(non_torch_bytes=high)) < 0.01
+    spread = row.budget().tokens - row.budget(non_torch_bytes=high).tokens
     assert spread == pytest.approx((high - low) / LLAMA_3_8B.kv_bytes_per_token(), abs=16)
 
 

@@ -546,51 +546,69 @@ def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_ME
 VLLM_LOGS = __import__("pathlib").Path(__file__).with_name("data") / "vllm_startup_logs.yaml"
 
 
-def vllm_startup_logs(checked_only=True):
-    """The rows of ``data/vllm_startup_logs.yaml`` (each a dict: source, quoted lines, model, card, version,
-    engine, flags, what the log says the cache holds); only those held as checks unless ``checked_only`` is False."""
+@dataclass(frozen=True)
+class VllmLog:
+    """One published vLLM start-up log (a row of ``data/vllm_startup_logs.yaml``)."""
+
+    id: str
+    source: str
+    date: str
+    quoted: tuple
+    model: str
+    card: object          # a catalog key, or {"name", "cuda_gib"} for a card outside the catalog
+    vllm_version: str
+    engine: str
+    flags: dict
+    gpu_memory_utilization: float
+    max_model_len: int
+    logged: dict
+    notes: str
+    check: bool
+
+    @property
+    def gpu(self) -> GPU:
+        """The log's card: the catalog's, or, outside the catalog, one carrying the log's own CUDA figure."""
+        from .hardware import gpu as find_gpu
+
+        if isinstance(self.card, str):
+            return find_gpu(self.card)
+        return CATALOG["h100-sxm"].with_changes(
+            key="", name=self.card["name"], memory_bytes=self.card["cuda_gib"] * 2**30,
+            cuda_reported_bytes=self.card["cuda_gib"] * 2**30, cuda_reported_source=self.source)
+
+    @property
+    def tokens(self) -> int:
+        """The cache tokens the log reports: its blocks × 16, or, where it prints only the cache's GiB, the whole
+        blocks of its model's 16-bit cache that fit in them."""
+        from .models import MODELS
+
+        if "blocks" in self.logged:
+            return self.logged["blocks"] * BLOCK_TOKENS
+        block_bytes = BLOCK_TOKENS * MODELS[self.model].kv_bytes_per_token()
+        return int(self.logged["kv_cache_gib"] * 2**30 // block_bytes) * BLOCK_TOKENS
+
+    def budget(self, **options) -> VllmBudget:
+        """``vllm_budget`` at the log's model, card, engine, utilisation and max_model_len (its other defaults unless
+        ``options`` say otherwise), not refusing where vLLM itself refused after counting."""
+        from .models import MODELS
+
+        return vllm_budget(MODELS[self.model], self.gpu, self.gpu_memory_utilization,
+                           max_model_len=self.max_model_len, engine=self.engine, refuse=False, **options)
+
+    def error(self, **options) -> float:
+        """How far the budget's tokens land from the log's, as a fraction of the log's (positive: the package
+        counts more)."""
+        return self.budget(**options).tokens / self.tokens - 1
+
+
+def vllm_startup_logs():
+    """Every row of ``data/vllm_startup_logs.yaml`` as a ``VllmLog``; those held as checks have ``check`` set."""
     import yaml
 
-    if checked_only is not True and checked_only is not False:
-        raise TypeError(f"checked_only must be True or False, got {checked_only!r}")
     with open(VLLM_LOGS, encoding="utf-8") as handle:
         rows = yaml.safe_load(handle)["logs"]
-    return [row for row in rows if row["check"] or not checked_only]
-
-
-def vllm_log_gpu(row) -> GPU:
-    """The card of a log's row: the catalog's, or, outside the catalog, one carrying the log's own CUDA figure."""
-    from .hardware import gpu as find_gpu
-
-    card = row["gpu"]
-    if isinstance(card, str):
-        return find_gpu(card)
-    return CATALOG["h100-sxm"].with_changes(
-        key="", name=card["name"], memory_bytes=card["cuda_gib"] * 2**30, cuda_reported_bytes=card["cuda_gib"] * 2**30,
-        cuda_reported_source=row["source"])
-
-
-def vllm_log_tokens(row) -> int:
-    """The cache tokens a log reports: its blocks × 16, or, where it prints only the cache's GiB, the whole blocks of
-    its model's 16-bit cache that fit in them."""
-    from .models import MODELS
-
-    logged = row["logged"]
-    if "blocks" in logged:
-        return logged["blocks"] * BLOCK_TOKENS
-    block_bytes = BLOCK_TOKENS * MODELS[row["model"]].kv_bytes_per_token()
-    return int(logged["kv_cache_gib"] * 2**30 // block_bytes) * BLOCK_TOKENS
-
-
-def vllm_log_budget(row, **options) -> VllmBudget:
-    """``vllm_budget`` at a log's model, card, engine, utilisation and max_model_len (its other defaults unless
-    ``options`` say otherwise), not refusing where vLLM itself refused after counting."""
-    from .models import MODELS
-
-    return vllm_budget(MODELS[row["model"]], vllm_log_gpu(row), row["gpu_memory_utilization"],
-                       max_model_len=row["max_model_len"], engine=row["engine"], refuse=False, **options)
-
-
-def vllm_log_error(row, **options) -> float:
-    """How far the budget's tokens land from a log's, as a fraction of the log's (positive: the package counts more)."""
-    return vllm_log_budget(row, **options).tokens / vllm_log_tokens(row) - 1
+    logs = []
+    for row in rows:
+        fields = {key: value for key, value in row.items() if key != "gpu"}
+        logs.append(VllmLog(**{**fields, "quoted": tuple(row["quoted"]), "card": row["gpu"]}))
+    return logs
