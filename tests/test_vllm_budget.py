@@ -49,7 +49,7 @@ def test_every_row_names_its_source_quotes_its_lines_and_adds_up():
         logged = row.logged
         # Every figure kept from the log appears in the lines quoted from it.
         quoted = " ".join(row.quoted)
-        for key in ("total_gib", "kv_cache_gib", "non_torch_gib"):
+        for key in ("total_gib", "share_gib", "kv_cache_gib", "non_torch_gib"):
             if key in logged:
                 assert f"{logged[key]:.2f}" in quoted, (row.id, key)
         if "blocks" in logged:

@@ -242,7 +242,7 @@ VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = 1024
 VLLM_V1_TOKENS_OTHER_CARDS = 2048
 VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model (its 8,192-token window)
 VLLM_CUDA_GRAPH_ESTIMATE_SINCE = "0.21.0"
-# One published "Estimated CUDA graph memory" (vLLM 0.27.1, gpustack/runner pull request 251): 0.36 GiB.
+# One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
 # An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
 VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
