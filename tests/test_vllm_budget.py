@@ -193,7 +193,7 @@ def test_the_cuda_figures_are_sourced_and_below_the_sheet():
     assert {gpu.key for gpu in RUNS_VLLM} == {"h100-sxm", "a100-80gb", "a100-80gb-pcie", "l4", "l40s", "t4"}
     for gpu in RUNS_VLLM:
         assert gpu.cuda_reported_bytes < gpu.memory_bytes and "https://" in gpu.cuda_reported_source
-    assert [round(gpu.cuda_reported_bytes / GiB, 2) for gpu in RUNS_VLLM] == [79.19, 79.25, 79.25, 22.03, 44.53, 14.58]
+    assert [round(gpu.cuda_reported_bytes / GiB, 2) for gpu in RUNS_VLLM] == [79.19, 79.25, 79.25, 22.03, 44.53, 14.75]
 
 
 def test_more_share_more_cache_and_a_bigger_profile_pass_less():

@@ -135,7 +135,8 @@ _ENTRIES = [
             "vLLM start-up log on an H100 80GB HBM3, 2025-03-21: 'total_gpu_memory (79.19GiB)', "
             "https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550; vLLM's "
             "profiling logs of 2024-12 and 2025-01 print 79.22GiB on the same card, "
-            "https://github.com/vllm-project/vllm/pull/10511, https://github.com/vllm-project/vllm/pull/12126"),
+            "https://github.com/vllm-project/vllm/pull/10511, https://github.com/vllm-project/vllm/pull/12126; "
+            "PyTorch reports 79.11GiB on an H100 under another driver, https://github.com/vllm-project/vllm/issues/27508"),
     ),
     GPU(
         key="h100-pcie", source_url="https://www.nvidia.com/en-us/data-center/h100/",
@@ -230,10 +231,11 @@ _ENTRIES = [
         source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier): 16 GB of GDDR6, of which "
                "ECC, on in the clouds and Colab, keeps 6.25 % (CUDA C++ Best Practices Guide), leaving "
                "15,360 MiB, as nvidia-smi reports", as_of="2019-03",
-        cuda_reported_bytes=14.58 * GiB,
+        cuda_reported_bytes=14.75 * GiB,
         cuda_reported_source=(
-            "PyTorch's out-of-memory message on a T4, 2024-06: 'GPU 0 has a total capacty of 14.58 GiB', "
-            "https://github.com/datawhalechina/self-llm/issues/162"),
+            "PyTorch's out-of-memory message on Colab's T4, 2024-09: 'GPU 0 has a total capacity of 14.75 GiB', "
+            "https://github.com/hpcaitech/Open-Sora/issues/697 (14.58 GiB on a server's T4 under another driver, "
+            "https://github.com/datawhalechina/self-llm/issues/162)"),
     ),
     GPU(
         key="laptop", source_url="https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/",
