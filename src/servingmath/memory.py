@@ -232,6 +232,9 @@ VLLM_ENGINES = ("v0", "v1")
 VLLM_MODELLED_VERSIONS = "0.6 to 0.8"        # V0, whose published logs the count was first checked on
 VLLM_V1_DEFAULT_SINCE = "0.8.0"
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
+# vLLM's current source raises the default to 0.92 (vllm/config/cache.py, CacheConfig.gpu_memory_utilization);
+# the version that changed it was not checked, so the budget keeps 0.9 unless told: pass 0.92 for a recent vLLM.
+VLLM_GPU_MEMORY_UTILIZATION_CURRENT = 0.92
 VLLM_MAX_NUM_SEQS = 256
 VLLM_V0_MIN_PROFILE_TOKENS = 2048
 VLLM_V0_CHUNKED_PAST = 32_768                # V0 chunks prefills, and profiles less, past this window
