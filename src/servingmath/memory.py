@@ -215,8 +215,9 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #
 # - V0 (the default engine up to 0.7; vllm/worker/worker.py determine_num_available_blocks): with
 #   chunked prefill off, one pass of max(max_model_len, 2,048) tokens over max_num_seqs = 256
-#   sequences (vllm/config.py SchedulerConfig). It turns chunked prefill on for windows past
-#   32,768 tokens, and then profiles 2,048 tokens (`vllm serve`'s default).
+#   sequences (vllm/config.py, SchedulerConfig.__post_init__, as of 0.6.6). It turns chunked prefill
+#   on for windows past 32,768 tokens, and then profiles 2,048 tokens (0.6.4 took 512: the
+#   35,000-token log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations).
 # - V1 (the default from 0.8.0, vllm-project/vllm pull request 15064; vllm/v1/worker/gpu_worker.py):
 #   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card
 #   (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults): 8,192 tokens and 1,024 sequences on
