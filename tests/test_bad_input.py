@@ -150,7 +150,7 @@ from servingmath import cache, load, memory, workload  # noqa: E402
 # What each argument must be, so that what is bad for it can be drawn.
 WHOLE_FROM_1, WHOLE, POSITIVE, NOT_NEGATIVE, REAL, FRACTION, LOG = (
     "a whole number ≥ 1", "a whole number ≥ 0", "a number > 0", "a number ≥ 0", "a real number", "in (0, 1]",
-    "a published log's figures")
+    "the id of a published log")
 
 NOT_A_FINITE_NUMBER = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf, np.float32("nan"), np.inf]),
@@ -173,8 +173,7 @@ OUT_OF_RANGE = {
     REAL: st.nothing(),
     FRACTION: st.one_of(st.floats(max_value=0, allow_nan=False, allow_infinity=False),
                         st.floats(min_value=1.001, max_value=1e9)),
-    LOG: st.one_of(st.just({}), st.just({**cache.VLLM_LOG_LLAMA_3_8B, "model": "no-such-model"}),
-                   st.just({key: value for key, value in cache.VLLM_LOG_LLAMA_3_8B.items() if key != "kv_cache_gib"})),
+    LOG: st.one_of(st.just(""), st.just("no-such-log"), st.just("VLLM-PR-10511")),
 }
 
 MIXTRAL = sm.MODELS["mixtral-8x7b"]
@@ -265,8 +264,7 @@ EVERY_CALL = [
                                            weight_bits=16, kv_bits=16, reserve=0.05),
      dict(context_tokens=WHOLE_FROM_1, prefix_tokens=WHOLE, block_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
           kv_bits=POSITIVE)),
-    (cache.vllm_log_tokens, dict(log=cache.VLLM_LOG_LLAMA_3_8B), dict(log=LOG)),
-    (cache.vllm_log_error, dict(log=cache.VLLM_LOG_LLAMA_3_8B, gpu=G), dict(log=LOG)),
+    (memory.vllm_log, dict(log_id="vllm-pr-10511"), dict(log_id=LOG)),
     (memory.vllm_weight_bytes, dict(model=M, weight_bits=8), dict(weight_bits=POSITIVE)),
     (memory.vllm_activation_bytes, dict(model=M, max_num_batched_tokens=8192, max_num_seqs=256),
      dict(max_num_batched_tokens=WHOLE_FROM_1, max_num_seqs=WHOLE_FROM_1)),

@@ -21,8 +21,8 @@ def test_every_card_in_the_catalog_gets_a_value_from_every_engine():
         gpu = sm.CATALOG[key]
         for engine, version in (("vllm", "V0"), ("vllm", "V1"), ("sglang", "0.5"), ("tgi", "3.0"), ("tensorrt-llm", "1.0")):
             found = E.defaults(engine, version, gpu=gpu)
-            assert set(found.values) == set(E.SETTINGS)
-            assert all(found.source(s) for s in E.SETTINGS)
+            assert set(E.SETTINGS) <= set(found.values) <= set(E.SETTINGS) | set(E.PROFILING)
+            assert all(found.source(s) for s in found.values)
 
 
 def test_versions_pick_their_engine():
@@ -55,3 +55,18 @@ def test_the_table_names_each_engines_flags():
                  "--cuda-memory-fraction", "--max-batch-total-tokens", "capacity_scheduler_policy"):
         assert f"`{flag}`" in text
     assert "`--max-num-batched-tokens` 8,192" in text and "`--max-num-batched-tokens` 512" in text
+
+
+def test_vllm_start_up_budget_defaults_are_cells_of_the_table():
+    v0, v1 = E.defaults("vllm", "V0"), E.defaults("vllm", "V1", gpu=sm.H100_SXM)
+    assert (v0.profile_min_tokens, v0.chunked_past, v0.chunked_profile_tokens, v0.max_running) == (2048, 32768, 2048, 256)
+    assert (v1.graph_estimate_since, v1.memory_fraction, v1.memory_fraction_current) == ("0.21.0", 0.9, 0.92)
+    # The budget reads them from here: one place for each default.
+    assert sm.memory.VLLM_V0_CHUNKED_PAST == v0.chunked_past and sm.memory.VLLM_MAX_NUM_SEQS == v0.max_running
+    assert sm.memory.VLLM_CUDA_GRAPH_ESTIMATE_SINCE == v1.graph_estimate_since
+    for key in sm.CATALOG:
+        gpu = sm.CATALOG[key]
+        if gpu.cuda_reported_bytes is not None:
+            served = E.defaults("vllm", "V1", gpu=gpu)
+            assert sm.memory.vllm_profile_defaults(sm.LLAMA_3_8B, gpu, "v1") == (served.step_tokens, served.max_running)
+    assert "profile_min_tokens" not in E.markdown_table(sm.H100_SXM)

@@ -128,7 +128,8 @@ def test_v1_profiles_by_the_card():
     assert large == {"h100-sxm"}
     assert small == {"a100-80gb", "a100-80gb-pcie", "l4", "l40s", "t4"}
     # The A100 reports more than 70 GiB and still takes the smaller defaults (vLLM pull request 17885).
-    assert CATALOG["a100-80gb"].cuda_reported_bytes > memory.VLLM_V1_LARGE_CARD_BYTES
+    large_tier = sm.engines.row("vllm", "V1").cells["step_tokens"].value.tiers[-1][0]
+    assert CATALOG["a100-80gb"].cuda_reported_bytes > large_tier * GiB
     # Short windows cap the pass at max_num_seqs × max_model_len.
     assert vllm_profile_defaults(LLAMA_3_8B, H100, "v1", max_model_len=4) == (4096, 1024)
 

@@ -31,6 +31,11 @@ UNSTATED = "unstated"
 ENTRIES = ("serve", "llm")          # `vllm serve` (the OpenAI-compatible server), `LLM(...)` in Python
 SETTINGS = ("block_tokens", "max_running", "step_tokens", "chunked_prefill", "mixed_steps", "preemption",
             "prefix_caching", "memory_fraction", "total_tokens")
+# vLLM's start-up budget, as its rows state it (V0: its profiling pass; V1: when CUDA graphs' memory comes out of
+# the share, and the share in the current source). Read by servingmath.memory.vllm_budget; not in the side-by-side
+# table, and only in the rows they apply to.
+PROFILING = ("profile_min_tokens", "chunked_past", "chunked_profile_tokens", "graph_estimate_since",
+             "memory_fraction_current")
 # What each setting is, in the course's words (the rows of the wrap-up's table).
 MEANINGS = {
     "block_tokens": "tokens a block of cache holds",
@@ -42,6 +47,11 @@ MEANINGS = {
     "prefix_caching": "a shared prompt's cache reused",
     "memory_fraction": "share of memory for weights and cache",
     "total_tokens": "tokens of cache in all",
+    "profile_min_tokens": "tokens the start-up pass profiles at the least",
+    "chunked_past": "window past which prompts are split by default",
+    "chunked_profile_tokens": "tokens the start-up pass profiles once prompts are split",
+    "graph_estimate_since": "version from which CUDA graphs' memory comes out of the share",
+    "memory_fraction_current": "share of memory in the current source",
 }
 
 
@@ -119,6 +129,17 @@ TABLE = (
         "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
         "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
                              "what is left of the share after a profiling pass"),
+        "profile_min_tokens": Cell("--max-num-batched-tokens", 2048,
+                                   "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
+                                   "chunked prefill off: max(max_model_len, 2,048) tokens in one pass over "
+                                   "--max-num-seqs sequences"),
+        "chunked_past": Cell("--enable-chunked-prefill", 32_768,
+                             "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
+                             "turned on by default for windows longer than this"),
+        "chunked_profile_tokens": Cell("--max-num-batched-tokens", 2048,
+                                       "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
+                                       "the pass once prompts are split by default (0.6.4 took 512: the 35,000-token "
+                                       "log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations)"),
     }),
     Row("vllm", "vLLM V1", "0.8", None, {
         "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
@@ -141,6 +162,15 @@ TABLE = (
         "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
         "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
                              "what is left of the share after a profiling pass"),
+        "graph_estimate_since": Cell("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0.21.0",
+                                     "vllm-project/vllm pull request 30515; its start-up log: \"CUDA graph memory "
+                                     "profiling is enabled (default since v0.21.0)\"",
+                                     "before it, the graphs are captured after the cache is allocated, on top of the "
+                                     "share (RFC 27951)"),
+        "memory_fraction_current": Cell("--gpu-memory-utilization", 0.92,
+                                        "vllm-project/vllm, vllm/config/cache.py, CacheConfig.gpu_memory_utilization",
+                                        "the current source's default; the version that raised it from 0.9 "
+                                        "was not read"),
     }),
     Row("sglang", "SGLang", "0.4", None, {
         "block_tokens": Cell("--page-size", 1, SGLANG_SERVER_ARGS),

@@ -15,10 +15,12 @@ charts and pages all call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import _check, units
+from . import engines as _engines
 from .hardware import CATALOG, GPU
 from .models import ContextTooLong, Model  # noqa: F401  (ContextTooLong: raised through kv_cache_bytes)
 
@@ -215,37 +217,29 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #
 # - V0 (the default engine up to 0.7; vllm/worker/worker.py determine_num_available_blocks): with
 #   chunked prefill off, one pass of max(max_model_len, 2,048) tokens over max_num_seqs = 256
-#   sequences (vllm/config.py, SchedulerConfig.__post_init__, as of 0.6.6). It turns chunked prefill
-#   on for windows past 32,768 tokens, and then profiles 2,048 tokens (0.6.4 took 512: the
-#   35,000-token log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations).
+#   sequences. It turns chunked prefill on for windows past 32,768 tokens, and then profiles 2,048.
 # - V1 (the default from 0.8.0, vllm-project/vllm pull request 15064; vllm/v1/worker/gpu_worker.py):
-#   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card
-#   (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults): 8,192 tokens and 1,024 sequences on
-#   cards that report 70 GiB or more, the A100 excepted; 2,048 and 256 on the others (the A100,
-#   L40S, L4, T4). It runs the model compiled (torch.compile with CUDA graphs). Before 0.21.0
-#   the graphs are captured after the cache is allocated, on top of the share; from 0.21.0 vLLM
-#   subtracts an estimate of their memory first ("CUDA graph memory profiling is enabled
-#   (default since v0.21.0)" in its log; pull request 30515; RFC 27951 on the old interface).
+#   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card: 8,192
+#   tokens and 1,024 sequences on cards that report 70 GiB or more, the A100 excepted; 2,048 and 256
+#   on the others (the A100, L40S, L4, T4). It runs the model compiled (torch.compile with CUDA
+#   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
+#   share; from 0.21.0 vLLM subtracts an estimate of their memory first.
 #
-# These defaults belong with the other engines' defaults; they are kept here, with their sources,
-# until that table exists.
+# Every one of these defaults, with the file and version it was read from, is a cell of
+# servingmath.engines.TABLE (the rows "vLLM V0" and "vLLM V1"); the names below read them there.
 VLLM_ENGINES = ("v0", "v1")
-VLLM_MODELLED_VERSIONS = "0.6 to 0.8"        # V0, whose published logs the count was first checked on
-VLLM_V1_DEFAULT_SINCE = "0.8.0"
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
-# vLLM's current source raises the default to 0.92 (vllm/config/cache.py, CacheConfig.gpu_memory_utilization);
-# the version that changed it was not checked, so the budget keeps 0.9 unless told: pass 0.92 for a recent vLLM.
-VLLM_GPU_MEMORY_UTILIZATION_CURRENT = 0.92
-VLLM_MAX_NUM_SEQS = 256
-VLLM_V0_MIN_PROFILE_TOKENS = 2048
-VLLM_V0_CHUNKED_PAST = 32_768                # V0 chunks prefills, and profiles less, past this window
-VLLM_V0_CHUNKED_TOKENS = 2048
-VLLM_V1_LARGE_CARD_BYTES = 70 * 2**30        # compared with what CUDA reports for the card
-VLLM_V1_TOKENS_LARGE_CARDS = 8192
-VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = 1024
-VLLM_V1_TOKENS_OTHER_CARDS = 2048
-VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model (its 8,192-token window)
-VLLM_CUDA_GRAPH_ESTIMATE_SINCE = "0.21.0"
+_V0 = _engines.row("vllm", "V0").cells
+_V1 = _engines.row("vllm", "V1").cells
+VLLM_V1_DEFAULT_SINCE = _engines.row("vllm", "V1").since
+VLLM_GPU_MEMORY_UTILIZATION = _V0["memory_fraction"].value
+# The current source's default; the budget keeps 0.9 unless told: pass it for a recent vLLM.
+VLLM_GPU_MEMORY_UTILIZATION_CURRENT = _V1["memory_fraction_current"].value
+VLLM_MAX_NUM_SEQS = _V0["max_running"].value
+VLLM_V0_MIN_PROFILE_TOKENS = _V0["profile_min_tokens"].value
+VLLM_V0_CHUNKED_PAST = _V0["chunked_past"].value             # V0 chunks prefills, and profiles less, past this window
+VLLM_V0_CHUNKED_TOKENS = _V0["chunked_profile_tokens"].value
+VLLM_CUDA_GRAPH_ESTIMATE_SINCE = _V1["graph_estimate_since"].value
+VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model: max(its 8,192-token window, 2,048)
 # One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
 # An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
 VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
@@ -309,10 +303,9 @@ def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=Non
         seqs = VLLM_MAX_NUM_SEQS
         tokens = (VLLM_V0_CHUNKED_TOKENS if max_model_len > VLLM_V0_CHUNKED_PAST
                   else max(max_model_len, VLLM_V0_MIN_PROFILE_TOKENS))
-    elif gpu.cuda_reported_bytes >= VLLM_V1_LARGE_CARD_BYTES and "a100" not in gpu.name.lower():
-        tokens, seqs = VLLM_V1_TOKENS_LARGE_CARDS, VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS
     else:
-        tokens, seqs = VLLM_V1_TOKENS_OTHER_CARDS, VLLM_MAX_NUM_SEQS
+        served = _engines.defaults("vllm", "V1", gpu=gpu, entry="serve")
+        tokens, seqs = served.step_tokens, served.max_running
     tokens = min(seqs * max_model_len, tokens)
     return tokens, min(seqs, tokens)
 
@@ -547,7 +540,7 @@ def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_ME
 
 
 # --- Published start-up logs, set beside the budget ----------------------------------------------
-VLLM_LOGS = __import__("pathlib").Path(__file__).with_name("data") / "vllm_startup_logs.yaml"
+VLLM_LOGS = Path(__file__).with_name("data") / "vllm_startup_logs.yaml"
 
 
 @dataclass(frozen=True)
@@ -616,3 +609,13 @@ def vllm_startup_logs():
         fields = {key: value for key, value in row.items() if key != "gpu"}
         logs.append(VllmLog(**{**fields, "quoted": tuple(row["quoted"]), "card": row["gpu"]}))
     return logs
+
+
+def vllm_log(log_id) -> VllmLog:
+    """The row of ``data/vllm_startup_logs.yaml`` whose ``id`` is ``log_id`` (such as ``"vllm-pr-10511"``)."""
+    if not isinstance(log_id, str):
+        raise TypeError(f"log_id must be the id of a published vLLM log (a string), got {log_id!r}")
+    logs = {log.id: log for log in vllm_startup_logs()}
+    if log_id not in logs:
+        raise ValueError(f"log_id must be one of {sorted(logs)}, got {log_id!r}")
+    return logs[log_id]
