@@ -239,6 +239,8 @@ VLLM_V0_MIN_PROFILE_TOKENS = _V0["profile_min_tokens"].value
 VLLM_V0_CHUNKED_PAST = _V0["chunked_past"].value             # V0 chunks prefills, and profiles less, past this window
 VLLM_V0_CHUNKED_TOKENS = _V0["chunked_profile_tokens"].value
 VLLM_CUDA_GRAPH_ESTIMATE_SINCE = _V1["graph_estimate_since"].value
+# V1's --max-num-seqs under `vllm serve` on the cards of its largest tier (70 GiB or more, not an A100).
+VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = _V1["max_running"].value.tiers[-1][1]["serve"]
 VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model: max(its 8,192-token window, 2,048)
 # One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
 # An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
