@@ -191,7 +191,9 @@ _ENTRIES = [
         cuda_reported_bytes=22.03 * GiB,
         cuda_reported_source=(
             "PyTorch's out-of-memory message on an L4, 2025-11: 'GPU 0 has a total capacity of 22.03 GiB', "
-            "https://github.com/ArcInstitute/evo2/issues/190"),
+            "https://github.com/ArcInstitute/evo2/issues/190; vLLM 0.10.2's start-up log on an L4, 2026-09: "
+            "'Free memory on device (21.81/22.03 GiB)', https://github.com/TechBroMoho/quantized-llm-serving "
+            "(results/validation/phase3/smoke-20260923T095423Z/vllm/server.log)"),
     ),
     GPU(
         key="l40s", source_url="https://www.nvidia.com/en-us/data-center/l40s/",
@@ -204,7 +206,9 @@ _ENTRIES = [
         cuda_reported_source=(
             "PyTorch's out-of-memory message on an L40S 48GB, 2025-03: 'GPU 0 has a total capacity of 44.53 GiB', "
             "https://github.com/Wan-Video/Wan2.1/issues/205 (44.42 GiB on 8 L40S under another driver, "
-            "https://github.com/stepfun-ai/Step-Video-T2V/issues/8)"),
+            "https://github.com/stepfun-ai/Step-Video-T2V/issues/8; 44.39 GiB in vLLM 0.10.2's start-up log on an "
+            "L40S, 'Free memory on device (43.9/44.39 GiB)', https://github.com/TechBroMoho/quantized-llm-serving "
+            "(results/quantization/phase4/sanity-20260923T124020Z/bf16/server.log))"),
     ),
     GPU(
         key="mi300x", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",

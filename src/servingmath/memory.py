@@ -248,10 +248,11 @@ VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
 # cuBLAS workspaces; NCCL's buffers with more than one GPU). It is not the same from one log to the
 # next on one card: 0.16 GiB on an H100 in the log of pull request 12126 and of
-# gateway-api-inference-extension pull request 550, 1.79 GiB in the log of pull request 10511.
-# The budget takes the low end unless told; the page states what the high end gives.
+# gateway-api-inference-extension pull request 550, 1.79 GiB in the log of pull request 10511;
+# 0.02 GiB in vLLM 0.10.2's V1 logs on an L40S and an L4 (data/vllm_startup_logs.yaml).
+# The budget takes the H100 logs' 0.16 GiB unless told; the page states what the high end gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
-VLLM_NON_TORCH_RANGE = (0.16 * 2**30, 1.79 * 2**30)
+VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
 # Bytes the sampler holds for each logit at its peak: the 16-bit logits from the output layer, their
 # 32-bit copy, the probabilities and the 32-bit random draws used to pick a token (2 + 4 + 4 + 4).
 VLLM_SAMPLER_BYTES_PER_LOGIT = 14
@@ -451,8 +452,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
                 cuda_graph_bytes=None, refuse=True) -> VllmBudget:
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
 
-    ``engine``: ``"v0"`` (the engine of versions up to 0.7, whose logs the count was checked on) or
-    ``"v1"`` (the default from 0.8.0). ``max_num_batched_tokens`` and ``max_num_seqs`` default to the
+    ``engine``: ``"v0"`` (the engine of versions up to 0.7) or ``"v1"`` (the default from 0.8.0); the
+    count is checked on published logs of both (``vllm_startup_logs``). ``max_num_batched_tokens`` and ``max_num_seqs`` default to the
     profiling pass that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
@@ -576,6 +577,15 @@ class VllmLog:
             cuda_reported_bytes=self.card["cuda_gib"] * 2**30, cuda_reported_source=self.source)
 
     @property
+    def version(self):
+        """vLLM's version as the budget takes it ('0.10.2'), or None where the row names no release."""
+        try:
+            _version(self.vllm_version)
+        except ValueError:
+            return None
+        return self.vllm_version
+
+    @property
     def tokens(self) -> int:
         """The cache tokens the log reports: its blocks × 16, or, where it prints only the cache's GiB, the whole
         blocks of its model's 16-bit cache that fit in them."""
@@ -591,6 +601,7 @@ class VllmLog:
         ``options`` say otherwise), not refusing where vLLM itself refused after counting."""
         from .models import MODELS
 
+        options = {"version": self.version, **options} if self.engine == "v1" else options
         return vllm_budget(MODELS[self.model], self.gpu, self.gpu_memory_utilization,
                            max_model_len=self.max_model_len, engine=self.engine, refuse=False, **options)
 
