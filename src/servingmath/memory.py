@@ -172,8 +172,8 @@ def max_batch(model: Model, gpu: GPU, context_tokens, weight_bits=16, kv_bits=16
     return int(users) if users.ndim == 0 else users
 
 
-# Tokens in one page (block) of the cache: vLLM's default on GPUs.
-BLOCK_TOKENS = 16
+# Tokens in one page (block) of the cache: vLLM's default on GPUs (servingmath.engines.TABLE).
+BLOCK_TOKENS = _engines.row("vllm", "V0").cells["block_tokens"].value
 
 
 def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_tokens, block_tokens=BLOCK_TOKENS,
