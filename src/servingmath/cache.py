@@ -20,7 +20,7 @@ import numpy as np
 from . import _check
 from .hardware import GPU
 from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_batch, vllm_log, weight_bytes
-from .models import MODELS, Model
+from .models import Model
 from .passes import PassCost, forward_pass
 from .roofline import Assumptions, pass_time
 from .serving import (LESSON_WITH_CACHE, Batching, _first_where, batching, compute_bound_batch,

@@ -453,8 +453,9 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
 
     ``engine``: ``"v0"`` (the engine of versions up to 0.7) or ``"v1"`` (the default from 0.8.0); the
-    count is checked on published logs of both (``vllm_startup_logs``). ``max_num_batched_tokens`` and ``max_num_seqs`` default to the
-    profiling pass that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
+    count is checked on published logs of both (``vllm_startup_logs``). ``max_num_batched_tokens`` and
+    ``max_num_seqs`` default to the profiling pass that engine runs under ``vllm serve`` on this card
+    (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
     (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure, and for Apple's
