@@ -151,7 +151,7 @@ from servingmath import cache, load, memory, workload  # noqa: E402
 # What each argument must be, so that what is bad for it can be drawn.
 WHOLE_FROM_1, WHOLE, POSITIVE, NOT_NEGATIVE, REAL, FRACTION, LOG = (
     "a whole number ≥ 1", "a whole number ≥ 0", "a number > 0", "a number ≥ 0", "a real number", "in (0, 1]",
-    "a published log's figures")
+    "the id of a published log")
 
 NOT_A_FINITE_NUMBER = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf, np.float32("nan"), np.inf]),
@@ -174,8 +174,7 @@ OUT_OF_RANGE = {
     REAL: st.nothing(),
     FRACTION: st.one_of(st.floats(max_value=0, allow_nan=False, allow_infinity=False),
                         st.floats(min_value=1.001, max_value=1e9)),
-    LOG: st.one_of(st.just({}), st.just({**cache.VLLM_LOG_LLAMA_3_8B, "model": "no-such-model"}),
-                   st.just({key: value for key, value in cache.VLLM_LOG_LLAMA_3_8B.items() if key != "kv_cache_gib"})),
+    LOG: st.one_of(st.just(""), st.just("no-such-log"), st.just("VLLM-PR-10511")),
 }
 
 MIXTRAL = sm.MODELS["mixtral-8x7b"]
@@ -267,8 +266,7 @@ EVERY_CALL = [
                                            weight_bits=16, kv_bits=16, reserve=0.05),
      dict(context_tokens=WHOLE_FROM_1, prefix_tokens=WHOLE, block_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
           kv_bits=POSITIVE)),
-    (cache.vllm_log_tokens, dict(log=cache.VLLM_LOG_LLAMA_3_8B), dict(log=LOG)),
-    (cache.vllm_log_error, dict(log=cache.VLLM_LOG_LLAMA_3_8B, gpu=G), dict(log=LOG)),
+    (memory.vllm_log, dict(log_id="vllm-pr-10511"), dict(log_id=LOG)),
     (memory.vllm_weight_bytes, dict(model=M, weight_bits=8), dict(weight_bits=POSITIVE)),
     (memory.vllm_activation_bytes, dict(model=M, max_num_batched_tokens=8192, max_num_seqs=256),
      dict(max_num_batched_tokens=WHOLE_FROM_1, max_num_seqs=WHOLE_FROM_1)),
@@ -276,6 +274,8 @@ EVERY_CALL = [
                               kv_bits=16, max_num_seqs=256, max_model_len=8192),
      dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE,
           kv_bits=POSITIVE, max_num_seqs=WHOLE_FROM_1, max_model_len=WHOLE_FROM_1)),
+    (memory.vllm_profile_defaults, dict(model=M, gpu=G, engine="v1", max_model_len=8192),
+     dict(max_model_len=WHOLE_FROM_1)),
     (memory.vllm_cache_tokens, dict(model=M, gpu=G, gpu_memory_utilization=0.9, max_num_batched_tokens=8192,
                                     weight_bits=16),
      dict(gpu_memory_utilization=FRACTION, max_num_batched_tokens=WHOLE_FROM_1, weight_bits=POSITIVE)),
@@ -296,9 +296,12 @@ NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price
                  (passes.positions_attended, "window"), (G.with_changes, "price_per_hour"),
                  (cache.cached_decode, "price_per_hour"), (cache.cheapest_cost_per_million, "price_per_hour"),
                  (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window"),
-                 (memory.vllm_budget, "max_model_len")}
+                 (memory.vllm_budget, "max_model_len"), (memory.vllm_budget, "max_num_batched_tokens"),
+                 (memory.vllm_budget, "max_num_seqs"), (memory.vllm_cache_tokens, "max_num_batched_tokens"),
+                 (memory.vllm_profile_defaults, "max_model_len")}
 # memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
-# shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window.
+# shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window, and
+# its max_num_batched_tokens=None and max_num_seqs=None the profiling pass its engine runs on the card.
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]

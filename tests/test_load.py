@@ -60,3 +60,9 @@ def test_capacity_counts_gpus_and_prices_a_million_tokens_at_the_target():
         3.0 / (seen.goodput.rate * seen.goodput.mean_reply * 3600 / 1e6))
     with pytest.raises(ValueError, match="rate must be greater than 0"):
         load.capacity(0)
+
+
+def test_part_threes_roomy_server_is_part_twos_run_of_the_same_requests():
+    seen = load.preemption()
+    assert seen.roomy == load.policies_at(10)["continuous"]
+    assert len(load.run(10).workload) == load.REQUESTS

@@ -332,3 +332,55 @@ def test_bad_draws_and_runs_are_refused_by_name():
         S.goodput(S.Server(M, G), ttft=0, tpot=0.1)
     with pytest.raises(ValueError, match="index must be below"):
         S.simulate(S.Server(M, G), W.workload([0.0], [10], [2])).request(5)
+
+
+# -- static batching as the literature means it (Orca, section 2.2) ----------------------------
+
+def test_a_static_batch_keeps_a_finished_users_memory_and_place_until_its_last_reply_ends():
+    # A writes 3 tokens, B 60: both in one batch. A's blocks stay held until B is done.
+    work = W.workload([0.0, 0.0], [100, 100], [3, 60])
+    static = S.simulate(S.Server(M, G, policy="static"), work)
+    continuous = S.simulate(S.Server(M, G, policy="continuous"), work)
+    a_blocks = -(-(100 + 3) // 16) * 16
+    assert static.step_held_tokens[-1] >= a_blocks + 100 + 59
+    assert continuous.step_held_tokens[-1] < a_blocks + 100
+    # A third user arriving after A is done still waits for B: no one joins a running batch.
+    late = W.workload([0.0, 0.0, 0.05], [100, 100, 10], [3, 60, 2])
+    run = S.simulate(S.Server(M, G, policy="static"), late)
+    assert run.first_token[2] > run.finish[1]
+
+
+def test_a_static_batch_takes_in_only_what_fits_whole_and_is_never_preempted():
+    # 40 blocks (640 tokens): each conversation needs 20 blocks at its end, 7 at its start. Paged
+    # continuous batching admits all three and preempts; a static batch takes two, then the third.
+    work = W.workload([0.0, 0.0, 0.0], [100, 100, 100], [220, 220, 220])
+    small = tiny_gpu(40)
+    static = S.simulate(S.Server(M, small, policy="static"), work)
+    continuous = S.simulate(S.Server(M, small, policy="continuous"), work)
+    assert static.preemptions.sum() == 0 and continuous.preemptions.sum() > 0
+    assert static.first_token[2] > max(static.finish[:2])
+    assert static.step_decodes.max() == 2
+
+
+def test_step_tokens_is_refused_where_the_policy_cannot_honour_it():
+    with pytest.raises(ValueError, match="step_tokens must be at least Llama 3 8B's window of 8,192 tokens"):
+        S.Server(M, G, policy="continuous", step_tokens=512)
+    with pytest.raises(ValueError, match="step_tokens does not apply to policy='static'"):
+        S.Server(M, G, policy="static", step_tokens=512)
+    assert S.Server(M, G, policy="continuous", step_tokens=8192).token_budget == 8192
+    assert S.Server(M, G, policy="chunked", step_tokens=512).token_budget == 512
+
+
+def test_a_reservation_is_the_prompt_plus_the_reply_cap_never_past_the_window():
+    capped = S.Server(M, G, memory="reserved", max_reply_tokens=1024)
+    assert capped.reservation(161) == 161 + 1024
+    assert capped.reservation(8000) == 8192
+    assert S.Server(M, G, memory="reserved").reservation(161) == 8192      # no cap: the window
+
+
+def test_the_servers_defaults_are_vllm_v0s_from_the_engine_table():
+    from servingmath import engines
+    v0 = engines.defaults("vllm", "V0")
+    assert (S.BLOCK_TOKENS, S.MAX_RUNNING, S.CHUNK_TOKENS) == (v0.block_tokens, v0.max_running, v0.step_tokens)
+    server = S.Server(M, G, policy="chunked")
+    assert (server.block_tokens, server.max_running, server.token_budget) == (16, 256, 512)

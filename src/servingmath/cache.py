@@ -14,15 +14,13 @@ pass's FLOPs and bytes in ``passes``. This module asks the lesson's questions of
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
 from . import _check
 from .hardware import GPU
-from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_batch, vllm_budget, weight_bytes
-from .models import MODELS, Model
+from .memory import RESERVE, VLLM_GPU_MEMORY_UTILIZATION, kv_cache_bytes, max_batch, vllm_budget, vllm_log, weight_bytes
+from .models import Model
 from .passes import PassCost, attention_flops_per_position, forward_pass
 from .roofline import Assumptions, pass_time
 from .serving import (LESSON_WITH_CACHE, Batching, _first_where, batching, compute_bound_batch,
@@ -201,65 +199,10 @@ VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = VLLM_GPU_MEMORY_UTILIZATION
 DEEPSEEK_V2_CACHE_REDUCTION = 0.933
 
 
-# A published vLLM start-up log (V0 engine, 2025-03-21) for Llama 2 7B (its 12.55 GiB of 16-bit weights are
-# 6,738,415,616 parameters) on an 80 GB card, at vLLM's defaults: how vLLM shares out the memory.
-# Source: https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550 (the log in its thread):
-#   "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB ... model weights take 12.55GiB;
-#    non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes 2.38GiB; the rest of the memory
-#    reserved for KV Cache is 56.18GiB." then "# cuda blocks: 7191" (16 tokens a block).
-# Not printed in the log: the V0 engine profiles max(max_model_len, 2,048) tokens when chunked prefill is
-# off, 4,096 for Llama 2 7B. That deployment ran with LoRA adapters enabled (--enable-lora), whose buffers the
-# profiling pass counts in its activation peak.
-VLLM_LOG_LLAMA_2_7B = MappingProxyType(dict(
-    model="llama-2-7b", total_gib=79.19, gpu_memory_utilization=0.90, weights_gib=12.55, non_torch_gib=0.16,
-    activation_peak_gib=2.38, kv_cache_gib=56.18, blocks=7191, block_tokens=16, max_num_batched_tokens=4096,
-    engine="V0", source="https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550"))
-
-
-# A second published vLLM start-up log (V0 engine, 2024-12-13), for the lesson's own model, Llama 3 8B,
-# on an H100 80GB at vLLM's defaults, posted by a vLLM maintainer while reworking the memory profiler.
-# Source: https://github.com/vllm-project/vllm/pull/10511 (its comment of 2024-12-14, "Some sanity checks"):
-#   "total_gpu_memory 79.22GiB / gpu_memory_utilization 0.90 / the current vLLM instance can use 71.29GiB /
-#    model weights take 14.96GiB / non_torch_memory 1.79GiB / PyTorch activation peak memory 1.26GiB /
-#    available_kv_cache_memory 53.29GiB". It prints no block count: 53.29 GiB in blocks of 16 tokens of
-#    Llama 3 8B's 131,072 bytes each is 27,284 blocks.
-VLLM_LOG_LLAMA_3_8B = MappingProxyType(dict(
-    model="llama-3-8b", total_gib=79.22, gpu_memory_utilization=0.90, weights_gib=14.96, non_torch_gib=1.79,
-    activation_peak_gib=1.26, kv_cache_gib=53.29, block_tokens=16, max_num_batched_tokens=8192,
-    engine="V0", source="https://github.com/vllm-project/vllm/pull/10511"))
-
-
-def _vllm_log(log):
-    """``log`` checked: a mapping of a published log's figures, as ``VLLM_LOG_LLAMA_3_8B`` holds them."""
-    if not isinstance(log, Mapping):
-        raise TypeError(f"log must be a mapping of a published vLLM log's figures, such as VLLM_LOG_LLAMA_3_8B, "
-                        f"got {log!r}")
-    missing = [key for key in ("model", "gpu_memory_utilization", "block_tokens", "max_num_batched_tokens")
-               if key not in log]
-    if "blocks" not in log and "kv_cache_gib" not in log:
-        missing.append("blocks or kv_cache_gib")
-    if missing:
-        raise ValueError(f"log lacks {missing}, got {dict(log)!r}")
-    if log["model"] not in MODELS:
-        raise ValueError(f"log names a model outside the catalog: {log['model']!r}")
-    return log
-
-
-def vllm_log_tokens(log) -> int:
-    """The cache tokens a published vLLM log reports: its block count × tokens a block, or, where it prints
-    only the cache's GiB, the whole blocks of its model's 16-bit cache that fit in them."""
-    log = _vllm_log(log)
-    blocks = log.get("blocks")
-    if blocks is None:
-        block_bytes = log["block_tokens"] * MODELS[log["model"]].kv_bytes_per_token()
-        blocks = int(log["kv_cache_gib"] * 2**30 // block_bytes)
-    return blocks * log["block_tokens"]
-
-
-def vllm_log_error(log, gpu: GPU) -> float:
-    """How far ``memory.vllm_budget`` lands from a published log, as a fraction of the log's tokens
-    (positive: the package counts more), at the log's utilization and profiling-pass tokens on ``gpu``."""
-    log = _vllm_log(log)
-    counted = vllm_budget(MODELS[log["model"]], gpu, log["gpu_memory_utilization"],
-                          log["max_num_batched_tokens"]).tokens
-    return counted / vllm_log_tokens(log) - 1
+# Published vLLM start-up logs the lesson quotes, read from the package's dataset of them
+# (data/vllm_startup_logs.yaml, where each row quotes its lines and names its source): Llama 2 7B on an
+# H100 with LoRA adapters enabled (V0, gateway-api-inference-extension pull request 550), and the lesson's
+# own model, Llama 3 8B, on an H100 at vLLM's defaults (V0, vllm-project/vllm pull request 10511). Each is a
+# ``memory.VllmLog``: its ``tokens`` as logged, its ``budget()`` and ``error()`` beside the package's count.
+VLLM_LOG_LLAMA_2_7B = vllm_log("gaie-pr-550")
+VLLM_LOG_LLAMA_3_8B = vllm_log("vllm-pr-10511")

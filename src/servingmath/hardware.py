@@ -159,7 +159,8 @@ _ENTRIES = [
             "vLLM start-up log on an H100 80GB HBM3, 2025-03-21: 'total_gpu_memory (79.19GiB)', "
             "https://github.com/kubernetes-sigs/gateway-api-inference-extension/pull/550; vLLM's "
             "profiling logs of 2024-12 and 2025-01 print 79.22GiB on the same card, "
-            "https://github.com/vllm-project/vllm/pull/10511, https://github.com/vllm-project/vllm/pull/12126"),
+            "https://github.com/vllm-project/vllm/pull/10511, https://github.com/vllm-project/vllm/pull/12126; "
+            "PyTorch reports 79.11GiB on an H100 under another driver, https://github.com/vllm-project/vllm/issues/27508"),
     ),
     GPU(
         key="h100-pcie", source_url="https://www.nvidia.com/en-us/data-center/h100/",
@@ -186,6 +187,11 @@ _ENTRIES = [
         memory_bandwidth=2.039e12, memory_bytes=80 * GiB, price_per_hour=1.80,
         listed_with_sparsity=624 * T,
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB SXM column", as_of="2021-06",
+        cuda_reported_bytes=79.25 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on an A100 80 GB, 2025-12: 'GPU 0 has a total capacity of 79.25 GiB', "
+            "https://github.com/HiDream-ai/VAREdit/issues/6 (the same 79.25 GiB on an A100 in "
+            "https://github.com/levihsu/OOTDiffusion/issues/235); neither names the form factor"),
     ),
     GPU(
         key="a100-80gb-pcie", source_url="https://www.nvidia.com/en-us/data-center/a100/",
@@ -194,6 +200,11 @@ _ENTRIES = [
         memory_bandwidth=1.935e12, memory_bytes=80 * GiB, price_per_hour=None,
         listed_with_sparsity=624 * T,
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB PCIe column: 1,935 GB/s, 300 W", as_of="2021-06",
+        cuda_reported_bytes=79.25 * GiB,
+        cuda_reported_source=(
+            "the A100 80 GB's figure, 79.25 GiB in PyTorch's out-of-memory messages "
+            "(https://github.com/HiDream-ai/VAREdit/issues/6), which do not name the form factor; the PCIe card "
+            "carries the same 80 GB of HBM2e"),
         price_source="not priced: in the catalog for the measurements it ran (the chapter 'Reality check')",
     ),
     GPU(
@@ -203,6 +214,12 @@ _ENTRIES = [
         memory_bandwidth=300e9, memory_bytes=24 * GiB, price_per_hour=0.70,
         listed_with_sparsity=242 * T,
         source="NVIDIA L4 Tensor Core GPU datasheet", as_of="2023-03",
+        cuda_reported_bytes=22.03 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on an L4, 2025-11: 'GPU 0 has a total capacity of 22.03 GiB', "
+            "https://github.com/ArcInstitute/evo2/issues/190; vLLM 0.10.2's start-up log on an L4, 2026-09: "
+            "'Free memory on device (21.81/22.03 GiB)', https://github.com/TechBroMoho/quantized-llm-serving "
+            "(results/validation/phase3/smoke-20260923T095423Z/vllm/server.log)"),
     ),
     GPU(
         key="l40s", source_url="https://www.nvidia.com/en-us/data-center/l40s/",
@@ -211,6 +228,13 @@ _ENTRIES = [
         memory_bandwidth=864e9, memory_bytes=48 * GiB, price_per_hour=1.40,
         listed_with_sparsity=733 * T,
         source="NVIDIA L40S GPU datasheet", as_of="2023-08",
+        cuda_reported_bytes=44.53 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on an L40S 48GB, 2025-03: 'GPU 0 has a total capacity of 44.53 GiB', "
+            "https://github.com/Wan-Video/Wan2.1/issues/205 (44.42 GiB on 8 L40S under another driver, "
+            "https://github.com/stepfun-ai/Step-Video-T2V/issues/8; 44.39 GiB in vLLM 0.10.2's start-up log on an "
+            "L40S, 'Free memory on device (43.9/44.39 GiB)', https://github.com/TechBroMoho/quantized-llm-serving "
+            "(results/quantization/phase4/sanity-20260923T124020Z/bf16/server.log))"),
     ),
     GPU(
         key="mi300x", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
@@ -237,6 +261,11 @@ _ENTRIES = [
         source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier): 16 GB of GDDR6, of which "
                "ECC, on in the clouds and Colab, keeps 6.25 % (CUDA C++ Best Practices Guide), leaving "
                "15,360 MiB, as nvidia-smi reports", as_of="2019-03",
+        cuda_reported_bytes=14.75 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on Colab's T4, 2024-09: 'GPU 0 has a total capacity of 14.75 GiB', "
+            "https://github.com/hpcaitech/Open-Sora/issues/697 (14.58 GiB on a server's T4 under another driver, "
+            "https://github.com/datawhalechina/self-llm/issues/162)"),
     ),
     GPU(
         key="laptop", source_url="https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/",

@@ -180,20 +180,22 @@ SWAP_BANDWIDTH = 32e9
 KWON_SWAP_EVEN_BLOCKS = (16, 64)
 
 
-def preemption(rate=10, blocks=600, count=600, seed=0, model: Model = MODEL, gpu: GPU = GPU_) -> Preemption:
-    """Part 3: the GPU's cache cut to ``blocks`` blocks, so the same traffic runs out of memory;
-    preemption by recompute and by swap, against the full GPU."""
+def preemption(rate=10, blocks=800, count=REQUESTS, seed=0, model: Model = MODEL, gpu: GPU = GPU_) -> Preemption:
+    """Part 3: the GPU's cache cut to ``blocks`` blocks, so Part 2's traffic (the same ``count`` requests
+    at ``rate`` a second, served under continuous batching on paged memory) runs out of memory;
+    preemption by recompute and by swap, against the full GPU (``roomy``: Part 2's run itself)."""
     rate = _rate(rate)
     blocks = simulator._whole("blocks", blocks, 1)
+    count = simulator._whole("count", count, 1)
     block = Server(model, gpu).block_bytes
     weights = model.parameters * 2
     small = gpu.with_changes(memory_bytes=(weights + (blocks + 0.5) * block) / (1 - simulator.RESERVE))
     work = poisson_workload(rate, count, SHAREGPT, seed, model=model)
     out = {}
     for name, server in (("recompute", Server(model, small)),
-                         ("swap", Server(model, small, preemption="swap", swap_bandwidth=SWAP_BANDWIDTH)),
-                         ("roomy", Server(model, gpu))):
+                         ("swap", Server(model, small, preemption="swap", swap_bandwidth=SWAP_BANDWIDTH))):
         out[name] = figures(simulate(server, work), rate)
+    out["roomy"] = figures(run(rate, "continuous", "paged", model, gpu, PLATE, count, seed), rate)
     return Preemption(blocks, out["recompute"], out["swap"], out["roomy"])
 
 

@@ -15,10 +15,12 @@ charts and pages all call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import _check, units
+from . import engines as _engines
 from .hardware import CATALOG, GPU
 from .models import ContextTooLong, Model  # noqa: F401  (ContextTooLong: raised through kv_cache_bytes)
 
@@ -170,8 +172,8 @@ def max_batch(model: Model, gpu: GPU, context_tokens, weight_bits=16, kv_bits=16
     return int(users) if users.ndim == 0 else users
 
 
-# Tokens in one page (block) of the cache: vLLM's default on GPUs.
-BLOCK_TOKENS = 16
+# Tokens in one page (block) of the cache: vLLM's default on GPUs (servingmath.engines.TABLE).
+BLOCK_TOKENS = _engines.row("vllm", "V0").cells["block_tokens"].value
 
 
 def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_tokens, block_tokens=BLOCK_TOKENS,
@@ -210,36 +212,105 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 # --- vLLM's own budget, as its engine works it out at start-up -------------------------------
 # vLLM does not hold back a round share. It takes ``gpu_memory_utilization`` of the memory CUDA
 # reports for the card (``GPU.cuda_reported_bytes``), loads the weights, runs one profiling pass
-# of ``max_num_batched_tokens`` tokens (and its sampler over ``max_num_seqs`` sequences), and
-# measures the peak; what is left of its share becomes cache blocks of 16 tokens.
-# The count follows vLLM's V0 engine, versions 0.6 to 0.8, whose start-up logs it matches
-# (cache.VLLM_LOG_LLAMA_3_8B, cache.VLLM_LOG_LLAMA_2_7B). Its defaults there: gpu_memory_utilization
-# 0.9, max_num_seqs 256, and with chunked prefill off a profiling pass of max(max_model_len, 2,048)
-# tokens (8,192 for Llama 3 8B). The course models the rest of what vLLM measures (``vllm_budget``'s
-# docstring), each piece with its source.
-VLLM_MODELLED_VERSIONS = "0.6 to 0.8"
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
-VLLM_MAX_NUM_SEQS = 256
-# The profiling pass the functions below take unless told: V0's default for the lesson's model (its
-# window, 8,192 tokens, with chunked prefill off). Another model's default pass differs: Llama 2 7B's
-# log profiled 4,096 tokens, and a long window can turn chunked prefill on; pass the log's own figure.
-VLLM_PROFILE_TOKENS = 8192
-# Later versions take more out of the same share, so they allocate fewer tokens than this count:
-# - the V1 engine, on cards of 70 GiB or more other than the A100 (the H100 and H200 among them),
-#   defaults to max_num_seqs 1,024 for the API server (pull requests 12369 and 16158 of
-#   vllm-project/vllm; pass max_num_seqs=1024 to count its sampler's larger profiling pass);
-# - from version 0.21.0, vLLM also takes an estimate of its CUDA graphs' memory out of the share
-#   (its log: "CUDA graph memory profiling is enabled (default since v0.21.0)"; pull request 30515
-#   added it, off by default), which this count leaves out: read "Estimated CUDA graph memory" in the log.
-VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = 1024
-VLLM_CUDA_GRAPH_ESTIMATE_SINCE = "0.21.0"
+# and measures the peak; what is left of its share becomes cache blocks of 16 tokens. Its two
+# engines differ in the pass they run and in what they take out of the share besides:
+#
+# - V0 (the default engine up to 0.7; vllm/worker/worker.py determine_num_available_blocks): with
+#   chunked prefill off, one pass of max(max_model_len, 2,048) tokens over max_num_seqs = 256
+#   sequences. It turns chunked prefill on for windows past 32,768 tokens, and then profiles 2,048.
+# - V1 (the default from 0.8.0, vllm-project/vllm pull request 15064; vllm/v1/worker/gpu_worker.py):
+#   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card: 8,192
+#   tokens and 1,024 sequences on cards that report 70 GiB or more, the A100 excepted; 2,048 and 256
+#   on the others (the A100, L40S, L4, T4). It runs the model compiled (torch.compile with CUDA
+#   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
+#   share; from 0.21.0 vLLM subtracts an estimate of their memory first.
+#
+# Every one of these defaults, with the file and version it was read from, is a cell of
+# servingmath.engines.TABLE (the rows "vLLM V0" and "vLLM V1"); the names below read them there.
+VLLM_ENGINES = ("v0", "v1")
+_V0 = _engines.row("vllm", "V0").cells
+_V1 = _engines.row("vllm", "V1").cells
+VLLM_V1_DEFAULT_SINCE = _engines.row("vllm", "V1").since
+VLLM_GPU_MEMORY_UTILIZATION = _V0["memory_fraction"].value
+# The current source's default; the budget keeps 0.9 unless told: pass it for a recent vLLM.
+VLLM_GPU_MEMORY_UTILIZATION_CURRENT = _V1["memory_fraction_current"].value
+VLLM_MAX_NUM_SEQS = _V0["max_running"].value
+VLLM_V0_MIN_PROFILE_TOKENS = _V0["profile_min_tokens"].value
+VLLM_V0_CHUNKED_PAST = _V0["chunked_past"].value             # V0 chunks prefills, and profiles less, past this window
+VLLM_V0_CHUNKED_TOKENS = _V0["chunked_profile_tokens"].value
+VLLM_CUDA_GRAPH_ESTIMATE_SINCE = _V1["graph_estimate_since"].value
+# V1's --max-num-seqs under `vllm serve` on the cards of its largest tier (70 GiB or more, not an A100).
+VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = _V1["max_running"].value.tiers[-1][1]["serve"]
+VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model: max(its 8,192-token window, 2,048)
+# One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
+# An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
+VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
-# cuBLAS and NCCL workspaces): 0.16 GiB in vLLM's own logs on one H100
-# (https://github.com/vllm-project/vllm/pull/12126, and the log of cache.VLLM_LOG_LLAMA_2_7B).
+# cuBLAS workspaces; NCCL's buffers with more than one GPU). It is not the same from one log to the
+# next on one card: 0.16 GiB on an H100 in the log of pull request 12126 and of
+# gateway-api-inference-extension pull request 550, 1.79 GiB in the log of pull request 10511;
+# 0.02 GiB in vLLM 0.10.2's V1 logs on an L40S and an L4 (data/vllm_startup_logs.yaml).
+# The budget takes the H100 logs' 0.16 GiB unless told; the page states what the high end gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
-# Copies of the sampler's 32-bit logits alive at its peak: the logits, their probabilities and
-# their log-probabilities.
-VLLM_SAMPLER_COPIES = 3
+VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
+# Bytes the sampler holds for each logit at its peak: the 16-bit logits from the output layer, their
+# 32-bit copy, the probabilities and the 32-bit random draws used to pick a token (2 + 4 + 4 + 4).
+VLLM_SAMPLER_BYTES_PER_LOGIT = 14
+
+
+def _engine(engine):
+    if not isinstance(engine, str) or engine.lower() not in VLLM_ENGINES:
+        raise ValueError(f"engine must be one of {list(VLLM_ENGINES)} (vLLM's V0 or V1 engine), got {engine!r}")
+    return engine.lower()
+
+
+def _version(version):
+    """``version`` as a tuple of ints ('0.21.0' -> (0, 21, 0)); None stays None."""
+    if version is None:
+        return None
+    if not isinstance(version, str):
+        raise TypeError(f"version must be a vLLM version such as '0.11.0', got {version!r}")
+    parts = version.strip().lstrip("v").split(".")
+    if not 2 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"version must be a vLLM version such as '0.11.0', got {version!r}")
+    return tuple(int(part) for part in parts) + (0,) * (3 - len(parts))
+
+
+def _runs_vllm(gpu: GPU):
+    """Refuse a machine vLLM's GPU engines do not run on, or whose CUDA figure is not known."""
+    if gpu.cuda_reported_bytes is None:
+        if "Apple" in gpu.name:
+            raise ValueError(f"gpu {gpu.name!r} has no CUDA or ROCm device: vLLM's V0 and V1 engines run on NVIDIA "
+                             f"and AMD GPUs, not on Apple's (vllm_budget counts those two engines)")
+        raise ValueError(f"gpu {gpu.name!r} has no published figure for the memory CUDA reports, which vLLM's "
+                         f"budget starts from; cards that have one: "
+                         f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
+
+
+def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=None):
+    """The profiling pass vLLM runs by default for ``vllm serve``: (max_num_batched_tokens, max_num_seqs).
+
+    V0: max(max_model_len, 2,048) tokens with chunked prefill off, which it is up to a window of
+    32,768 tokens; past that 2,048. V1: 8,192 tokens and 1,024 sequences on cards reporting 70 GiB
+    or more other than the A100, 2,048 and 256 elsewhere. Both then cap the tokens at
+    max_num_seqs × max_model_len and the sequences at the tokens, as vLLM does.
+    """
+    _check.instance("model", model, Model)
+    _check.instance("gpu", gpu, GPU)
+    engine = _engine(engine)
+    _runs_vllm(gpu)
+    if max_model_len is None:
+        max_model_len = model.context_window
+    max_model_len = int(_check.single("max_model_len", _check.count("max_model_len", max_model_len, minimum=1)))
+    if engine == "v0":
+        seqs = VLLM_MAX_NUM_SEQS
+        tokens = (VLLM_V0_CHUNKED_TOKENS if max_model_len > VLLM_V0_CHUNKED_PAST
+                  else max(max_model_len, VLLM_V0_MIN_PROFILE_TOKENS))
+    else:
+        served = _engines.defaults("vllm", "V1", gpu=gpu, entry="serve")
+        tokens, seqs = served.step_tokens, served.max_running
+    tokens = min(seqs * max_model_len, tokens)
+    return tokens, min(seqs, tokens)
 
 
 def vllm_weight_bytes(model: Model, weight_bits=16):
@@ -261,18 +332,20 @@ def vllm_weight_bytes(model: Model, weight_bits=16):
 def vllm_activation_bytes(model: Model, max_num_batched_tokens=VLLM_PROFILE_TOKENS, max_num_seqs=VLLM_MAX_NUM_SEQS):
     """The course's model of the activation peak vLLM measures in its profiling pass.
 
-    The pass carries ``max_num_batched_tokens`` tokens through the model, one layer at a time,
-    so the peak is one layer's widest moment, in 16 bits: the feed-forward block's gate-and-up
-    output (2 × its width) beside the activated product (1 × its width), and about four
-    hidden-wide tensors (the residual stream, the normed input, attention's output, the
-    layer's output). A mixture of experts counts the experts each token runs, plus its shared
-    ones. Then the sampler: ``max_num_seqs`` rows of 32-bit logits over the vocabulary,
-    ``VLLM_SAMPLER_COPIES`` of them at once. The peak is the sum of the two:
+    vLLM runs the pass in two steps, one after the other (V1: ``GPUModelRunner.profile_run`` calls
+    ``_dummy_run`` and then ``_dummy_sampler_run``; V0 runs the model and then its sampler), and
+    records the highest memory PyTorch held at any moment. So the peak is the larger of the two:
 
-        tokens × (3 × FFN width + 4 × hidden) × 2 + max_num_seqs × vocab × 4 × 3  bytes.
+    - the layers, one at a time: the feed-forward block's gate-and-up output (2 × its width) beside
+      the activated product (1 × its width), and about four hidden-wide tensors, in 16 bits, for
+      each of ``max_num_batched_tokens`` tokens (a mixture of experts: the experts a token runs,
+      plus its shared ones);
+    - the sampler, over ``max_num_seqs`` rows of the vocabulary at ``VLLM_SAMPLER_BYTES_PER_LOGIT``
+      bytes a logit, while the pass's 16-bit output states are still held:
 
-    A model, calibrated against published logs (tests/test_vllm_budget.py); vLLM measures
-    the real figure on the card. Llama 3 8B at 8,192 tokens: 1.27 GiB (vLLM's log: 1.26 GiB).
+        max(tokens × (3 × FFN width + 4 × hidden) × 2,  seqs × vocab × 14 + tokens × hidden × 2)  bytes.
+
+    A model; vLLM measures the real figure on the card.
     """
     _check.instance("model", model, Model)
     tokens = _check.count("max_num_batched_tokens", max_num_batched_tokens, minimum=1)
@@ -284,9 +357,9 @@ def vllm_activation_bytes(model: Model, max_num_batched_tokens=VLLM_PROFILE_TOKE
                   model.experts_per_token * model.expert_width + model.shared_ffn)
     else:
         ffn = model.ffn
-    layer = tokens * (3 * ffn + 4 * model.hidden) * 2
-    sampler = seqs * model.vocab * 4 * VLLM_SAMPLER_COPIES
-    return float(layer + sampler)
+    layers = tokens * (3 * ffn + 4 * model.hidden) * 2
+    sampler = seqs * model.vocab * VLLM_SAMPLER_BYTES_PER_LOGIT + tokens * model.hidden * 2
+    return float(max(layers, sampler))
 
 
 @dataclass(frozen=True)
@@ -304,6 +377,12 @@ class VllmBudget:
     non_torch_bytes: float
     bytes_per_token: float
     block_tokens: int = BLOCK_TOKENS
+    engine: str = "v0"
+    max_num_seqs: int = VLLM_MAX_NUM_SEQS
+    version: str | None = None
+    # CUDA graphs' memory taken out of the share (V1 from 0.21.0), and their memory on top of it (earlier V1).
+    cuda_graph_bytes: float = 0.0
+    graphs_outside_share: bool = False
 
     @property
     def share_bytes(self) -> float:
@@ -313,62 +392,101 @@ class VllmBudget:
     @property
     def cache_bytes(self) -> float:
         """What is left of the share for the KV cache (negative when nothing is)."""
-        return self.share_bytes - self.weight_bytes - self.activation_bytes - self.non_torch_bytes
+        return (self.share_bytes - self.weight_bytes - self.activation_bytes - self.non_torch_bytes
+                - self.cuda_graph_bytes)
+
+    def _layer_groups(self):
+        """V1's groups of layers: (layers a group, [(tokens a request holds in a group, whether it slides)]).
+
+        vLLM's hybrid allocator gives each group as many layers as the rarer kind has, and splits the
+        other kind into groups of that size; a sliding group holds the last window − 1 tokens and the
+        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes)."""
+        model = self.model
+        window_tokens = min(model.sliding_window - 1 + self.max_num_batched_tokens, self.max_model_len)
+        if not model.sliding_layers:
+            return model.layers, [(self.max_model_len, False)]
+        if not model.full_layers:
+            return model.layers, [(window_tokens, True)]
+        size = min(model.full_layers, model.sliding_layers)
+        full = -(-model.full_layers // size)
+        sliding = -(-model.sliding_layers // size)
+        return size, [(self.max_model_len, False)] * full + [(window_tokens, True)] * sliding
 
     @property
     def blocks(self) -> int:
-        """Whole cache blocks of ``block_tokens`` tokens that fit in ``cache_bytes`` (vLLM's '# GPU blocks')."""
-        return max(int(self.cache_bytes // (self.block_tokens * self.bytes_per_token)), 0)
+        """Cache blocks vLLM allocates (its '# GPU blocks'): in V0 and for V1's models whose every layer
+        keeps every token, pages of ``block_tokens`` tokens across all layers; for V1's models with
+        sliding-window layers, pages across one group of layers (its hybrid allocator)."""
+        if self.engine == "v1" and self.model.sliding_layers:
+            size, _ = self._layer_groups()
+            page = self.block_tokens * self.bytes_per_token / self.model.layers * size
+        else:
+            page = self.block_tokens * self.bytes_per_token
+        return max(int(self.cache_bytes // page), 0)
 
-    @property
-    def tokens(self) -> int:
-        """Tokens the cache holds: blocks × tokens a block (vLLM's 'GPU KV cache size')."""
-        return self.blocks * self.block_tokens
+    def _blocks_per_request(self) -> int:
+        """Blocks one request of max_model_len tokens takes across V1's groups: a sliding group one more than its
+        tokens need, since its window need not start at a block's edge."""
+        _, groups = self._layer_groups()
+        return sum(-(-held // self.block_tokens) + (1 if slides else 0) for held, slides in groups)
 
     @property
     def max_concurrency(self) -> float:
         """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency')."""
-        return self.tokens / self.max_model_len
+        if self.engine == "v1" and self.model.sliding_layers:
+            return self.blocks / self._blocks_per_request()
+        return self.blocks * self.block_tokens / self.max_model_len
+
+    @property
+    def tokens(self) -> int:
+        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): blocks × tokens a block; for V1's
+        models with sliding-window layers, the concurrency × max_model_len, as V1 reports them."""
+        if self.engine == "v1" and self.model.sliding_layers:
+            return int(self.max_concurrency * self.max_model_len)
+        return self.blocks * self.block_tokens
 
 
 def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
-                max_num_batched_tokens=VLLM_PROFILE_TOKENS, weight_bits=16, kv_bits=16, max_num_seqs=VLLM_MAX_NUM_SEQS,
-                max_model_len=None) -> VllmBudget:
-    """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it,
-    as vLLM's V0 engine (versions 0.6 to 0.8, ``VLLM_MODELLED_VERSIONS``) worked it out at its defaults
-    for Llama 3 8B (for another model, pass the profiling pass its engine ran: ``VLLM_PROFILE_TOKENS``).
-    Later versions take more out of the share (a larger sampler pass on H100-class cards, and from
-    0.21.0 their CUDA graphs' memory): see ``VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS``.
+                max_num_batched_tokens=None, weight_bits=16, kv_bits=16, max_num_seqs=None,
+                max_model_len=None, *, engine="v0", version=None, non_torch_bytes=VLLM_NON_TORCH_BYTES,
+                cuda_graph_bytes=None, refuse=True) -> VllmBudget:
+    """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
+
+    ``engine``: ``"v0"`` (the engine of versions up to 0.7) or ``"v1"`` (the default from 0.8.0); the
+    count is checked on published logs of both (``vllm_startup_logs``). ``max_num_batched_tokens`` and
+    ``max_num_seqs`` default to the profiling pass that engine runs under ``vllm serve`` on this card
+    (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
-    (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure). Out of
-    it come, in order:
+    (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure, and for Apple's
+    GPUs, which vLLM's engines do not run on). Out of it come, in order:
 
-    - the weights, as vLLM loads them (``vllm_weight_bytes``: below 16 bits, the embedding
-      table and the output head stay in 16);
-    - the activation peak of the profiling pass of ``max_num_batched_tokens`` tokens and its
-      sampler over ``max_num_seqs`` sequences (``vllm_activation_bytes``, a model);
-    - non-torch memory, ``VLLM_NON_TORCH_BYTES``.
+    - the weights, as vLLM loads them (``vllm_weight_bytes``);
+    - the activation peak of the profiling pass (``vllm_activation_bytes``, a model: the larger of
+      the layers' peak and the sampler's, which vLLM reaches one after the other);
+    - non-torch memory, ``non_torch_bytes`` (``VLLM_NON_TORCH_RANGE`` spans the published logs);
+    - for V1 from 0.21.0 (``version``), its estimate of CUDA graphs' memory, ``cuda_graph_bytes``
+      (default ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure). Earlier V1 versions capture the
+      graphs after the cache is allocated, on top of the share: the budget says so
+      (``graphs_outside_share``) and takes nothing out.
 
-    What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. ``max_model_len``
-    (default: the model's window, past which it raises ``ContextTooLong``) only sets
-    ``max_concurrency``; like vLLM, the budget refuses to start (``DoesNotFit``) when the cache
-    cannot hold one request that long, or when nothing is left for a cache at all. Models with
-    sliding-window layers are refused: vLLM pages their caches in groups this count leaves out.
+    What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
+    layers: V0 gives every layer a page of every block (its sliding layers reuse theirs); V1 groups
+    the layers by kind and a request holds only a window's worth of pages in a sliding group, so it
+    logs more tokens than the memory would hold at full length. ``max_model_len`` defaults to the
+    model's window (past which it raises ``ContextTooLong``); like vLLM, the budget refuses to start
+    (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache
+    (``refuse=False`` returns the budget all the same, to set beside the log of a start vLLM refused).
     """
     _check.instance("model", model, Model)
     _check.instance("gpu", gpu, GPU)
+    engine = _engine(engine)
+    parsed = _version(version)
     utilization = _check.fraction("gpu_memory_utilization", _check.single("gpu_memory_utilization",
                                                                           gpu_memory_utilization))
     kv_bits = _check.single("kv_bits", _check.finite("kv_bits", kv_bits, above=0))
-    if gpu.cuda_reported_bytes is None:
-        raise ValueError(f"gpu {gpu.name!r} has no published figure for the memory CUDA reports, which vLLM's "
-                         f"budget starts from; cards that have one: "
-                         f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
-    if model.sliding_layers:
-        raise ValueError(f"model {model.name!r} has {model.sliding_layers} sliding-window layers "
-                         f"({model.sliding_window:,} tokens), whose cache vLLM pages apart from the full layers'; "
-                         f"vllm_budget counts models whose every layer keeps every token")
+    non_torch = float(_check.single("non_torch_bytes", _check.number("non_torch_bytes", non_torch_bytes, minimum=0)))
+    _runs_vllm(gpu)
     window = model.context_window
     if max_model_len is None:
         if window is None:
@@ -376,30 +494,142 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
         max_model_len = window
     max_model_len = model.check_context(_check.count("max_model_len", max_model_len, minimum=1), "max_model_len")
     max_model_len = int(_check.single("max_model_len", max_model_len, "whole number"))
-    activation = vllm_activation_bytes(model, max_num_batched_tokens, max_num_seqs)
+    default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len)
+    tokens = default_tokens if max_num_batched_tokens is None else max_num_batched_tokens
+    seqs = default_seqs if max_num_seqs is None else max_num_seqs
+    activation = vllm_activation_bytes(model, tokens, seqs)
+    graphs, outside = 0.0, False
+    if engine == "v1":
+        if parsed is not None and parsed >= _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE):
+            graphs = VLLM_CUDA_GRAPH_EXAMPLE_BYTES if cuda_graph_bytes is None else float(
+                _check.single("cuda_graph_bytes", _check.number("cuda_graph_bytes", cuda_graph_bytes, minimum=0)))
+        else:
+            outside = True
+    if cuda_graph_bytes is not None and not graphs:
+        raise ValueError(f"cuda_graph_bytes is taken out of the share only by V1 from version "
+                         f"{VLLM_CUDA_GRAPH_ESTIMATE_SINCE} (engine={engine!r}, version={version!r}), got {cuda_graph_bytes!r}")
     budget = VllmBudget(
         model=model, gpu=gpu, gpu_memory_utilization=float(utilization),
-        max_num_batched_tokens=int(max_num_batched_tokens), max_model_len=int(max_model_len),
+        max_num_batched_tokens=int(tokens), max_model_len=int(max_model_len),
         total_bytes=float(gpu.cuda_reported_bytes), weight_bytes=float(vllm_weight_bytes(model, weight_bits)),
-        activation_bytes=activation, non_torch_bytes=VLLM_NON_TORCH_BYTES,
-        bytes_per_token=float(model.kv_bytes_per_token(kv_bits)))
+        activation_bytes=activation, non_torch_bytes=non_torch,
+        bytes_per_token=float(model.kv_bytes_per_token(kv_bits)), engine=engine, max_num_seqs=int(seqs),
+        version=version, cuda_graph_bytes=graphs, graphs_outside_share=outside)
+    if refuse is not True and refuse is not False:
+        raise TypeError(f"refuse must be True or False, got {refuse!r}")
     gib = 2**30
+    if not refuse:
+        return budget
     if budget.blocks == 0:
         raise DoesNotFit(
-            f"{model.name} leaves vLLM no cache on one {gpu.name}: weights {budget.weight_bytes / gib:.2f} GiB, "
-            f"activations {budget.activation_bytes / gib:.2f} GiB and non-torch memory "
-            f"{budget.non_torch_bytes / gib:.2f} GiB against a share of {budget.share_bytes / gib:.2f} GiB "
+            f"{model.name} leaves vLLM ({engine.upper()}) no cache on one {gpu.name}: weights "
+            f"{budget.weight_bytes / gib:.2f} GiB, activations {budget.activation_bytes / gib:.2f} GiB, non-torch "
+            f"memory {budget.non_torch_bytes / gib:.2f} GiB and CUDA graphs {budget.cuda_graph_bytes / gib:.2f} GiB "
+            f"against a share of {budget.share_bytes / gib:.2f} GiB "
             f"({utilization:g} of {budget.total_bytes / gib:.2f} GiB)")
-    if budget.tokens < max_model_len:
+    if budget.max_concurrency < 1:
         raise DoesNotFit(
-            f"vLLM would not start {model.name} on one {gpu.name}: max_model_len ({max_model_len:,}) is more than "
-            f"the {budget.tokens:,} tokens its cache holds; lower max_model_len or raise gpu_memory_utilization")
+            f"vLLM ({engine.upper()}) would not start {model.name} on one {gpu.name}: its cache holds "
+            f"{budget.max_concurrency:.2f} requests of max_model_len ({max_model_len:,}) tokens; lower max_model_len "
+            f"or raise gpu_memory_utilization")
     return budget
 
 
 def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
-                      max_num_batched_tokens=VLLM_PROFILE_TOKENS, weight_bits=16, **options) -> int:
-    """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's
-    'GPU KV cache size', in versions 0.6 to 0.8): ``vllm_budget(...).tokens``; the budget also gives the blocks, the
-    share and each piece taken out of it. ``options``: ``kv_bits``, ``max_num_seqs``, ``max_model_len``."""
+                      max_num_batched_tokens=None, weight_bits=16, **options) -> int:
+    """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's 'GPU KV cache
+    size', or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),
+    ``version``, ``kv_bits``, ``max_num_seqs``, ``max_model_len``, ``non_torch_bytes``, ``cuda_graph_bytes``."""
     return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
+
+
+# --- Published start-up logs, set beside the budget ----------------------------------------------
+VLLM_LOGS = Path(__file__).with_name("data") / "vllm_startup_logs.yaml"
+
+
+@dataclass(frozen=True)
+class VllmLog:
+    """One published vLLM start-up log (a row of ``data/vllm_startup_logs.yaml``)."""
+
+    id: str
+    source: str
+    date: str
+    quoted: tuple
+    model: str
+    card: object          # a catalog key, or {"name", "cuda_gib"} for a card outside the catalog
+    vllm_version: str
+    engine: str
+    flags: dict
+    gpu_memory_utilization: float
+    max_model_len: int
+    logged: dict
+    notes: str
+    check: bool
+
+    @property
+    def gpu(self) -> GPU:
+        """The log's card: the catalog's, or, outside the catalog, one carrying the log's own CUDA figure."""
+        from .hardware import gpu as find_gpu
+
+        if isinstance(self.card, str):
+            return find_gpu(self.card)
+        return CATALOG["h100-sxm"].with_changes(
+            key="", name=self.card["name"], memory_bytes=self.card["cuda_gib"] * 2**30,
+            cuda_reported_bytes=self.card["cuda_gib"] * 2**30, cuda_reported_source=self.source)
+
+    @property
+    def version(self):
+        """vLLM's version as the budget takes it ('0.10.2'), or None where the row names no release."""
+        try:
+            _version(self.vllm_version)
+        except ValueError:
+            return None
+        return self.vllm_version
+
+    @property
+    def tokens(self) -> int:
+        """The cache tokens the log reports: its blocks × 16, or, where it prints only the cache's GiB, the whole
+        blocks of its model's 16-bit cache that fit in them."""
+        from .models import MODELS
+
+        if "blocks" in self.logged:
+            return self.logged["blocks"] * BLOCK_TOKENS
+        block_bytes = BLOCK_TOKENS * MODELS[self.model].kv_bytes_per_token()
+        return int(self.logged["kv_cache_gib"] * 2**30 // block_bytes) * BLOCK_TOKENS
+
+    def budget(self, **options) -> VllmBudget:
+        """``vllm_budget`` at the log's model, card, engine, utilisation and max_model_len (its other defaults unless
+        ``options`` say otherwise), not refusing where vLLM itself refused after counting."""
+        from .models import MODELS
+
+        options = {"version": self.version, **options} if self.engine == "v1" else options
+        return vllm_budget(MODELS[self.model], self.gpu, self.gpu_memory_utilization,
+                           max_model_len=self.max_model_len, engine=self.engine, refuse=False, **options)
+
+    def error(self, **options) -> float:
+        """How far the budget's tokens land from the log's, as a fraction of the log's (positive: the package
+        counts more)."""
+        return self.budget(**options).tokens / self.tokens - 1
+
+
+def vllm_startup_logs():
+    """Every row of ``data/vllm_startup_logs.yaml`` as a ``VllmLog``; those held as checks have ``check`` set."""
+    import yaml
+
+    with open(VLLM_LOGS, encoding="utf-8") as handle:
+        rows = yaml.safe_load(handle)["logs"]
+    logs = []
+    for row in rows:
+        fields = {key: value for key, value in row.items() if key != "gpu"}
+        logs.append(VllmLog(**{**fields, "quoted": tuple(row["quoted"]), "card": row["gpu"]}))
+    return logs
+
+
+def vllm_log(log_id) -> VllmLog:
+    """The row of ``data/vllm_startup_logs.yaml`` whose ``id`` is ``log_id`` (such as ``"vllm-pr-10511"``)."""
+    if not isinstance(log_id, str):
+        raise TypeError(f"log_id must be the id of a published vLLM log (a string), got {log_id!r}")
+    logs = {log.id: log for log in vllm_startup_logs()}
+    if log_id not in logs:
+        raise ValueError(f"log_id must be one of {sorted(logs)}, got {log_id!r}")
+    return logs[log_id]

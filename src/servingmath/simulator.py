@@ -2,31 +2,43 @@
 
 A ``Server`` is a model on a GPU with an engine's rules: how it holds each user's cache
 (``memory``: ``"paged"``, blocks of ``block_tokens`` handed out as the cache grows, or
-``"reserved"``, each user's longest possible conversation set aside on arrival), how it
-forms each step's batch (``policy``), and what it does when memory runs out
-(``preemption``):
+``"reserved"``, each user's prompt plus the longest reply it may write, ``max_reply_tokens``,
+set aside on arrival and never more than the model's window), how it forms each step's batch
+(``policy``), and what it does when memory runs out (``preemption``):
 
-- ``"static"``: a batch is formed only when the GPU is idle, from the requests waiting,
-  and runs until its longest reply is done; requests arriving meanwhile wait;
-- ``"continuous"`` (iteration-level scheduling, Orca): at every step, waiting requests
-  join as memory allows; a joining prompt is prefilled whole in the same step as
-  everyone else's next token (up to ``step_tokens`` prompt tokens a step);
-- ``"chunked"`` (Sarathi-Serve): every step carries at most ``step_tokens`` tokens, each
-  running user's next token first, then pieces of the waiting prompts in the room left.
+- ``"static"`` (request-level scheduling, as Orca's section 2.2 describes the systems before it):
+  a batch is formed only when the GPU is idle, from the requests waiting, and runs until every
+  request in it is done. A user whose reply ends early keeps its place and its memory until the
+  batch ends; no one joins and no one is preempted mid-batch. So that no one need be, a batch takes
+  in only the requests whose conversations, at their full length, fit the free memory (each
+  reply's length known in advance, as the vLLM paper's Orca (Oracle) knows it; under reserved
+  memory, their reservations). Its empty places cost no arithmetic here;
+- ``"continuous"`` (iteration-level scheduling with selective batching, Orca's design): at every
+  step, waiting requests join as memory allows, and a joining prompt is prefilled whole in the same
+  step as everyone else's next token. ``step_tokens`` caps the prompt tokens a step takes in; it
+  may not be less than the model's window, since an unsplit prompt must fit one step (vLLM's V0
+  engine refuses such a budget too). Not every engine mixes the two: vLLM's V0 engine ran a step of
+  prompts alone, and SGLang does unless started with ``--enable-mixed-chunk``;
+- ``"chunked"`` (Sarathi-Serve; vLLM's V1 engine): every step carries at most ``step_tokens``
+  tokens, each running user's next token first, then pieces of the waiting prompts in the room left.
 
 When a growing cache finds no free block, the latest user admitted is preempted: its
 cache is dropped and later rebuilt by a prefill of everything it has so far
 (``"recompute"``), or copied to the host's memory and back (``"swap"``, at
 ``swap_bandwidth`` bytes a second each way; the host's memory is taken as unlimited).
 
+The defaults are vLLM V0's (``engines.defaults("vllm", "V0")``): blocks of 16 tokens, at most
+256 users a step, and 512 tokens a step once prompts are chunked.
+
 ``simulate(server, workload)`` runs the requests through it. Each step's time is the
 package's own pass model: the step's FLOPs and bytes are the sums of what
 ``passes.forward_pass`` counts for each user's tokens (prompt pieces and next tokens, each
 over its own cache), with the weights read once for the whole step, and
-``roofline.pass_time`` turns them into seconds under the server's ``assumptions``. To run
-an hour of traffic in about a second, the simulator reads those counts from tables the
-package computes once per server (``StepClock``); ``StepClock.check`` and the tests set
-them against ``forward_pass`` and ``pass_time`` directly.
+``roofline.pass_time`` turns them into seconds under the server's ``assumptions``: the larger
+of the arithmetic's time and the memory traffic's, as if the two overlapped perfectly, plus the
+fixed cost a pass. To run an hour of traffic in about a second, the simulator reads those counts
+from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
+tests set them against ``forward_pass`` and ``pass_time`` directly.
 
 The same workload and server always give the same result.
 """
@@ -41,7 +53,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import _check
+from . import _check, engines
 from .hardware import GPU
 from .memory import RESERVE, DoesNotFit, kv_cache_bytes, usable_memory, weight_bytes
 from .models import Model
@@ -52,15 +64,15 @@ from .workload import Workload, context_window
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
-# vLLM's blocks hold 16 tokens unless told otherwise (kwon2023paged, section 7.2: "vLLM sets its default
-# block size as 16").
-BLOCK_TOKENS = 16
-# The most sequences a step carries (vLLM's --max-num-seqs): 256 is vLLM's default in its V0 engine
-# and, in V1, on GPUs of under 70 GiB; V1 on an H100 allows 1,024 (vllm/engine/arg_utils.py,
-# get_batch_defaults). The lesson keeps 256; part 4 shows it is what caps the goodput.
-MAX_RUNNING = 256
-# The course's token budget a step for chunked prefill: each step carries at most this many tokens.
-CHUNK_TOKENS = 512
+# The lesson's server takes vLLM V0's defaults (servingmath.engines, where each is sourced): blocks
+# of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows 1,024 on a card of 70 GiB or
+# more other than the A100, such as the H100), and, with chunked prefill on, at most 512 tokens a
+# step (--max-num-batched-tokens; V1 takes 8,192 under `vllm serve` on such a card). Part 4 shows
+# that the 256 is what caps the goodput, and sets V1's cap beside it.
+ENGINE = engines.defaults("vllm", "V0")
+BLOCK_TOKENS = ENGINE.block_tokens
+MAX_RUNNING = ENGINE.max_running
+CHUNK_TOKENS = ENGINE.step_tokens
 
 
 def _choice(name, value, allowed):
@@ -105,6 +117,13 @@ class Server:
         _whole("max_running", self.max_running, 1)
         if self.step_tokens is not None:
             _whole("step_tokens", self.step_tokens, 1)
+            if self.policy == "static":
+                raise ValueError(f"step_tokens does not apply to policy='static' (a batch's prompts are read "
+                                 f"in one step), got step_tokens={self.step_tokens!r}")
+            if self.policy == "continuous" and self.step_tokens < self.window:
+                raise ValueError(f"step_tokens must be at least {self.model.name}'s window of {self.window:,} tokens "
+                                 f"under policy='continuous', which reads a prompt whole in one step, got "
+                                 f"step_tokens={self.step_tokens!r}: use policy='chunked' to split prompts")
         _choice("preemption", self.preemption, PREEMPTION)
         if self.preemption == "swap":
             if self.swap_bandwidth is None:
@@ -165,7 +184,8 @@ class Server:
 
     def reservation(self, prompt_tokens):
         """Tokens set aside for a request under reserved memory: its prompt and the longest reply it may
-        write (``max_reply_tokens``), never past the model's window; the whole window by default."""
+        write (``max_reply_tokens``, the cap a client sends), never past the model's window. With no cap,
+        a reply may run to the window, so the window is reserved (the vLLM paper's Orca (Max))."""
         prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
         longest = prompt_tokens + (self.window if self.max_reply_tokens is None else self.max_reply_tokens)
         return np.minimum(longest, self.window).astype(np.int64)
@@ -513,6 +533,8 @@ def simulate(server: Server, work: Workload) -> Simulation:
     sum_c = 0              # their caches' tokens at the start of the coming step
     pre_cached = 0         # tokens cached by requests part-way through their prompt
     free = total
+    kept_blocks = 0        # static: blocks of users done before their batch, held until it ends
+    kept_places = 0        # static: their places in the batch
     running = 0
     g = 0
     now = 0.0
@@ -547,7 +569,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
 
     def finish_due():
         """Retire every decoding request whose last token came in step ``g``."""
-        nonlocal free, running, done
+        nonlocal free, running, done, kept_blocks, kept_places
         while finishing and finishing[0][0] <= g:
             last, i, ver = heapq.heappop(finishing)
             if ver != version[i] or state[i] != 2:
@@ -557,9 +579,13 @@ def simulate(server: Server, work: Workload) -> Simulation:
             generated[i] = reply[i]
             finish[i] = now
             state[i] = 3
-            free += -(-length // bt) if paged else held[i]
+            if static:
+                kept_blocks += -(-length // bt) if paged else held[i]
+                kept_places += 1
+            else:
+                free += -(-length // bt) if paged else held[i]
+                running -= 1
             held[i] = 0
-            running -= 1
             done += 1
             runs.append((i, run_start[i], g))
 
@@ -623,6 +649,12 @@ def simulate(server: Server, work: Workload) -> Simulation:
                 take = min(budget, need_tokens[i] - prefilled[i])
                 pieces.append((i, take, prefilled[i]))
                 budget -= take
+        if static and d == 0 and not prefilling:
+            # The batch is over: its users leave and their memory is free for the next one.
+            free += kept_blocks
+            running -= kept_places
+            kept_blocks = kept_places = 0
+            promised, room = 0, free
         if not static or (d == 0 and not prefilling):
             while waiting and running < max_running and budget > 0:
                 i = waiting[0]
@@ -631,7 +663,13 @@ def simulate(server: Server, work: Workload) -> Simulation:
                     blocks = -(-length // bt)
                 else:
                     blocks = -(-need_tokens[i] // bt) if paged else reserved[i]
-                if blocks + (watermark if running else 0) > free:
+                if static and paged:
+                    # Room for the whole conversation, so that no one in the batch is preempted.
+                    whole = -(-(prompt[i] + reply[i]) // bt)
+                    if promised + whole > room:
+                        break
+                    promised += whole
+                elif blocks + (watermark if running else 0) > free:
                     break
                 if state[i] != 4 and not chunked and pieces and need_tokens[i] > budget:
                     break
@@ -659,6 +697,8 @@ def simulate(server: Server, work: Workload) -> Simulation:
                 budget -= take
         if paged and d:
             need = phase[g % bt]
+            if static and need > free:
+                raise AssertionError("a static batch outgrew the memory it was admitted to")
             while need > free:
                 while True:
                     v, ver = stack.pop()
@@ -745,9 +785,13 @@ def simulate(server: Server, work: Workload) -> Simulation:
             if generated[i] >= reply[i]:
                 finish[i] = now
                 state[i] = 3
-                free += held[i]
+                if static:
+                    kept_blocks += held[i]
+                    kept_places += 1
+                else:
+                    free += held[i]
+                    running -= 1
                 held[i] = 0
-                running -= 1
                 done += 1
                 runs.append((i, g, g))
             else:
