@@ -115,7 +115,7 @@ class Fit:
         return (f"{self.model.name} {verdict} on one {self.gpu.name}: weights {units.gb(self.weight_bytes)} "
                 f"+ KV cache {units.gb(self.cache_bytes)} = {units.gb(self.needed_bytes)}, "
                 f"against {units.gb(self.usable_bytes)} usable of the {units.gb(self.gpu.memory_bytes)} it holds "
-                f"({self.gpu.memory_bytes / 2**30:,.0f} GiB; "
+                f"({self.gpu.memory_bytes / 2**30:.3g} GiB; "
                 f"{units.percent(self.reserve)} held back for activations and the runtime)")
 
     @property
