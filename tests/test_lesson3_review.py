@@ -110,8 +110,8 @@ def test_the_wrap_up_reads_its_engine_tables_from_the_one_table_and_names_each_s
     v0, v1, sglang, tgi, trt = range(5)
     # TGI's --max-concurrent-requests refuses clients past it; its cap on a step's users is --max-batch-size.
     assert "--max-batch-size" in rows["users a step, at most"][tgi]
-    assert rows["tokens a step, at most"][v0] == "`--max-num-batched-tokens` 512"
-    assert rows["tokens a step, at most"][v1] == "`--max-num-batched-tokens` 8,192"
+    assert rows["token budget a step"][v0] == "`--max-num-batched-tokens` 512"
+    assert rows["token budget a step"][v1] == "`--max-num-batched-tokens` 8,192"
     assert "--enable-mixed-chunk` off" in rows["prompts and next tokens in one step"][sglang]
     assert "enable_chunked_context" in rows["a long prompt split over steps"][trt]
     # vLLM's V1 engine has no swap: the flag is V0's.

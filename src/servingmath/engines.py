@@ -35,7 +35,7 @@ SETTINGS = ("block_tokens", "max_running", "step_tokens", "chunked_prefill", "mi
 MEANINGS = {
     "block_tokens": "tokens a block of cache holds",
     "max_running": "users a step, at most",
-    "step_tokens": "tokens a step, at most",
+    "step_tokens": "token budget a step",
     "chunked_prefill": "a long prompt split over steps",
     "mixed_steps": "prompts and next tokens in one step",
     "preemption": "when the cache is full",
@@ -72,6 +72,7 @@ class Cell:
     value: object
     source: str
     note: str = ""
+    short: str = ""       # a few words a table shows beside the default
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,8 @@ TABLE = (
                             "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
         "preemption": Cell("--preemption-mode", "recompute",
                            "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
-                           "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory"),
+                           "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory",
+                           "or swap"),
         "prefix_caching": Cell("--enable-prefix-caching", False, VLLM_ENGINE_ARGS_DOC),
         "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
         "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
@@ -150,21 +152,25 @@ TABLE = (
                                     (160, {"serve": 16384, "llm": 16384}))),
                             SGLANG_SERVER_ARGS + ", _handle_gpu_memory_settings",
                             "the most prompt tokens a prefill step carries (a chunk), not a budget for the step; "
-                            "2,048 on cards under 35 GiB, 8,192 up to 160 GiB, 16,384 above"),
-        "chunked_prefill": Cell("--chunked-prefill-size", True, SGLANG_SERVER_ARGS, "-1 turns it off"),
+                            "2,048 on cards under 35 GiB, 8,192 up to 160 GiB, 16,384 above", "a prompt's chunk"),
+        "chunked_prefill": Cell("", True, SGLANG_SERVER_ARGS, "--chunked-prefill-size -1 turns it off",
+                                "`--chunked-prefill-size -1` turns it off"),
         "mixed_steps": Cell("--enable-mixed-chunk", False, SGLANG_SERVER_ARGS,
                             "prefill steps and decode steps apart unless --enable-mixed-chunk"),
         "preemption": Cell("", "recompute", "sgl-project/sglang, python/sglang/srt/managers/schedule_batch.py, "
                            "ScheduleBatch.retract_decode", "retracts running requests to the queue and recomputes them"),
-        "prefix_caching": Cell("--disable-radix-cache", True, SGLANG_SERVER_ARGS, "the radix cache, on unless disabled"),
+        "prefix_caching": Cell("", True, SGLANG_SERVER_ARGS, "the radix cache, on unless disabled",
+                               "unless `--disable-radix-cache`"),
         "memory_fraction": Cell("--mem-fraction-static", None, SGLANG_SERVER_ARGS,
                                 "set from the card's memory (0.88 where it is unknown)"),
         "total_tokens": Cell("--max-total-tokens", None, SGLANG_SERVER_ARGS, "set from memory"),
     }),
     Row("tgi", "TGI v3", "3.0", None, {
         "block_tokens": Cell("", UNSTATED, TGI_LAUNCHER_DOC, "paged by the attention kernels"),
-        "max_running": Cell("--max-batch-size", None, TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch"),
-        "step_tokens": Cell("--max-batch-prefill-tokens", None, TGI_LAUNCHER_DOC, "prompt tokens a step; v3 chunks a longer prompt"),
+        "max_running": Cell("--max-batch-size", UNSTATED, TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch",
+                            "no cap unless set"),
+        "step_tokens": Cell("--max-batch-prefill-tokens", UNSTATED, TGI_LAUNCHER_DOC,
+                            "prompt tokens a step; v3 chunks a longer prompt", "prompt tokens"),
         "chunked_prefill": Cell("", True, "https://huggingface.co/docs/text-generation-inference/conceptual/chunking"),
         "mixed_steps": Cell("", UNSTATED, TGI_LAUNCHER_DOC),
         "preemption": Cell("", UNSTATED, TGI_LAUNCHER_DOC),
@@ -183,7 +189,7 @@ TABLE = (
                            "MAX_UTILIZATION pauses requests when the cache runs out"),
         "prefix_caching": Cell("enable_block_reuse", UNSTATED, TRTLLM_DOC),
         "memory_fraction": Cell("kv_cache_free_gpu_memory_fraction", 0.9, TRTLLM_DOC,
-                                "of the memory left after the weights, for the cache"),
+                                "of the memory left after the weights, for the cache", "of what the weights leave"),
         "total_tokens": Cell("max_tokens", UNSTATED, TRTLLM_DOC),
     }),
 )
@@ -291,7 +297,8 @@ def markdown_table(gpu: GPU, rows=(("vllm", "V0"), ("vllm", "V1"), ("sglang", "0
         for d in found:
             cell = d.cells[setting]
             value = getattr(d, setting)
-            text = shown(value)
-            cells.append((f"`{cell.flag}` {text}".strip() if cell.flag else text) or "–")
+            text = " ".join(part for part in (f"`{cell.flag}`" if cell.flag else "", shown(value),
+                                              f"({cell.short})" if cell.short else "") if part)
+            cells.append(text or "–")
         lines.append(f"| {MEANINGS[setting]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
