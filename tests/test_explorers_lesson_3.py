@@ -16,8 +16,8 @@ def test_paging_reads_the_simulated_shares_and_users():
     shown = made.readouts_at()
     assert shown["paged: memory holding tokens"] == units.percent(seen.paged_share, 1)
     assert shown["users that fit at their longest, reserved"] == units.number(seen.reserved_users)
-    assert (f"reserved: up to {units.number(seen.reserved_peak_users)} users, "
-            f"{units.percent(seen.reserved_share, 1)} holding tokens" in texts(made.svg_at()))
+    assert (f"reserved: {units.number(seen.reserved_peak_users)} of {units.number(seen.reserved_users)}; "
+            f"{units.percent(seen.reserved_share, 1)} holds tokens" in texts(made.svg_at()))
     # The rate moves the bars themselves (their lengths are the users running at once), not only their words.
     widths = [re.findall(r'<rect[^>]*width="([0-9.]+)"', made.svg_at(rate=rate))
               for rate in (made.controls[0].options[0], made.controls[0].options[-1])]

@@ -39,13 +39,11 @@ def paging(rate: float = 10) -> Explorer:
         # The shares hardly move with the rate (each user's reservation is the same at any load); what the
         # rate moves is how many users run at once, and reservations cap that.
         return (_bar_row(panel, top, seen.paged_peak_users, kit.COMPUTE,
-                         f"paged: up to {units.number(seen.paged_peak_users)} users, "
-                         f"{units.percent(seen.paged_share, 1)} of held memory holding tokens")
+                         f"paged: {units.number(seen.paged_peak_users)} users; "
+                         f"{units.percent(seen.paged_share, 1)} holds tokens")
                 + _bar_row(panel, top + 60, seen.reserved_peak_users, kit.DECODE,
-                           f"reserved: up to {units.number(seen.reserved_peak_users)} users, "
-                           f"{units.percent(seen.reserved_share, 1)} holding tokens")
-                + panel.vertical(seen.reserved_users, f"reservations fit {units.number(seen.reserved_users)}",
-                                 kit.NEUTRAL, low=True))
+                           f"reserved: {units.number(seen.reserved_peak_users)} of "
+                           f"{units.number(seen.reserved_users)}; {units.percent(seen.reserved_share, 1)} holds tokens"))
 
     def readouts(rate):
         seen = load.paged_against_reserved(rate)
@@ -59,9 +57,10 @@ def paging(rate: float = 10) -> Explorer:
     return Explorer("paging", "Users running at once, paged and reserved", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
-             "window a user (no reply cap sent). The shares of held memory holding tokens hardly move "
-             "with the rate: a reservation is the same at any load.")
+        note="Bars: the most users running at once; reserved: of the users its reservations fit. The share "
+             "of held memory that holds tokens hardly moves with the rate: a reservation is the same at any "
+             "load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
+             "window a user (no reply cap sent).")
 
 
 @explorer
