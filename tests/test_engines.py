@@ -55,3 +55,11 @@ def test_the_table_names_each_engines_flags():
                  "--cuda-memory-fraction", "--max-batch-total-tokens", "capacity_scheduler_policy"):
         assert f"`{flag}`" in text
     assert "`--max-num-batched-tokens` 8,192" in text and "`--max-num-batched-tokens` 512" in text
+
+
+def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
+    a100 = sm.CATALOG["a100-80gb"]
+    assert E.defaults("vllm", "0.8.2", gpu=a100).max_running == 1024
+    assert E.defaults("vllm", "0.8.4", gpu=a100).max_running == 256
+    assert E.row("vllm", "0.8.2").label == "vLLM V1 (0.8 to 0.8.3)"
+    assert E.row("vllm", "V1").label == "vLLM V1 (0.8.4 on)"

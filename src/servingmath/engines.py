@@ -92,8 +92,10 @@ class Row:
 
 
 def _previous(version):
-    major, minor = _parse(version)[:2]
-    return f"{major}.{minor - 1}" if minor else f"{major - 1}"
+    """The version before ``version``, as far as the table's rows need: "0.11" -> "0.10", "0.8.4" -> "0.8.3"."""
+    parts = list(_parse(version))
+    parts[-1] -= 1
+    return ".".join(str(p) for p in parts)
 
 
 VLLM_ARG_UTILS = "vllm-project/vllm, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults"
@@ -102,6 +104,30 @@ VLLM_ENGINE_ARGS_DOC = "https://docs.vllm.ai/en/v0.8.1/serving/engine_args.html"
 SGLANG_SERVER_ARGS = "sgl-project/sglang, python/sglang/srt/server_args.py, ServerArgs"
 TGI_LAUNCHER_DOC = "https://huggingface.co/docs/text-generation-inference/basic_tutorials/launcher"
 TRTLLM_DOC = "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html"
+
+_V1 = {
+    "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
+    "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
+                                                 excluded=("a100",)), VLLM_ARG_UTILS,
+                        "1,024 on cards of 70 GiB or more other than the A100, 256 on the rest since pull request "
+                        "16158 (April 2025, version 0.8.4); 1,024 on every card before it"),
+    "step_tokens": Cell("--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384})),
+                                                           excluded=("a100",)), VLLM_ARG_UTILS,
+                        "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
+                        "than the A100; 2,048 and 8,192 on the rest"),
+    "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
+                            "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
+                            "always on; --enable-chunked-prefill is V0's"),
+    "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
+                        "one token budget a step, running users first, then waiting prompts"),
+    "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
+                       "the newest running request is freed and its tokens computed again, often from the prefix cache"),
+    "prefix_caching": Cell("--enable-prefix-caching", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
+                           "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args"),
+    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
+    "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
+                         "what is left of the share after a profiling pass"),
+}
 
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.11", {
@@ -122,28 +148,10 @@ TABLE = (
         "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
                              "what is left of the share after a profiling pass"),
     }),
-    Row("vllm", "vLLM V1", "0.8", None, {
-        "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
-        "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
-                                                     excluded=("a100",)), VLLM_ARG_UTILS,
-                            "1,024 on cards of 70 GiB or more other than the A100, 256 on the rest"),
-        "step_tokens": Cell("--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384})),
-                                                               excluded=("a100",)), VLLM_ARG_UTILS,
-                            "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
-                            "than the A100; 2,048 and 8,192 on the rest"),
-        "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
-                                "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
-                                "always on; --enable-chunked-prefill is V0's"),
-        "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
-                            "one token budget a step, running users first, then waiting prompts"),
-        "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
-                           "the newest running request is freed and its tokens computed again, often from the prefix cache"),
-        "prefix_caching": Cell("--enable-prefix-caching", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
-                               "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args"),
-        "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
-        "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
-                             "what is left of the share after a profiling pass"),
-    }),
+    Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
+        "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
+        "the H100 and H200", "1,024 on every card until version 0.8.4")}),
+    Row("vllm", "vLLM V1", "0.8.4", None, _V1),
     Row("sglang", "SGLang", "0.4", None, {
         "block_tokens": Cell("--page-size", 1, SGLANG_SERVER_ARGS),
         "max_running": Cell("--max-running-requests", None, SGLANG_SERVER_ARGS, "set from the cache's size"),
@@ -211,7 +219,7 @@ def row(engine: str, version: str) -> Row:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     rows = [r for r in TABLE if r.engine == engine]
     if isinstance(version, str) and version.upper() in ("V0", "V1") and engine == "vllm":
-        return next(r for r in rows if r.name.endswith(version.upper()))
+        return [r for r in rows if r.name.endswith(version.upper())][-1]     # the latest of that engine
     wanted = _parse(version)
     found = [r for r in rows if _parse(r.since) <= wanted and (r.until is None or wanted < _parse(r.until))]
     if not found:

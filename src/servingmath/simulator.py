@@ -12,7 +12,8 @@ set aside on arrival and never more than the model's window), how it forms each 
   batch ends; no one joins and no one is preempted mid-batch. So that no one need be, a batch takes
   in only the requests whose conversations, at their full length, fit the free memory (each
   reply's length known in advance, as the vLLM paper's Orca (Oracle) knows it; under reserved
-  memory, their reservations). Its empty places cost no arithmetic here;
+  memory, their reservations). Its empty places cost no arithmetic here, and each token is timed
+  as it is made, as if streamed (Orca's systems returned a request only when its batch ended);
 - ``"continuous"`` (iteration-level scheduling with selective batching, Orca's design): at every
   step, waiting requests join as memory allows, and a joining prompt is prefilled whole in the same
   step as everyone else's next token. ``step_tokens`` caps the prompt tokens a step takes in; it
