@@ -26,11 +26,12 @@ def test_every_card_in_the_catalog_gets_a_value_from_every_engine():
 
 
 def test_versions_pick_their_engine():
-    assert E.defaults("vllm", "0.6.3").label == "vLLM V0 (0.4 to 0.10)"
+    assert E.defaults("vllm", "0.6.3").label == "vLLM V0 (0.4 to 0.6.4)"
     assert E.defaults("vllm", "0.6.3").step_tokens == 512 and E.defaults("vllm", "0.6").chunked_prefill is False
     assert E.row("vllm", "0.8.0").name == "vLLM V1"          # V1 is the default from 0.8
     assert E.row("vllm", "0.11.0").name == "vLLM V1"         # V0 is gone from 0.11
-    assert E.row("vllm", "V0").name == "vLLM V0"
+    assert E.row("vllm", "V0").label == "vLLM V0 (0.6.5 to 0.10)"
+    assert E.defaults("vllm", "0.6.4").step_tokens == 512 and E.defaults("vllm", "0.7").step_tokens == 2048 and E.defaults("vllm", "V0").step_tokens == 2048
     assert E.defaults("sglang", "0.5.2", gpu=sm.H100_SXM).mixed_steps is False
     assert E.defaults("sglang", "0.5.2", gpu=sm.CATALOG["b200"]).step_tokens == 16384
 

@@ -17,7 +17,7 @@ page). A setting whose default depends on the card or the entry point holds a ``
 
 Versions: a row covers the versions from its ``since`` up to, not including, its ``until``.
 vLLM's V1 engine became the default in 0.8.0 and V0 was removed in 0.11.0; from 0.8 to 0.10 a
-version number gives V1 and ``"V0"`` or ``"V1"`` picks either engine by name.
+version number gives V1, and ``"V0"`` or ``"V1"`` picks the latest row of either engine by name.
 """
 from __future__ import annotations
 
@@ -105,6 +105,25 @@ SGLANG_SERVER_ARGS = "sgl-project/sglang, python/sglang/srt/server_args.py, Serv
 TGI_LAUNCHER_DOC = "https://huggingface.co/docs/text-generation-inference/basic_tutorials/launcher"
 TRTLLM_DOC = "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html"
 
+_V0 = {
+    "block_tokens": Cell("--block-size", 16, "kwon2023paged, section 7.2; " + VLLM_ENGINE_ARGS_DOC),
+    "max_running": Cell("--max-num-seqs", 256, VLLM_ENGINE_ARGS_DOC),
+    "step_tokens": Cell("--max-num-batched-tokens", 512, VLLM_V0_SCHEDULER_CONFIG,
+                        "with --enable-chunked-prefill; without it, max(max_model_len, 2,048), and a "
+                        "smaller value is refused (SchedulerConfig._verify_args)"),
+    "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
+    "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
+                        "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
+    "preemption": Cell("--preemption-mode", "recompute",
+                       "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
+                       "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory",
+                       "or swap"),
+    "prefix_caching": Cell("--enable-prefix-caching", False, VLLM_ENGINE_ARGS_DOC),
+    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
+    "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
+                         "what is left of the share after a profiling pass"),
+}
+
 _V1 = {
     "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
     "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
@@ -130,24 +149,10 @@ _V1 = {
 }
 
 TABLE = (
-    Row("vllm", "vLLM V0", "0.4", "0.11", {
-        "block_tokens": Cell("--block-size", 16, "kwon2023paged, section 7.2; " + VLLM_ENGINE_ARGS_DOC),
-        "max_running": Cell("--max-num-seqs", 256, VLLM_ENGINE_ARGS_DOC),
-        "step_tokens": Cell("--max-num-batched-tokens", 512, VLLM_V0_SCHEDULER_CONFIG,
-                            "with --enable-chunked-prefill; without it, max(max_model_len, 2,048), and a "
-                            "smaller value is refused (SchedulerConfig._verify_args)"),
-        "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
-        "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
-                            "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
-        "preemption": Cell("--preemption-mode", "recompute",
-                           "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
-                           "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory",
-                           "or swap"),
-        "prefix_caching": Cell("--enable-prefix-caching", False, VLLM_ENGINE_ARGS_DOC),
-        "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
-        "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
-                             "what is left of the share after a profiling pass"),
-    }),
+    Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),
+    Row("vllm", "vLLM V0", "0.6.5", "0.11", {**_V0, "step_tokens": Cell(
+        "--max-num-batched-tokens", 2048, "vllm-project/vllm pull request 10544 (November 2024), vllm/config.py, "
+        "SchedulerConfig", "with --enable-chunked-prefill; without it, max(max_model_len, 2,048)")}),
     Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
         "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
         "the H100 and H200", "1,024 on every card until version 0.8.4")}),
@@ -294,11 +299,11 @@ def shown(value) -> str:
     return str(value)
 
 
-def markdown_table(gpu: GPU, rows=(("vllm", "V0"), ("vllm", "V1"), ("sglang", "0.4"), ("tgi", "3.0"),
+def markdown_table(gpu: GPU, rows=(("vllm", "0.6"), ("vllm", "V1"), ("sglang", "0.4"), ("tgi", "3.0"),
                                     ("tensorrt-llm", "0.12")), settings=SETTINGS, entry="serve") -> str:
     """The engines' settings side by side, flag and default in each cell, on ``gpu``."""
     found = [defaults(engine, version, gpu, entry) for engine, version in rows]
-    head = "| setting | " + " | ".join(d.row.name for d in found) + " |"
+    head = "| setting | " + " | ".join(d.label for d in found) + " |"
     lines = [head, "|---" * (len(found) + 1) + "|"]
     for setting in settings:
         cells = []
