@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import load, units
+from .. import engines, load, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, menu, slider
 from ..simulator import POLICIES
 from . import REFUSE, clock, log_ticks, tokens_text
 
 RATES = (2, 5, 10, 20, 40, 60)
+# vLLM V1's token budget a step under `vllm serve` on the lesson's H100 (servingmath.engines).
+V1_BUDGET = engines.defaults("vllm", "V1", gpu=load.GPU_).step_tokens
 POLICY_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill"}
 POLICY_COLOURS = {"static": kit.NEUTRAL, "continuous": kit.DECODE, "chunked": kit.PREFILL}
 
@@ -125,7 +127,8 @@ def stall(prompt_tokens: int = 4000, step_tokens: int = 512) -> Explorer:
     return Explorer("stall", "A long prompt joins a running batch", [
         slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens,
                tokens_text),
-        buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048"}, step_tokens)],
+        buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048",
+                                                        V1_BUDGET: f"{units.number(V1_BUDGET)} (vLLM V1)"}, step_tokens)],
         readouts, [Layer(("prompt_tokens", "step_tokens"), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
         note="Llama 3 8B on an H100 SXM, the plate's assumptions (a step: the longer of its arithmetic and "
              "memory times, plus 0.2 ms).")
