@@ -26,11 +26,12 @@ def test_every_card_in_the_catalog_gets_a_value_from_every_engine():
 
 
 def test_versions_pick_their_engine():
-    assert E.defaults("vllm", "0.6.3").label == "vLLM V0 (0.4 to 0.10)"
+    assert E.defaults("vllm", "0.6.3").label == "vLLM V0 (0.4 to 0.6.4)"
     assert E.defaults("vllm", "0.6.3").step_tokens == 512 and E.defaults("vllm", "0.6").chunked_prefill is False
     assert E.row("vllm", "0.8.0").name == "vLLM V1"          # V1 is the default from 0.8
     assert E.row("vllm", "0.11.0").name == "vLLM V1"         # V0 is gone from 0.11
-    assert E.row("vllm", "V0").name == "vLLM V0"
+    assert E.row("vllm", "V0").label == "vLLM V0 (0.6.5 to 0.10)"
+    assert E.defaults("vllm", "0.6.4").step_tokens == 512 and E.defaults("vllm", "0.7").step_tokens == 2048 and E.defaults("vllm", "V0").step_tokens == 2048
     assert E.defaults("sglang", "0.5.2", gpu=sm.H100_SXM).mixed_steps is False
     assert E.defaults("sglang", "0.5.2", gpu=sm.CATALOG["b200"]).step_tokens == 16384
 
@@ -70,3 +71,11 @@ def test_vllm_start_up_budget_defaults_are_cells_of_the_table():
             served = E.defaults("vllm", "V1", gpu=gpu)
             assert sm.memory.vllm_profile_defaults(sm.LLAMA_3_8B, gpu, "v1") == (served.step_tokens, served.max_running)
     assert "profile_min_tokens" not in E.markdown_table(sm.H100_SXM)
+
+
+def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
+    a100 = sm.CATALOG["a100-80gb"]
+    assert E.defaults("vllm", "0.8.2", gpu=a100).max_running == 1024
+    assert E.defaults("vllm", "0.8.4", gpu=a100).max_running == 256
+    assert E.row("vllm", "0.8.2").label == "vLLM V1 (0.8 to 0.8.3)"
+    assert E.row("vllm", "V1").label == "vLLM V1 (0.8.4 on)"

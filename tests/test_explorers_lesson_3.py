@@ -16,11 +16,18 @@ def test_paging_reads_the_simulated_shares_and_users():
     shown = made.readouts_at()
     assert shown["paged: memory holding tokens"] == units.percent(seen.paged_share, 1)
     assert shown["users that fit at their longest, reserved"] == units.number(seen.reserved_users)
-    assert (f"reserved: {units.percent(seen.reserved_share, 1)}, up to {units.number(seen.reserved_peak_users)} users"
-            in texts(made.svg_at()))
-    # The rate moves the drawing: the most users held at once differ between the slider's ends.
-    ends = [texts(made.svg_at(rate=rate)) for rate in (made.controls[0].options[0], made.controls[0].options[-1])]
-    assert ends[0] != ends[1]
+    assert (f"reserved: {units.number(seen.reserved_peak_users)} of {units.number(seen.reserved_users)}; "
+            f"{units.percent(seen.reserved_share, 1)} holds tokens" in texts(made.svg_at()))
+    # The rate moves the bars themselves (their lengths are the users running at once), not only their words.
+    widths = [re.findall(r'<rect[^>]*width="([0-9.]+)"', made.svg_at(rate=rate))
+              for rate in (made.controls[0].options[0], made.controls[0].options[-1])]
+    assert widths[0] != widths[1]
+
+
+def test_the_p50_tick_stands_out_of_every_bar():
+    svg = lesson_3.first_token_wait().svg_at()
+    ticks = re.findall(r'<rect[^>]*height="28.0"[^>]*>', svg)
+    assert len(ticks) == 3 and all("sm-f-neutral" not in tick for tick in ticks)
 
 
 def test_batching_and_stall_read_the_simulator_at_every_setting():

@@ -97,16 +97,25 @@ def test_paged_memory_holds_more_users_than_the_server_runs_a_step():
     assert seen.paged_users > simulator.MAX_RUNNING > seen.reserved_users
 
 
-def test_the_wrap_up_names_each_engines_setting_as_the_engine_does():
+def test_the_wrap_up_reads_its_engine_tables_from_the_one_table_and_names_each_setting_as_the_engine_does():
+    from servingmath import engines
     text = (PAGES / "wrap-up.md").read_text()
-    table = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:6]]
-             for line in text.splitlines() if line.startswith("| ") and line.count("|") == 6}
-    # TGI's --max-concurrent-requests refuses clients past it; it is no cap on a step's users.
-    assert "--max-concurrent-requests" not in table["users a step"][2]
-    # SGLang chunks prompts unless told -1; TensorRT-LLM turns chunking on with enable_chunked_context.
-    assert "-1" in table["chunked prefill"][1] and "enable_chunked_context" in table["chunked prefill"][3]
-    # vLLM's V1 engine has no swap: the flags are V0's.
-    assert "V0" in table["preemption"][0]
+    # No table typed into the page: both come from servingmath.engines, as the simulator's defaults do.
+    assert not [line for line in text.splitlines() if line.startswith("| ") and "`--" in line]
+    assert text.count("engines.markdown_table(") == 2
+    rows = {}
+    for line in engines.markdown_table(sm.H100_SXM).splitlines()[2:]:
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        rows[cells[0]] = cells[1:]
+    v0, v1, sglang, tgi, trt = range(5)
+    # TGI's --max-concurrent-requests refuses clients past it; its cap on a step's users is --max-batch-size.
+    assert "--max-batch-size" in rows["users a step, at most"][tgi]
+    assert rows["token budget a step"][v0] == "`--max-num-batched-tokens` 512"
+    assert rows["token budget a step"][v1] == "`--max-num-batched-tokens` 8,192"
+    assert "--enable-mixed-chunk` off" in rows["prompts and next tokens in one step"][sglang]
+    assert "enable_chunked_context" in rows["a long prompt split over steps"][trt]
+    # vLLM's V1 engine has no swap: the flag is V0's.
+    assert "--preemption-mode" in rows["when the cache is full"][v0] and "--" not in rows["when the cache is full"][v1]
 
 
 def test_past_the_knee_the_first_tokens_wait_is_the_queue_of_the_run_so_far():

@@ -380,7 +380,7 @@ def test_a_reservation_is_the_prompt_plus_the_reply_cap_never_past_the_window():
 
 def test_the_servers_defaults_are_vllm_v0s_from_the_engine_table():
     from servingmath import engines
-    v0 = engines.defaults("vllm", "V0")
+    v0 = engines.defaults("vllm", "0.6")
     assert (S.BLOCK_TOKENS, S.MAX_RUNNING, S.CHUNK_TOKENS) == (v0.block_tokens, v0.max_running, v0.step_tokens)
     server = S.Server(M, G, policy="chunked")
     assert (server.block_tokens, server.max_running, server.token_budget) == (16, 256, 512)

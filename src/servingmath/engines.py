@@ -17,7 +17,7 @@ page). A setting whose default depends on the card or the entry point holds a ``
 
 Versions: a row covers the versions from its ``since`` up to, not including, its ``until``.
 vLLM's V1 engine became the default in 0.8.0 and V0 was removed in 0.11.0; from 0.8 to 0.10 a
-version number gives V1 and ``"V0"`` or ``"V1"`` picks either engine by name.
+version number gives V1, and ``"V0"`` or ``"V1"`` picks the latest row of either engine by name.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ PROFILING = ("profile_min_tokens", "chunked_past", "chunked_profile_tokens", "gr
 MEANINGS = {
     "block_tokens": "tokens a block of cache holds",
     "max_running": "users a step, at most",
-    "step_tokens": "tokens a step, at most",
+    "step_tokens": "token budget a step",
     "chunked_prefill": "a long prompt split over steps",
     "mixed_steps": "prompts and next tokens in one step",
     "preemption": "when the cache is full",
@@ -82,6 +82,7 @@ class Cell:
     value: object
     source: str
     note: str = ""
+    short: str = ""       # a few words a table shows beside the default
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,10 @@ class Row:
 
 
 def _previous(version):
-    major, minor = _parse(version)[:2]
-    return f"{major}.{minor - 1}" if minor else f"{major - 1}"
+    """The version before ``version``, as far as the table's rows need: "0.11" -> "0.10", "0.8.4" -> "0.8.3"."""
+    parts = list(_parse(version))
+    parts[-1] -= 1
+    return ".".join(str(p) for p in parts)
 
 
 VLLM_ARG_UTILS = "vllm-project/vllm, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults"
@@ -112,66 +115,78 @@ SGLANG_SERVER_ARGS = "sgl-project/sglang, python/sglang/srt/server_args.py, Serv
 TGI_LAUNCHER_DOC = "https://huggingface.co/docs/text-generation-inference/basic_tutorials/launcher"
 TRTLLM_DOC = "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html"
 
-TABLE = (
-    Row("vllm", "vLLM V0", "0.4", "0.11", {
-        "block_tokens": Cell("--block-size", 16, "kwon2023paged, section 7.2; " + VLLM_ENGINE_ARGS_DOC),
-        "max_running": Cell("--max-num-seqs", 256, VLLM_ENGINE_ARGS_DOC),
-        "step_tokens": Cell("--max-num-batched-tokens", 512, VLLM_V0_SCHEDULER_CONFIG,
-                            "with --enable-chunked-prefill; without it, max(max_model_len, 2,048), and a "
-                            "smaller value is refused (SchedulerConfig._verify_args)"),
-        "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
-        "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
-                            "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
-        "preemption": Cell("--preemption-mode", "recompute",
-                           "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
-                           "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory"),
-        "prefix_caching": Cell("--enable-prefix-caching", False, VLLM_ENGINE_ARGS_DOC),
-        "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
-        "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
-                             "what is left of the share after a profiling pass"),
-        "profile_min_tokens": Cell("--max-num-batched-tokens", 2048,
+_V0 = {
+    "block_tokens": Cell("--block-size", 16, "kwon2023paged, section 7.2; " + VLLM_ENGINE_ARGS_DOC),
+    "max_running": Cell("--max-num-seqs", 256, VLLM_ENGINE_ARGS_DOC),
+    "step_tokens": Cell("--max-num-batched-tokens", 512, VLLM_V0_SCHEDULER_CONFIG,
+                        "with --enable-chunked-prefill; without it, max(max_model_len, 2,048), and a "
+                        "smaller value is refused (SchedulerConfig._verify_args)"),
+    "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
+    "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
+                        "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
+    "preemption": Cell("--preemption-mode", "recompute",
+                       "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
+                       "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory",
+                       "or swap"),
+    "prefix_caching": Cell("--enable-prefix-caching", False, VLLM_ENGINE_ARGS_DOC),
+    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
+    "total_tokens": Cell("", None, "vllm/worker/worker.py, Worker.determine_num_available_blocks",
+                         "what is left of the share after a profiling pass"),
+    "profile_min_tokens": Cell("--max-num-batched-tokens", 2048,
+                               "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
+                               "chunked prefill off: max(max_model_len, 2,048) tokens in one pass over "
+                               "--max-num-seqs sequences"),
+    "chunked_past": Cell("--enable-chunked-prefill", 32_768,
+                         "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
+                         "turned on by default for windows longer than this"),
+    "chunked_profile_tokens": Cell("--max-num-batched-tokens", 2048,
                                    "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
-                                   "chunked prefill off: max(max_model_len, 2,048) tokens in one pass over "
-                                   "--max-num-seqs sequences"),
-        "chunked_past": Cell("--enable-chunked-prefill", 32_768,
-                             "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
-                             "turned on by default for windows longer than this"),
-        "chunked_profile_tokens": Cell("--max-num-batched-tokens", 2048,
-                                       "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
-                                       "the pass once prompts are split by default (0.6.4 took 512: the 35,000-token "
-                                       "log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations)"),
-    }),
-    Row("vllm", "vLLM V1", "0.8", None, {
-        "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
-        "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
-                                                     excluded=("a100",)), VLLM_ARG_UTILS,
-                            "1,024 on cards of 70 GiB or more other than the A100, 256 on the rest"),
-        "step_tokens": Cell("--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384})),
-                                                               excluded=("a100",)), VLLM_ARG_UTILS,
-                            "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
-                            "than the A100; 2,048 and 8,192 on the rest"),
-        "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
-                                "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
-                                "always on; --enable-chunked-prefill is V0's"),
-        "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
-                            "one token budget a step, running users first, then waiting prompts"),
-        "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
-                           "the newest running request is freed and its tokens computed again, often from the prefix cache"),
-        "prefix_caching": Cell("--enable-prefix-caching", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
-                               "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args"),
-        "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
-        "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
-                             "what is left of the share after a profiling pass"),
-        "graph_estimate_since": Cell("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0.21.0",
-                                     "vllm-project/vllm pull request 30515; its start-up log: \"CUDA graph memory "
-                                     "profiling is enabled (default since v0.21.0)\"",
-                                     "before it, the graphs are captured after the cache is allocated, on top of the "
-                                     "share (RFC 27951)"),
-        "memory_fraction_current": Cell("--gpu-memory-utilization", 0.92,
-                                        "vllm-project/vllm, vllm/config/cache.py, CacheConfig.gpu_memory_utilization",
-                                        "the current source's default; the version that raised it from 0.9 "
-                                        "was not read"),
-    }),
+                                   "the pass once prompts are split by default (0.6.4 took 512: the 35,000-token "
+                                   "log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations)"),
+}
+
+_V1 = {
+    "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
+    "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
+                                                 excluded=("a100",)), VLLM_ARG_UTILS,
+                        "1,024 on cards of 70 GiB or more other than the A100, 256 on the rest since pull request "
+                        "16158 (April 2025, version 0.8.4); 1,024 on every card before it"),
+    "step_tokens": Cell("--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384})),
+                                                           excluded=("a100",)), VLLM_ARG_UTILS,
+                        "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
+                        "than the A100; 2,048 and 8,192 on the rest"),
+    "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
+                            "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
+                            "always on; --enable-chunked-prefill is V0's"),
+    "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
+                        "one token budget a step, running users first, then waiting prompts"),
+    "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
+                       "the newest running request is freed and its tokens computed again, often from the prefix cache"),
+    "prefix_caching": Cell("--enable-prefix-caching", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
+                           "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args"),
+    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
+    "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
+                         "what is left of the share after a profiling pass"),
+    "graph_estimate_since": Cell("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0.21.0",
+                                 "vllm-project/vllm pull request 30515; its start-up log: \"CUDA graph memory "
+                                 "profiling is enabled (default since v0.21.0)\"",
+                                 "before it, the graphs are captured after the cache is allocated, on top of the "
+                                 "share (RFC 27951)"),
+    "memory_fraction_current": Cell("--gpu-memory-utilization", 0.92,
+                                    "vllm-project/vllm, vllm/config/cache.py, CacheConfig.gpu_memory_utilization",
+                                    "the current source's default; the version that raised it from 0.9 "
+                                    "was not read"),
+}
+
+TABLE = (
+    Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),
+    Row("vllm", "vLLM V0", "0.6.5", "0.11", {**_V0, "step_tokens": Cell(
+        "--max-num-batched-tokens", 2048, "vllm-project/vllm pull request 10544 (November 2024), vllm/config.py, "
+        "SchedulerConfig", "with --enable-chunked-prefill; without it, max(max_model_len, 2,048)")}),
+    Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
+        "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
+        "the H100 and H200", "1,024 on every card until version 0.8.4")}),
+    Row("vllm", "vLLM V1", "0.8.4", None, _V1),
     Row("sglang", "SGLang", "0.4", None, {
         "block_tokens": Cell("--page-size", 1, SGLANG_SERVER_ARGS),
         "max_running": Cell("--max-running-requests", None, SGLANG_SERVER_ARGS, "set from the cache's size"),
@@ -180,21 +195,25 @@ TABLE = (
                                     (160, {"serve": 16384, "llm": 16384}))),
                             SGLANG_SERVER_ARGS + ", _handle_gpu_memory_settings",
                             "the most prompt tokens a prefill step carries (a chunk), not a budget for the step; "
-                            "2,048 on cards under 35 GiB, 8,192 up to 160 GiB, 16,384 above"),
-        "chunked_prefill": Cell("--chunked-prefill-size", True, SGLANG_SERVER_ARGS, "-1 turns it off"),
+                            "2,048 on cards under 35 GiB, 8,192 up to 160 GiB, 16,384 above", "a prompt's chunk"),
+        "chunked_prefill": Cell("", True, SGLANG_SERVER_ARGS, "--chunked-prefill-size -1 turns it off",
+                                "`--chunked-prefill-size -1` turns it off"),
         "mixed_steps": Cell("--enable-mixed-chunk", False, SGLANG_SERVER_ARGS,
                             "prefill steps and decode steps apart unless --enable-mixed-chunk"),
         "preemption": Cell("", "recompute", "sgl-project/sglang, python/sglang/srt/managers/schedule_batch.py, "
                            "ScheduleBatch.retract_decode", "retracts running requests to the queue and recomputes them"),
-        "prefix_caching": Cell("--disable-radix-cache", True, SGLANG_SERVER_ARGS, "the radix cache, on unless disabled"),
+        "prefix_caching": Cell("", True, SGLANG_SERVER_ARGS, "the radix cache, on unless disabled",
+                               "unless `--disable-radix-cache`"),
         "memory_fraction": Cell("--mem-fraction-static", None, SGLANG_SERVER_ARGS,
                                 "set from the card's memory (0.88 where it is unknown)"),
         "total_tokens": Cell("--max-total-tokens", None, SGLANG_SERVER_ARGS, "set from memory"),
     }),
     Row("tgi", "TGI v3", "3.0", None, {
         "block_tokens": Cell("", UNSTATED, TGI_LAUNCHER_DOC, "paged by the attention kernels"),
-        "max_running": Cell("--max-batch-size", None, TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch"),
-        "step_tokens": Cell("--max-batch-prefill-tokens", None, TGI_LAUNCHER_DOC, "prompt tokens a step; v3 chunks a longer prompt"),
+        "max_running": Cell("--max-batch-size", UNSTATED, TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch",
+                            "no cap unless set"),
+        "step_tokens": Cell("--max-batch-prefill-tokens", UNSTATED, TGI_LAUNCHER_DOC,
+                            "prompt tokens a step; v3 chunks a longer prompt", "prompt tokens"),
         "chunked_prefill": Cell("", True, "https://huggingface.co/docs/text-generation-inference/conceptual/chunking"),
         "mixed_steps": Cell("", UNSTATED, TGI_LAUNCHER_DOC),
         "preemption": Cell("", UNSTATED, TGI_LAUNCHER_DOC),
@@ -213,7 +232,7 @@ TABLE = (
                            "MAX_UTILIZATION pauses requests when the cache runs out"),
         "prefix_caching": Cell("enable_block_reuse", UNSTATED, TRTLLM_DOC),
         "memory_fraction": Cell("kv_cache_free_gpu_memory_fraction", 0.9, TRTLLM_DOC,
-                                "of the memory left after the weights, for the cache"),
+                                "of the memory left after the weights, for the cache", "of what the weights leave"),
         "total_tokens": Cell("max_tokens", UNSTATED, TRTLLM_DOC),
     }),
 )
@@ -235,7 +254,7 @@ def row(engine: str, version: str) -> Row:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     rows = [r for r in TABLE if r.engine == engine]
     if isinstance(version, str) and version.upper() in ("V0", "V1") and engine == "vllm":
-        return next(r for r in rows if r.name.endswith(version.upper()))
+        return [r for r in rows if r.name.endswith(version.upper())][-1]     # the latest of that engine
     wanted = _parse(version)
     found = [r for r in rows if _parse(r.since) <= wanted and (r.until is None or wanted < _parse(r.until))]
     if not found:
@@ -310,18 +329,19 @@ def shown(value) -> str:
     return str(value)
 
 
-def markdown_table(gpu: GPU, rows=(("vllm", "V0"), ("vllm", "V1"), ("sglang", "0.4"), ("tgi", "3.0"),
+def markdown_table(gpu: GPU, rows=(("vllm", "0.6"), ("vllm", "V1"), ("sglang", "0.4"), ("tgi", "3.0"),
                                     ("tensorrt-llm", "0.12")), settings=SETTINGS, entry="serve") -> str:
     """The engines' settings side by side, flag and default in each cell, on ``gpu``."""
     found = [defaults(engine, version, gpu, entry) for engine, version in rows]
-    head = "| setting | " + " | ".join(d.row.name for d in found) + " |"
+    head = "| setting | " + " | ".join(d.label for d in found) + " |"
     lines = [head, "|---" * (len(found) + 1) + "|"]
     for setting in settings:
         cells = []
         for d in found:
             cell = d.cells[setting]
             value = getattr(d, setting)
-            text = shown(value)
-            cells.append((f"`{cell.flag}` {text}".strip() if cell.flag else text) or "–")
+            text = " ".join(part for part in (f"`{cell.flag}`" if cell.flag else "", shown(value),
+                                              f"({cell.short})" if cell.short else "") if part)
+            cells.append(text or "–")
         lines.append(f"| {MEANINGS[setting]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

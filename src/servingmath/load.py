@@ -249,8 +249,8 @@ GOODPUT_REQUESTS = simulator.GOODPUT_REQUESTS
 
 
 @lru_cache(maxsize=64)
-def _goodput(model, gpu, policy, ttft, tpot, count, seed):
-    server = Server(model, gpu, policy=policy)
+def _goodput(model, gpu, policy, ttft, tpot, count, seed, max_running=simulator.MAX_RUNNING, step_tokens=None):
+    server = Server(model, gpu, policy=policy, max_running=max_running, step_tokens=step_tokens)
 
     def search():   # the rate found, and the run there (none where no rate meets the targets)
         found = simulator.goodput(server, ttft, tpot, count=count, seed=seed, steps=10)
@@ -266,16 +266,36 @@ def _goodput(model, gpu, policy, ttft, tpot, count, seed):
 
 
 def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Model = MODEL, gpu: GPU = GPU_,
-             count=GOODPUT_REQUESTS, seed=0, ideal_users=32) -> Capacity:
+             count=GOODPUT_REQUESTS, seed=0, ideal_users=32, max_running=simulator.MAX_RUNNING,
+             step_tokens=None) -> Capacity:
     """Part 4: the goodput of one GPU at the targets (DistServe's: 90 % of requests within both),
     the GPUs ``rate_asked`` requests a second need, and the price of a million reply tokens there
-    against lesson 1's ideal (``ideal_users`` sharing each step at the spec sheet's peaks)."""
+    against lesson 1's ideal (``ideal_users`` sharing each step at the spec sheet's peaks).
+    ``max_running`` caps the users a step (vLLM V0's 256 by default, ``engines``) and ``step_tokens`` the
+    tokens a step (``simulator.Server``'s default for the policy unless given)."""
     from .serving import batching
     rate_asked = _rate(rate_asked)
-    found = _goodput(model, gpu, policy, _check.positive("ttft", ttft), _check.positive("tpot", tpot), count, seed)
+    max_running = simulator._whole("max_running", max_running, 1)
+    found = _goodput(model, gpu, policy, _check.positive("ttft", ttft), _check.positive("tpot", tpot), count, seed,
+                     max_running, step_tokens)
     ideal = batching(model, gpu, ideal_users, assumptions=LESSON)
     return Capacity(found, rate_asked, int(found.gpus_for(rate_asked)), float(found.cost_per_million_tokens()),
                     float(ideal.cost_per_million_tokens), ideal_users)
+
+
+def capacity_as(engine="vllm", version="V1", rate_asked=100, ttft=0.5, tpot=0.05, gpu: GPU = GPU_,
+                model: Model = MODEL, count=GOODPUT_REQUESTS, seed=0) -> Capacity:
+    """``capacity`` with an engine version's caps from ``engines.defaults`` (under `vllm serve` on ``gpu``):
+    its users a step and, where it chunks prompts, its token budget a step. Only those caps change; the
+    step is still timed by the pass model alone."""
+    from . import engines
+    found = engines.defaults(engine, version, gpu=gpu)
+    if found.max_running is None or found.step_tokens is None:
+        raise ValueError(f"engine {engine!r} at {version!r} states no cap of users or tokens a step the "
+                         f"simulator can take, got {found.max_running!r} and {found.step_tokens!r}")
+    policy = "chunked" if found.chunked_prefill and found.mixed_steps else "continuous"
+    return capacity(rate_asked, ttft, tpot, policy, model, gpu, count, seed, max_running=found.max_running,
+                    step_tokens=found.step_tokens if policy == "chunked" else None)
 
 
 def percentiles(values, qs=(50, 99)):

@@ -417,8 +417,8 @@ def _lesson_3_questions():
                      "They wait longer, since the prompt takes more steps.",
                      "Their cache is freed while the prompt is read."),
             correct=0,
-            feedback=(f"Prefilled whole, the step takes {clock(stall.whole_gap)}; in pieces of 512 tokens the longest "
-                      f"is {clock(stall.chunked_gap)}.",
+            feedback=(f"Prefilled whole, the step takes {clock(stall.whole_gap)}; with a budget of "
+                      f"{units.number(stall.step_tokens)} tokens a step the longest is {clock(stall.chunked_gap)}.",
                       "Under continuous batching the prompt shares their step.",
                       "It is the new user whose first token comes a little later.",
                       "Their caches stay; only preemption frees a cache."),

@@ -12,7 +12,8 @@ set aside on arrival and never more than the model's window), how it forms each 
   batch ends; no one joins and no one is preempted mid-batch. So that no one need be, a batch takes
   in only the requests whose conversations, at their full length, fit the free memory (each
   reply's length known in advance, as the vLLM paper's Orca (Oracle) knows it; under reserved
-  memory, their reservations). Its empty places cost no arithmetic here;
+  memory, their reservations). Its empty places cost no arithmetic here, and each token is timed
+  as it is made, as if streamed (Orca's systems returned a request only when its batch ended);
 - ``"continuous"`` (iteration-level scheduling with selective batching, Orca's design): at every
   step, waiting requests join as memory allows, and a joining prompt is prefilled whole in the same
   step as everyone else's next token. ``step_tokens`` caps the prompt tokens a step takes in; it
@@ -27,8 +28,8 @@ cache is dropped and later rebuilt by a prefill of everything it has so far
 (``"recompute"``), or copied to the host's memory and back (``"swap"``, at
 ``swap_bandwidth`` bytes a second each way; the host's memory is taken as unlimited).
 
-The defaults are vLLM V0's (``engines.defaults("vllm", "V0")``): blocks of 16 tokens, at most
-256 users a step, and 512 tokens a step once prompts are chunked.
+The defaults are vLLM V0's up to version 0.6.4 (``engines.defaults("vllm", "0.6")``): blocks of
+16 tokens, at most 256 users a step, and 512 tokens a step once prompts are chunked.
 
 ``simulate(server, workload)`` runs the requests through it. Each step's time is the
 package's own pass model: the step's FLOPs and bytes are the sums of what
@@ -64,12 +65,13 @@ from .workload import Workload, context_window
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
-# The lesson's server takes vLLM V0's defaults (servingmath.engines, where each is sourced): blocks
-# of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows 1,024 on a card of 70 GiB or
-# more other than the A100, such as the H100), and, with chunked prefill on, at most 512 tokens a
-# step (--max-num-batched-tokens; V1 takes 8,192 under `vllm serve` on such a card). Part 4 shows
-# that the 256 is what caps the goodput, and sets V1's cap beside it.
-ENGINE = engines.defaults("vllm", "V0")
+# The lesson's server takes vLLM V0's defaults of versions 0.4 to 0.6.4 (servingmath.engines, where
+# each is sourced): blocks of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows
+# 1,024 on a card of 70 GiB or more other than the A100, such as the H100), and, with chunked prefill
+# on, at most 512 tokens a step (--max-num-batched-tokens; V0 took 2,048 from 0.6.5, and V1 takes
+# 8,192 under `vllm serve` on such a card). Part 4 shows that the 256 is what caps the goodput, and
+# sets V1's caps beside it.
+ENGINE = engines.defaults("vllm", "0.6")
 BLOCK_TOKENS = ENGINE.block_tokens
 MAX_RUNNING = ENGINE.max_running
 CHUNK_TOKENS = ENGINE.step_tokens

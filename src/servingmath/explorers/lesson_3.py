@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import load, units
+from .. import engines, load, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, menu, slider
-from ..models import LLAMA_3_1_8B
 from ..simulator import POLICIES
 from . import REFUSE, clock, log_ticks, tokens_text
 
 RATES = (2, 5, 10, 20, 40, 60)
+# vLLM V1's token budget a step under `vllm serve` on the lesson's H100 (servingmath.engines).
+V1_BUDGET = engines.defaults("vllm", "V1", gpu=load.GPU_).step_tokens
 POLICY_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill"}
 POLICY_COLOURS = {"static": kit.NEUTRAL, "continuous": kit.DECODE, "chunked": kit.PREFILL}
 
@@ -28,20 +29,23 @@ def _bar_row(panel, y, value, colour, words):
 
 @explorer
 def paging(rate: float = 10) -> Explorer:
-    """Part 1: the cache memory held against the memory that holds tokens, paged and reserved, for the same
-    ShareGPT-like traffic; and how many of its users fit each way."""
-    panel = kit.Panel.make((0, 1), (0, 1), kit.TOP + 8, 120, x_label="share of held cache memory holding tokens")
-    panel.x_ticks = [(v, units.percent(v)) for v in (0, 0.25, 0.5, 0.75, 1)]
+    """Part 1: the most users the same ShareGPT-like traffic keeps running at once, paged and reserved, against
+    what the reservations allow; the share of held cache memory holding tokens in the bars' words and readouts."""
+    cap = load.Server(load.MODEL, load.GPU_).max_running
+    panel = kit.Panel.make((0, cap), (0, 1), kit.TOP + 8, 120, x_label="most users running at once")
+    panel.x_ticks = [(v, units.number(v)) for v in (0, 64, 128, 192, 256) if v <= cap]
 
     def bars(rate):
         seen = load.paged_against_reserved(rate)
         top = panel.y.end + 30
-        # Each bar names the most users it held at once, which is what the rate moves.
-        return (_bar_row(panel, top, seen.paged_share, kit.COMPUTE,
-                         f"paged: {units.percent(seen.paged_share, 1)}, up to {units.number(seen.paged_peak_users)} users")
-                + _bar_row(panel, top + 60, seen.reserved_share, kit.DECODE,
-                           f"reserved: {units.percent(seen.reserved_share, 1)}, up to "
-                           f"{units.number(seen.reserved_peak_users)} users"))
+        # The shares hardly move with the rate (each user's reservation is the same at any load); what the
+        # rate moves is how many users run at once, and reservations cap that.
+        return (_bar_row(panel, top, seen.paged_peak_users, kit.COMPUTE,
+                         f"paged: {units.number(seen.paged_peak_users)} users; "
+                         f"{units.percent(seen.paged_share, 1)} holds tokens")
+                + _bar_row(panel, top + 60, seen.reserved_peak_users, kit.DECODE,
+                           f"reserved: {units.number(seen.reserved_peak_users)} of "
+                           f"{units.number(seen.reserved_users)}; {units.percent(seen.reserved_share, 1)} holds tokens"))
 
     def readouts(rate):
         seen = load.paged_against_reserved(rate)
@@ -52,10 +56,13 @@ def paging(rate: float = 10) -> Explorer:
                 "most users at once, paged / reserved": f"{units.number(seen.paged_peak_users)} / "
                                                         f"{units.number(seen.reserved_peak_users)}"}
 
-    return Explorer("paging", "Cache memory held, and the share holding tokens", [
+    return Explorer("paging", "Users running at once, paged and reserved", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Llama 3 8B on an H100 SXM; ShareGPT's mean lengths; reserved: the 8,192-token window a user.")
+        note="Bars: the most users running at once; reserved: of the users its reservations fit. The share "
+             "of held memory that holds tokens hardly moves with the rate: a reservation is the same at any "
+             "load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
+             "window a user (no reply cap sent).")
 
 
 @explorer
@@ -73,7 +80,8 @@ def first_token_wait(rate: float = 10) -> Explorer:
             row = at[policy]
             parts.append(_bar_row(panel, top, row.ttft_p99, POLICY_COLOURS[policy],
                                   f"{POLICY_NAMES[policy]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"))
-            parts.append(kit.rect(float(panel.x(row.ttft_p50)) - 1, top, 2, 18, kit.NEUTRAL))
+            # The p50 tick stands above and below its bar, so it shows on every bar's colour.
+            parts.append(kit.rect(float(panel.x(row.ttft_p50)) - 1.5, top - 5, 3, 28, kit.EXTRA))
         return "".join(parts)
 
     def readouts(rate):
@@ -89,7 +97,8 @@ def first_token_wait(rate: float = 10) -> Explorer:
     return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Bars run to p99, the grey tick marks p50. Llama 3 8B on an H100 SXM, the plate's assumptions.")
+        note="Bars run to p99; the purple tick standing across each bar marks p50. Llama 3 8B on an H100 SXM, the "
+             "plate's assumptions (a step: the longer of its arithmetic and memory times, plus 0.2 ms).")
 
 
 @explorer
@@ -118,9 +127,11 @@ def stall(prompt_tokens: int = 4000, step_tokens: int = 512) -> Explorer:
     return Explorer("stall", "A long prompt joins a running batch", [
         slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens,
                tokens_text),
-        buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048"}, step_tokens)],
+        buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048",
+                                                        V1_BUDGET: f"{units.number(V1_BUDGET)} (vLLM V1)"}, step_tokens)],
         readouts, [Layer(("prompt_tokens", "step_tokens"), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
-        note="Llama 3 8B on an H100 SXM, the plate's assumptions.")
+        note="Llama 3 8B on an H100 SXM, the plate's assumptions (a step: the longer of its arithmetic and "
+             "memory times, plus 0.2 ms).")
 
 
 @explorer
@@ -155,7 +166,7 @@ def load_latency(policy: str = "continuous", rate: float = 10) -> Explorer:
         slider("rate", "requests a second", load.PLATE_RATES, rate, rate_text)],
         readouts, [Layer(("policy",), lines), Layer(("policy", "rate"), marks)], panel.axes(), panel.bottom,
         refuse=REFUSE, note="Blue: p99 time to first token. Red dashes: p99 time between tokens. "
-                            "Llama 3 8B on an H100 SXM, the plate's assumptions.")
+                            "Llama 3 8B on an H100 SXM, the plate's assumptions; 2,000 requests a rate.")
 
 
 @explorer
@@ -163,7 +174,7 @@ def continuous_batching(rate: float = 10) -> Explorer:
     """Plate XXIII.4: tokens a second against p99 time between tokens as the request rate grows, for static
     batching, continuous batching and chunked prefill."""
     rates = np.array(load.PLATE_RATES, dtype=float)
-    curves = {p: load.load_curve(p, model=LLAMA_3_1_8B) for p in POLICIES}
+    curves = {p: load.load_curve(p) for p in POLICIES}
     most = max(float(c.tokens_per_second.max()) for c in curves.values())
     highest = max(float(c.tbt_p99.max()) for c in curves.values())
     ticks = kit.round_steps(0, most * 1.05)
@@ -189,5 +200,6 @@ def continuous_batching(rate: float = 10) -> Explorer:
         slider("rate", "requests a second", load.PLATE_RATES, rate, rate_text)],
         readouts, [Layer(("rate",), marks)], panel.axes() + drawn, panel.bottom, refuse=REFUSE,
         note="Grey: static batching. Red: continuous. Blue: chunked prefill (512 tokens a step). "
-             "Llama 3.1 8B on an H100 SXM, 60 % of peak compute, 80 % of bandwidth, 0.2 ms a step.")
+             "Llama 3 8B on an H100 SXM; a step takes the longer of its arithmetic at 60 % of peak and its "
+             "memory traffic at 80 % of bandwidth, plus 0.2 ms.")
 
