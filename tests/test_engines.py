@@ -79,3 +79,8 @@ def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
     assert E.defaults("vllm", "0.8.4", gpu=a100).max_running == 256
     assert E.row("vllm", "0.8.2").label == "vLLM V1 (0.8 to 0.8.3)"
     assert E.row("vllm", "V1").label == "vLLM V1 (0.8.4 on)"
+
+
+def test_v1_became_vllm_s_default_at_its_first_row():
+    # The budget dates V1 from the table's first V1 row, not from the latest one.
+    assert sm.memory.VLLM_V1_DEFAULT_SINCE == "0.8" == E.row("vllm", "0.8").since

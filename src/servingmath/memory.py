@@ -230,7 +230,7 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 VLLM_ENGINES = ("v0", "v1")
 _V0 = _engines.row("vllm", "V0").cells
 _V1 = _engines.row("vllm", "V1").cells
-VLLM_V1_DEFAULT_SINCE = _engines.row("vllm", "V1").since
+VLLM_V1_DEFAULT_SINCE = next(r.since for r in _engines.TABLE if r.name == "vLLM V1")   # the first V1 row
 VLLM_GPU_MEMORY_UTILIZATION = _V0["memory_fraction"].value
 # The current source's default; the budget keeps 0.9 unless told: pass it for a recent vLLM.
 VLLM_GPU_MEMORY_UTILIZATION_CURRENT = _V1["memory_fraction_current"].value
