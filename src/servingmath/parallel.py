@@ -230,13 +230,21 @@ def activation_bytes(model: Model, tokens, activation_bits=ACTIVATION_BITS):
     return tokens * model.hidden * activation_bits / 8
 
 
-def allreduce_time(bytes_, gpus, link: Interconnect):
-    """A ring all-reduce of ``bytes_`` bytes over ``gpus`` GPUs: latency + 2(N−1)/N × bytes ÷ one-way
-    bandwidth (nccl-tests doc/PERFORMANCE.md); nothing for one GPU. Numbers or numpy arrays."""
+def ring_time(bytes_, gpus, link: Interconnect):
+    """The bandwidth part of a ring all-reduce: 2(N−1)/N × bytes ÷ one-way bandwidth, each GPU sending
+    and receiving 2(N−1)/N of the message (nccl-tests doc/PERFORMANCE.md). Numbers or numpy arrays."""
     bytes_ = _check.number("bytes", bytes_, minimum=0)
     gpus = _check.count("gpus", gpus, minimum=1)
     _check.instance("link", link, Interconnect)
-    return np.where(gpus > 1, link.latency + 2 * (gpus - 1) / gpus * bytes_ / link.bandwidth, 0.0) + 0 * bytes_
+    return 2 * (gpus - 1) / gpus * bytes_ / link.bandwidth
+
+
+def allreduce_time(bytes_, gpus, link: Interconnect):
+    """A ring all-reduce of ``bytes_`` bytes over ``gpus`` GPUs: the link's latency + ``ring_time``;
+    nothing for one GPU. Numbers or numpy arrays."""
+    ring = ring_time(bytes_, gpus, link)
+    gpus = _check.count("gpus", gpus, minimum=1)
+    return np.where(gpus > 1, link.latency + ring, 0.0) + 0 * ring
 
 
 def send_time(bytes_, link: Interconnect):
@@ -275,11 +283,11 @@ class TensorParallelStep:
 
 
 def _tensor_step(model, grp, tp, layer_share, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
-                 assumptions, activation_bits, layers):
+                 assumptions, activation_bits, layers, compute="16-bit"):
     cost = forward_pass(model, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
                         attention=assumptions.attention, kv_cache=assumptions.kv_cache)
     mine = shard(cost, model, tp, layer_share)
-    timing = pass_time(mine.flops, mine.bytes, grp.gpu.peak_flops, grp.gpu.memory_bandwidth, assumptions)
+    timing = pass_time(mine.flops, mine.bytes, grp.gpu.flops(compute), grp.gpu.memory_bandwidth, assumptions)
     message = activation_bytes(model, cost.tokens, activation_bits)
     each = allreduce_time(message, tp, grp.link) if tp > 1 else 0.0 * message
     return TensorParallelStep(group=grp, tensor_parallel=tp, cost=mine, compute=timing,
@@ -295,10 +303,11 @@ def _check_fits(model, grp, context, batch, weight_bits, kv_bits, reserve, pp):
 
 def tensor_parallel_step(model: Model, grp, new_tokens=1, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16,
                          assumptions: Assumptions = FLOOR, activation_bits=ACTIVATION_BITS,
-                         reserve=RESERVE) -> TensorParallelStep:
+                         reserve=RESERVE, compute="16-bit") -> TensorParallelStep:
     """A pass of ``batch`` sequences, ``new_tokens`` each after ``cached_tokens``, over every GPU of
     ``grp`` in tensor parallelism: each GPU's share timed by the roofline, plus 2 all-reduces a
-    layer of the pass's activations. A model whose share does not fit each GPU (with the cache
+    layer of the pass's activations. ``compute``: the number format the arithmetic runs in (the
+    GPU's peak in it: ``"16-bit"``, ``"fp8"``). A model whose share does not fit each GPU (with the cache
     after the pass) raises ``memory.DoesNotFit``; a degree the model cannot split into, ValueError."""
     _check.instance("model", model, Model)
     grp = _group(grp)
@@ -307,7 +316,7 @@ def tensor_parallel_step(model: Model, grp, new_tokens=1, cached_tokens=0, batch
     _check_fits(model, grp, np.asarray(cached_tokens) + np.asarray(new_tokens), batch, weight_bits, kv_bits,
                 reserve, 1)
     return _tensor_step(model, grp, tp, 1.0, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
-                        assumptions, activation_bits, model.layers)
+                        assumptions, activation_bits, model.layers, compute)
 
 
 @dataclass(frozen=True)
@@ -343,7 +352,7 @@ class PipelineStep:
 
 def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, cached_tokens=0, batch=1,
                            micro_batches=1, weight_bits=16, kv_bits=16, assumptions: Assumptions = FLOOR,
-                           activation_bits=ACTIVATION_BITS, reserve=RESERVE) -> PipelineStep:
+                           activation_bits=ACTIVATION_BITS, reserve=RESERVE, compute="16-bit") -> PipelineStep:
     """A pass of ``batch`` sequences through ``pipeline_parallel`` stages of consecutive layers, each
     stage count ÷ stages GPUs in tensor parallelism, the batch split into ``micro_batches`` equal parts.
     The largest stage (⌈layers ÷ stages⌉ layers) sets every stage's time."""
@@ -361,7 +370,7 @@ def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, c
                 reserve, pp)
     layers = stage_layers(model, pp)
     stage = _tensor_step(model, grp, tp, layers / model.layers, new_tokens, cached_tokens, batch // micro_batches,
-                         weight_bits, kv_bits, assumptions, activation_bits, layers)
+                         weight_bits, kv_bits, assumptions, activation_bits, layers, compute)
     sent = activation_bytes(model, stage.cost.tokens, activation_bits)
     return PipelineStep(stages=pp, micro_batches=micro_batches, stage=stage, send_bytes=sent,
                         send_time=send_time(sent, grp.link) if pp > 1 else 0.0 * sent)
