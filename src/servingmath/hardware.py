@@ -551,27 +551,31 @@ GPU_LINKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 
 
-def links(gpu_or_key) -> tuple[Interconnect, ...]:
-    """Every link ``gpu_or_key`` can have, fastest first; an empty tuple for a machine with none."""
-    entry = gpu(gpu_or_key)
+_find_gpu = gpu
+
+
+def links(gpu) -> tuple[Interconnect, ...]:
+    """Every link ``gpu`` (a ``GPU``, catalog key or name) can have, fastest first; an empty tuple
+    for a machine with none."""
+    entry = _find_gpu(gpu)
     return tuple(INTERCONNECTS[key] for key in GPU_LINKS.get(entry.key, ()))
 
 
-def link(gpu_or_key, key=None) -> Interconnect:
-    """The link named ``key`` between GPUs of this kind (the fastest in a server if None); a link the
-    GPU cannot have is refused, naming both."""
-    entry = gpu(gpu_or_key)
+def link(gpu, key_or_name=None) -> Interconnect:
+    """The link ``key_or_name`` (a key of ``INTERCONNECTS`` or a link's name) between GPUs of the
+    kind ``gpu``; the fastest in a server if None. A link the GPU cannot have is refused, naming both."""
+    entry = _find_gpu(gpu)
     available = links(entry)
     if not available:
         raise ValueError(f"{entry.name} has no link to other GPUs in the catalog, got gpu={entry.key!r}")
-    if key is None:
+    if key_or_name is None:
         return available[0]
-    if isinstance(key, Interconnect):
-        key = key.key
-    if not isinstance(key, str):
-        raise TypeError(f"link must be one of {[l.key for l in available]} for {entry.name}, got {key!r}")
+    if isinstance(key_or_name, Interconnect):
+        key_or_name = key_or_name.key
+    if not isinstance(key_or_name, str):
+        raise TypeError(f"link must be one of {[l.key for l in available]} for {entry.name}, got {key_or_name!r}")
     for candidate in available:
-        if candidate.key == key:
+        if key_or_name in (candidate.key, candidate.name):
             return candidate
     raise ValueError(f"link must be one of {[l.key for l in available]} for {entry.name}: "
-                     f"{entry.name} cannot have {key!r}")
+                     f"{entry.name} cannot have {key_or_name!r}")
