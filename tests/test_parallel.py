@@ -202,6 +202,16 @@ def test_pipeline_stages_bubbles_and_one_users_time():
     (lambda: parallel.allreduce_time(-1, 2, INTERCONNECTS["nvlink4"]), ValueError, r"bytes must be at least 0, got -1"),
     (lambda: parallel.allreduce_time(1, 2, "nvlink4"), TypeError, r"link must be a Interconnect"),
     (lambda: parallel.activation_bytes(L70, 1.5), ValueError, r"tokens must be a whole number"),
+    (lambda: parallel.group("mi300x", 2), ValueError, r"AMD Instinct MI300X has no link"),
+    (lambda: parallel.group("h100-sxm", 2, "pcie4"), ValueError, r"NVIDIA H100 SXM cannot have 'pcie4'"),
+    (lambda: parallel.allreduce_time(np.nan, 2, INTERCONNECTS["nvlink4"]), ValueError, r"bytes must not be NaN"),
+    (lambda: parallel.allreduce_time(1e6, np.array([2, 0]), INTERCONNECTS["nvlink4"]), ValueError,
+     r"gpus must be at least 1"),
+    (lambda: parallel.tensor_parallel_step(L70, parallel.group(H100, 2), cached_tokens="ten"), TypeError,
+     r"cached_tokens must be a number"),
+    (lambda: parallel.tensor_parallel_step(L70, parallel.group(H100, 2), compute="fp4"), ValueError,
+     r"dtype must be one of"),
+    (lambda: parallel.fit(L70, parallel.group(H100, 2), reserve=1.5), ValueError, r"reserve must be less than 1"),
 ])
 def test_bad_input_is_refused_naming_the_value(call, error, match):
     with pytest.raises(error, match=match):

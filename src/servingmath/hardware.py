@@ -535,8 +535,10 @@ INTERCONNECTS: Mapping[str, Interconnect] = MappingProxyType({entry.key: entry f
 
 # The links each GPU of the catalog can have, the fastest between GPUs of one server first (the
 # one a group takes unless told). Absent: the T4's, L4's and L40S's NVLink (none; the L40S
-# datasheet lists 'NVLink support: No'), the MI300X's Infinity Fabric (not catalogued), and
-# every link of the Macs (one chip each).
+# datasheet lists 'NVLink support: No'), every link of the Macs (one chip each), and every link
+# of the MI300X: its eight GPUs form a full mesh of Infinity Fabric links, 128 GB/s both ways
+# each (seven a GPU), so what a group of them can push depends on how many it holds, which one
+# bandwidth figure cannot say; a group of MI300X is refused rather than timed over PCIe.
 GPU_LINKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "h100-sxm": ("nvlink4", "pcie5", "infiniband-ndr", "roce-400g"),
     "h200": ("nvlink4", "pcie5", "infiniband-ndr", "roce-400g"),
@@ -547,7 +549,6 @@ GPU_LINKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "l40s": ("pcie4",),
     "l4": ("pcie4",),
     "t4": ("pcie3",),
-    "mi300x": ("pcie5",),
 })
 
 

@@ -295,8 +295,13 @@ def _tensor_step(model, grp, tp, layer_share, new_tokens, cached_tokens, batch, 
                               allreduce_bytes=message, allreduce_time=each)
 
 
-def _check_fits(model, grp, context, batch, weight_bits, kv_bits, reserve, pp):
-    answer = fit(model, grp, context, batch, weight_bits, kv_bits, reserve, pp)
+def _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, pp):
+    new_tokens = _check.count("new_tokens", new_tokens, minimum=1)
+    cached_tokens = _check.count("cached_tokens", cached_tokens)
+    _check.count("batch", batch, minimum=1)
+    _check.finite("weight_bits", weight_bits, above=0)
+    _check.finite("kv_bits", kv_bits, above=0)
+    answer = fit(model, grp, cached_tokens + new_tokens, batch, weight_bits, kv_bits, reserve, pp)
     if not np.all(answer.fits):
         raise DoesNotFit(answer.message)
 
@@ -313,8 +318,7 @@ def tensor_parallel_step(model: Model, grp, new_tokens=1, cached_tokens=0, batch
     grp = _group(grp)
     _check.instance("assumptions", assumptions, Assumptions)
     tp = check_tensor_parallel(model, grp.count)
-    _check_fits(model, grp, np.asarray(cached_tokens) + np.asarray(new_tokens), batch, weight_bits, kv_bits,
-                reserve, 1)
+    _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, 1)
     return _tensor_step(model, grp, tp, 1.0, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
                         assumptions, activation_bits, model.layers, compute)
 
@@ -366,8 +370,7 @@ def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, c
         raise ValueError(f"micro_batches must divide the batch of {batch}, got {micro_batches}")
     if pp > 1 and grp.link is None:
         raise ValueError(f"link must be given for {pp} stages, got None")
-    _check_fits(model, grp, np.asarray(cached_tokens) + np.asarray(new_tokens), batch, weight_bits, kv_bits,
-                reserve, pp)
+    _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, pp)
     layers = stage_layers(model, pp)
     stage = _tensor_step(model, grp, tp, layers / model.layers, new_tokens, cached_tokens, batch // micro_batches,
                          weight_bits, kv_bits, assumptions, activation_bits, layers, compute)
