@@ -396,7 +396,9 @@ def catalog_markdown(ridge=True) -> str:
 # https://github.com/NVIDIA/nccl-tests/issues/212).
 #
 # ``latency`` is the time of an all-reduce too small for bandwidth to matter, as measured with
-# nccl-tests; it stands for every message's fixed cost on that link.
+# nccl-tests; it stands for every message's fixed cost on that link, whatever the number of GPUs.
+# The NVLink figure is the least of its kind (2 GPUs, CUDA graphs, as engines replay a decode
+# step); the same report finds it growing with the GPUs, so a floor built on it stays a floor.
 NVLINK_LATENCY = 6e-6    # 2 H100 SXM, NCCL 2.20.5, NVLSTree, CUDA graphs, 128 B to 64 KiB: "approximately 6us"
 NVLINK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf on an HGX 8x H100, 2 GPUs, NCCL 2.20.5 with CUDA graphs: "
                          "'When I run with 2 GPUs the latency is approximately 6us', "

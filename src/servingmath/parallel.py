@@ -3,14 +3,15 @@
 **Tensor parallelism** (Megatron-LM, Shoeybi et al. 2019, section 3): each of N GPUs holds 1/N of
 every weight matrix (the attention's heads split among them, the MLP's columns then rows), so a
 pass reads 1/N of the weights and does 1/N of the arithmetic on each GPU. Each layer then needs
-two all-reduces of the activations, one after the attention block and one after the MLP ("two
-all-reduces in the forward pass" of each transformer layer, Megatron-LM section 3). An
+two all-reduces of the activations in a forward pass, one after the attention block and one after
+the MLP (Megatron-LM, section 3 and its figure 4). An
 all-reduce of S bytes over N GPUs in a ring takes at best latency + 2(N-1)/N x S / B, B the
 one-way bandwidth out of each GPU (NCCL's bus bandwidth: nccl-tests doc/PERFORMANCE.md). The
 norms are small and every GPU keeps them whole. The KV cache is split by KV heads: each GPU
 keeps the keys and values of its own KV heads, and when N passes the number of KV heads each GPU
-keeps one, so every head's cache is held N / KV heads times (vLLM's QKVParallelLinear:
-``num_kv_head_replicas = tp_size // total_num_kv_heads``). Latent attention (MLA) caches one
+keeps one, so every head's cache is held N / KV heads times (vLLM's QKVParallelLinear in
+vllm/model_executor/layers/linear.py: ``num_kv_head_replicas = divide(tp_size, total_num_kv_heads)``,
+which requires the degree to be a multiple of the KV heads). Latent attention (MLA) caches one
 vector a token that no head owns: every GPU keeps all of it.
 
 The step model: the per-GPU pass timed by the roofline (``roofline.pass_time``), then the
