@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, units
-from .hardware import GPU, Interconnect, gpu as _gpu, link as _link
+from .hardware import GPU, Interconnect, gpu as _gpu, link as _link, links as _links
 from .memory import RESERVE, DoesNotFit, Fit, kv_cache_bytes, usable_memory, weight_bytes
 from .models import Model
 from .passes import PassCost, forward_pass
@@ -86,8 +86,7 @@ def group(gpu, count=1, link=None) -> GPUGroup:
     entry = _gpu(gpu)
     count = _check.single("count", _check.count("count", count, minimum=1))
     if count == 1 and link is None:
-        from .hardware import links
-        available = links(entry)
+        available = _links(entry)
         return GPUGroup(entry, 1, available[0] if available else None)
     return GPUGroup(entry, int(count), _link(entry, link))
 
