@@ -381,3 +381,204 @@ def catalog_markdown(ridge=True) -> str:
     note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "
             f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere.")
     return "\n".join(lines) + "\n\n" + note + "\n\nSources:\n\n" + "\n".join(sources)
+
+
+# --- Interconnects: the links between GPUs (lesson 4, "More than one GPU") --------------------
+# Convention: ``bandwidth`` is bytes a second ONE WAY, out of one GPU. NVIDIA's sheets list the
+# sum of both directions (an H100 SXM's "900 GB/s" of NVLink is 450 GB/s each way; NCCL's
+# maintainer: "900 GB/s is the sum of both directions, at the wire speed",
+# https://github.com/NVIDIA/nccl/issues/1442). An all-reduce's ring sends and receives at once,
+# each direction at the one-way rate, and NCCL's bus bandwidth ("busbw") is that one-way figure
+# ("The measurement is of a unidirectional bandwidth", nccl-tests doc/PERFORMANCE.md), so the
+# all-reduce formula, latency + 2(N-1)/N x bytes / bandwidth, takes the one-way rate. A floor
+# uses the line rate: NCCL reaches about 370 of the H100's 450 GB/s ("With the protocol
+# overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s",
+# https://github.com/NVIDIA/nccl-tests/issues/212).
+#
+# ``latency`` is the time of an all-reduce too small for bandwidth to matter, as measured with
+# nccl-tests; it stands for every message's fixed cost on that link, whatever the number of GPUs.
+# The NVLink figure is the least of its kind (2 GPUs, CUDA graphs, as engines replay a decode
+# step); the same report finds it growing with the GPUs, so a floor built on it stays a floor.
+NVLINK_LATENCY = 6e-6    # 2 H100 SXM, NCCL 2.20.5, NVLSTree, CUDA graphs, 128 B to 64 KiB: "approximately 6us"
+NVLINK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf on an HGX 8x H100, 2 GPUs, NCCL 2.20.5 with CUDA graphs: "
+                         "'When I run with 2 GPUs the latency is approximately 6us', "
+                         "https://github.com/NVIDIA/nccl/issues/1259")
+PCIE_LATENCY = 42.14e-6  # 8 PCIe cards (RTX 4090, no NVLink), an 8-byte all-reduce, no CUDA graphs
+PCIE_LATENCY_SOURCE = ("nccl-tests all_reduce_perf -g 8 on 8 RTX 4090 joined by PCIe only: 42.14 us for 8 bytes "
+                       "(out of place), https://github.com/NVIDIA/nccl/issues/1530")
+NETWORK_LATENCY = 47.54e-6  # 2 nodes, 16 H20, ConnectX-7 InfiniBand NDR, a 4-byte all-reduce
+NETWORK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf over 2 nodes of 8 H20 with 16 ConnectX-7 (InfiniBand NDR), "
+                          "NCCL 2.21.5: 47.54 us for 4 bytes (out of place), https://github.com/NVIDIA/nccl/issues/1244")
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """A link between GPUs as an all-reduce sees it.
+
+    ``bandwidth``: bytes a second one way out of each GPU; ``listed``: the figure as the source
+    prints it; ``max_gpus``: the most GPUs the link joins into one group (2 for a bridge, 8 for
+    the NVSwitch of an HGX board), None where the link sets no such limit; ``scope``: ``"node"``
+    (GPUs in one server) or ``"network"`` (servers joined by NICs, one NIC a GPU).
+    """
+
+    key: str
+    name: str
+    kind: str
+    bandwidth: float
+    listed: str
+    latency: float
+    latency_source: str
+    source: str
+    source_url: str
+    max_gpus: int | None = None
+    scope: str = "node"
+
+    KINDS = ("nvlink", "pcie", "network")
+
+    def __post_init__(self):
+        for name in ("key", "name", "kind", "listed", "latency_source", "source", "source_url", "scope"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if self.kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {self.kind!r}")
+        if self.scope not in ("node", "network"):
+            raise ValueError(f"scope must be 'node' or 'network', got {self.scope!r}")
+        for name in ("bandwidth", "latency"):
+            _check.single(name, _check.positive(name, getattr(self, name)))
+        if self.max_gpus is not None:
+            _check.single("max_gpus", _check.count("max_gpus", self.max_gpus, minimum=2))
+
+
+_PCIE_SPEC = "PCI Express Base Specification: 16 GT/s a lane (Gen4), 32 GT/s (Gen5), 16 lanes"
+_LINKS = [
+    Interconnect(
+        key="nvlink4", name="NVLink 4 (NVSwitch, HGX H100/H200 8-GPU)", kind="nvlink",
+        bandwidth=450e9, listed="900 GB/s GPU-to-GPU, both directions together", max_gpus=8,
+        latency=NVLINK_LATENCY, latency_source=NVLINK_LATENCY_SOURCE,
+        source="NVIDIA H100 and H200 Tensor Core GPU datasheets, SXM columns: 'NVIDIA NVLink: 900GB/s'; "
+               "NVLink and NVSwitch page: 18 links of fourth-generation NVLink a GPU; HGX boards join 8 GPUs "
+               "through NVSwitch",
+        source_url="https://www.nvidia.com/en-us/data-center/nvlink/"),
+    Interconnect(
+        key="nvlink3", name="NVLink 3 (NVSwitch, HGX A100 8-GPU)", kind="nvlink",
+        bandwidth=300e9, listed="600 GB/s GPU-to-GPU, both directions together", max_gpus=8,
+        latency=NVLINK_LATENCY,
+        latency_source="no A100 figure catalogued; the H100's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        source="NVIDIA A100 Tensor Core GPU datasheet, SXM columns: 'NVIDIA NVLink: 600GB/s' "
+               "(12 third-generation links); HGX A100 joins 8 GPUs through NVSwitch",
+        source_url="https://www.nvidia.com/en-us/data-center/a100/"),
+    Interconnect(
+        key="nvlink5", name="NVLink 5 (NVSwitch, HGX B200 8-GPU)", kind="nvlink",
+        bandwidth=900e9, listed="1.8 TB/s GPU-to-GPU, both directions together", max_gpus=8,
+        latency=NVLINK_LATENCY,
+        latency_source="no B200 figure catalogued; the H100's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        source="NVIDIA DGX B200 and HGX B200 specifications: fifth-generation NVLink, 1.8 TB/s a GPU "
+               "(14.4 TB/s over 8 GPUs)",
+        source_url="https://www.nvidia.com/en-us/data-center/hgx/"),
+    Interconnect(
+        key="nvlink-bridge-h100", name="NVLink bridge (two H100 PCIe)", kind="nvlink",
+        bandwidth=300e9, listed="600 GB/s between the two cards, both directions together", max_gpus=2,
+        latency=NVLINK_LATENCY,
+        latency_source="the H100 SXM's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        source="NVIDIA H100 datasheet, PCIe column: 'NVLink: 600GB/s'; H100 PCIe product brief "
+               "(PB-11133-001): an NVLink bridge joins two cards",
+        source_url="https://www.nvidia.com/en-us/data-center/h100/"),
+    Interconnect(
+        key="nvlink-bridge-a100", name="NVLink bridge (two A100 PCIe)", kind="nvlink",
+        bandwidth=300e9, listed="600 GB/s between the two cards, both directions together", max_gpus=2,
+        latency=NVLINK_LATENCY,
+        latency_source="the H100 SXM's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB PCIe column: 'NVIDIA NVLink Bridge for 2 GPUs: 600GB/s'",
+        source_url="https://www.nvidia.com/en-us/data-center/a100/"),
+    Interconnect(
+        key="pcie3", name="PCIe Gen3 x16", kind="pcie",
+        bandwidth=16e9, listed="32 GB/s, both directions together",
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        source=_PCIE_SPEC.replace("16 GT/s a lane (Gen4), 32 GT/s (Gen5)", "8 GT/s a lane (Gen3)")
+        + ": 16 GB/s each way; NVIDIA T4 datasheet: 'PCIe Gen3 x16', 32 GB/s",
+        source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/"),
+    Interconnect(
+        key="pcie4", name="PCIe Gen4 x16", kind="pcie",
+        bandwidth=32e9, listed="64 GB/s, both directions together",
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        source=_PCIE_SPEC + ": 32 GB/s each way at Gen4 before the 128b/130b encoding (31.5 after it); "
+               "NVIDIA L4, L40S and A100 datasheets: 'PCIe Gen4 x16: 64GB/s'",
+        source_url="https://www.nvidia.com/en-us/data-center/l40s/"),
+    Interconnect(
+        key="pcie5", name="PCIe Gen5 x16", kind="pcie",
+        bandwidth=64e9, listed="128 GB/s, both directions together",
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        source=_PCIE_SPEC + ": 64 GB/s each way at Gen5 before the 128b/130b encoding; "
+               "NVIDIA H100 and H200 datasheets: 'PCIe Gen5: 128GB/s'",
+        source_url="https://www.nvidia.com/en-us/data-center/h100/"),
+    Interconnect(
+        key="infiniband-hdr", name="InfiniBand HDR, 200 Gb/s a GPU (ConnectX-6)", kind="network", scope="network",
+        bandwidth=25e9, listed="200 Gb/s a port, each way",
+        latency=NETWORK_LATENCY,
+        latency_source="measured over NDR; the same fixed cost is taken for HDR: " + NETWORK_LATENCY_SOURCE,
+        source="NVIDIA DGX A100 user guide: eight single-port ConnectX-6 VPI, 200 Gb/s HDR InfiniBand, one a GPU",
+        source_url="https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html"),
+    Interconnect(
+        key="infiniband-ndr", name="InfiniBand NDR, 400 Gb/s a GPU (ConnectX-7)", kind="network", scope="network",
+        bandwidth=50e9, listed="400 Gb/s a port, each way",
+        latency=NETWORK_LATENCY, latency_source=NETWORK_LATENCY_SOURCE,
+        source="NVIDIA DGX H100/H200 user guide: eight single-port ConnectX-7 VPI, up to 400 Gb/s "
+               "InfiniBand/Ethernet, one a GPU (DGX B200 the same)",
+        source_url="https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"),
+    Interconnect(
+        key="roce-400g", name="RoCE, 400 Gb/s Ethernet a GPU (ConnectX-7)", kind="network", scope="network",
+        bandwidth=50e9, listed="400 Gb/s a port, each way",
+        latency=NETWORK_LATENCY,
+        latency_source="measured over InfiniBand NDR on the same ConnectX-7; taken for RoCE: " + NETWORK_LATENCY_SOURCE,
+        source="NVIDIA ConnectX-7 (the DGX H100's NICs run InfiniBand or Ethernet): 400 Gb/s a port",
+        source_url="https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"),
+]
+INTERCONNECTS: Mapping[str, Interconnect] = MappingProxyType({entry.key: entry for entry in _LINKS})
+
+# The links each GPU of the catalog can have, the fastest between GPUs of one server first (the
+# one a group takes unless told). Absent: the T4's, L4's and L40S's NVLink (none; the L40S
+# datasheet lists 'NVLink support: No'), every link of the Macs (one chip each), and every link
+# of the MI300X: its eight GPUs form a full mesh of Infinity Fabric links, 128 GB/s both ways
+# each (seven a GPU), so what a group of them can push depends on how many it holds, which one
+# bandwidth figure cannot say; a group of MI300X is refused rather than timed over PCIe.
+GPU_LINKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "h100-sxm": ("nvlink4", "pcie5", "infiniband-ndr", "roce-400g"),
+    "h200": ("nvlink4", "pcie5", "infiniband-ndr", "roce-400g"),
+    "b200": ("nvlink5", "pcie5", "infiniband-ndr", "roce-400g"),
+    "a100-80gb": ("nvlink3", "pcie4", "infiniband-hdr"),
+    "h100-pcie": ("nvlink-bridge-h100", "pcie5", "infiniband-ndr", "roce-400g"),
+    "a100-80gb-pcie": ("nvlink-bridge-a100", "pcie4", "infiniband-hdr"),
+    "l40s": ("pcie4",),
+    "l4": ("pcie4",),
+    "t4": ("pcie3",),
+})
+
+
+_find_gpu = gpu
+
+
+def links(gpu) -> tuple[Interconnect, ...]:
+    """Every link ``gpu`` (a ``GPU``, catalog key or name) can have, fastest first; an empty tuple
+    for a machine with none."""
+    entry = _find_gpu(gpu)
+    return tuple(INTERCONNECTS[key] for key in GPU_LINKS.get(entry.key, ()))
+
+
+def link(gpu, key_or_name=None) -> Interconnect:
+    """The link ``key_or_name`` (a key of ``INTERCONNECTS`` or a link's name) between GPUs of the
+    kind ``gpu``; the fastest in a server if None. A link the GPU cannot have is refused, naming both."""
+    entry = _find_gpu(gpu)
+    available = links(entry)
+    if not available:
+        raise ValueError(f"{entry.name} has no link to other GPUs in the catalog, got gpu={entry.key!r}")
+    if key_or_name is None:
+        return available[0]
+    if isinstance(key_or_name, Interconnect):
+        key_or_name = key_or_name.key
+    if not isinstance(key_or_name, str):
+        raise TypeError(f"link must be one of {[l.key for l in available]} for {entry.name}, got {key_or_name!r}")
+    for candidate in available:
+        if key_or_name in (candidate.key, candidate.name):
+            return candidate
+    raise ValueError(f"link must be one of {[l.key for l in available]} for {entry.name}: "
+                     f"{entry.name} cannot have {key_or_name!r}")

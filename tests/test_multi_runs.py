@@ -1,0 +1,102 @@
+"""The published multi-GPU runs (data/multi_gpu_runs.yaml), their loader and the floor beside each."""
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servingmath import multi_runs, parallel
+from servingmath.hardware import CATALOG, INTERCONNECTS
+from servingmath.models import MODELS, model
+
+RUNS = multi_runs.load()
+FLOORS = multi_runs.floors(RUNS)
+ROOT = Path(__file__).resolve().parents[1]
+
+with open(multi_runs.DATA, encoding="utf-8") as _handle:
+    RAW = yaml.safe_load(_handle)
+
+
+def test_enough_runs_from_enough_publishers():
+    assert len(RUNS) >= 12
+    groups = {run.source.source_group for run in RUNS}
+    assert len(groups) >= 4
+    assert all(sum(run.source.source_group == g for run in RUNS) < len(RUNS) / 2 for g in groups)
+    assert {run.tensor_parallel for run in RUNS} >= {1, 2, 4, 8}
+    assert any(run.replicas > 1 for run in RUNS)
+    assert all(run.gpus >= 2 for run in RUNS)
+
+
+def test_every_row_resolves_in_the_catalogs():
+    for run in RUNS:
+        assert run.gpu in CATALOG and run.interconnect in INTERCONNECTS
+        assert model(run.model) is MODELS[run.model]
+        assert run.replicas * run.tensor_parallel * run.pipeline_parallel == run.gpus
+        assert run.group.count == run.tensor_parallel * run.pipeline_parallel
+        assert parallel.fit(run.shape, run.group, weight_bits=run.weight_bits).fits, run.id
+
+
+def test_every_source_has_a_url_and_a_bibliography_entry():
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    for run in RUNS:
+        assert run.source.url.startswith("https://")
+        assert f"{{{run.source.bib}," in bib, run.source.bib
+
+
+def test_each_value_is_printed_in_its_quote():
+    for run in RUNS:
+        assert run.value in multi_runs.quoted_numbers(run.quote), run.id
+
+
+def test_the_units_say_what_the_metric_counts():
+    by_id = {run.id: run for run in RUNS}
+    server = by_id["mlperf41-h100x8-llama2-70b-server"]
+    assert server.measured_time == pytest.approx(4 / 21605.79)       # 4 copies of TP 2 on 8 GPUs
+    assert by_id["sglang030-h100x4-llama31-70b-rps4-itl"].measured_time == pytest.approx(21.67e-3)
+    assert by_id["gptfast-a100x8-llama2-70b-bf16"].measured_time == pytest.approx(1 / 62.5)
+
+
+def test_no_run_beats_its_floor_and_the_spread_is_as_reported():
+    shares = {f.run.id: f.share for f in FLOORS}
+    assert all(0.1 < share < 1 for share in shares.values()), shares
+    assert min(shares.values()) == pytest.approx(0.162, abs=0.001)
+    assert max(shares.values()) == pytest.approx(0.742, abs=0.001)
+    # gpt-fast's one-user rows: more GPUs, a smaller share of the floor, as the all-reduces weigh more
+    tp = [shares[f"gptfast-a100x{n}-llama2-70b-bf16"] for n in (2, 4, 8)]
+    assert tp[0] > tp[1] > tp[2]
+    comm = {f.run.id: f.communication for f in FLOORS}
+    assert comm["mlperf41-h200x8-llama2-70b-server"] == 0         # one copy a GPU: no all-reduce
+
+
+# -- malformed rows are refused, naming the row and the field --------------------------------------
+def altered(index, **changes):
+    document = copy.deepcopy(RAW)
+    document["runs"][index].update(changes)
+    return document
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"gpu": "h300"}, r"gpu must be a key of servingmath.hardware.CATALOG, got 'h300'"),
+    ({"model": "llama-9-70b"}, r"model must be a key of servingmath.models.MODELS"),
+    ({"gpu": "l4", "gpu_as_published": "L4"}, r"interconnect must be a link its GPU can have.*NVIDIA L4 cannot have 'nvlink4'"),
+    ({"gpus": 6}, r"gpus must be replicas × tensor_parallel × pipeline_parallel = 8, got 6"),
+    ({"tensor_parallel": 3, "replicas": 1, "gpus": 3}, r"tensor_parallel must be a degree the model splits into"),
+    ({"value": 21605.8}, r"value must be a number printed in its quote, got 21605.8"),
+    ({"unit": "ms"}, r"unit must be 'tok/s' for output_throughput"),
+    ({"date": 2024}, r"date must be YYYY"),
+    ({"arrivals": {"kind": "burst", "rate": None, "concurrency": None}}, r"arrivals must be"),
+])
+def test_a_malformed_row_is_refused(changes, match):
+    with pytest.raises(ValueError, match=match):
+        multi_runs.parse(altered(0, **changes))
+
+
+def test_a_missing_field_and_a_duplicate_id_are_refused():
+    document = copy.deepcopy(RAW)
+    del document["runs"][0]["note"]
+    with pytest.raises(ValueError, match=r"missing \['note'\]"):
+        multi_runs.parse(document)
+    document = copy.deepcopy(RAW)
+    document["runs"][1]["id"] = document["runs"][0]["id"]
+    with pytest.raises(ValueError, match="run ids must be unique"):
+        multi_runs.parse(document)

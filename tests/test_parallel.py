@@ -1,0 +1,218 @@
+"""servingmath.parallel and the catalog's interconnects: hand-computed cases, catalog-wide
+properties and every bad input."""
+import numpy as np
+import pytest
+
+from servingmath import hardware, parallel
+from servingmath.hardware import CATALOG, GPU_LINKS, INTERCONNECTS
+from servingmath.memory import DoesNotFit
+from servingmath.models import MODELS
+
+L70 = MODELS["llama-3-70b"]
+H100 = CATALOG["h100-sxm"]
+
+
+# -- the catalog's links ----------------------------------------------------------------------------
+def test_llama_3_70b_is_catalogued_with_its_config_json_shape():
+    # meta-llama/Meta-Llama-3-70B config.json: 80 layers, 8,192 wide, 64 heads, 8 KV heads, 28,672 MLP
+    assert (L70.layers, L70.hidden, L70.heads, L70.kv_heads, L70.ffn, L70.vocab) == (80, 8192, 64, 8, 28672, 128256)
+    assert L70.parameters == 70_553_706_496
+
+
+def test_links_name_gpus_and_links_that_exist():
+    assert set(GPU_LINKS) <= set(CATALOG)
+    assert all(key in INTERCONNECTS for keys in GPU_LINKS.values() for key in keys)
+    assert all(INTERCONNECTS[keys[0]].scope == "node" for keys in GPU_LINKS.values())
+
+
+def test_bandwidth_is_one_way_half_the_listed_sum_of_both():
+    assert hardware.link("h100-sxm").bandwidth == 450e9      # "900 GB/s"
+    assert hardware.link("h200").bandwidth == 450e9
+    assert hardware.link("a100-80gb").bandwidth == 300e9     # "600 GB/s"
+    assert hardware.link("b200").bandwidth == 900e9          # "1.8 TB/s"
+    assert hardware.link("h100-pcie").max_gpus == 2          # the bridge pairs two cards
+    assert hardware.link("l4").key == hardware.link("l40s").key == "pcie4"
+    assert hardware.link("h100-pcie", "pcie5").bandwidth == 64e9
+    for entry in INTERCONNECTS.values():
+        both = float(entry.listed.split()[0].replace(",", "")) * (1e12 if " TB/s" in entry.listed else 1e9)
+        if "both directions" in entry.listed:
+            assert entry.bandwidth == both / 2, entry.key
+        else:  # a NIC's port, listed in gigabits a second each way
+            assert entry.bandwidth == both / 8, entry.key
+
+
+def test_a_link_the_gpu_cannot_have_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"NVIDIA L4 cannot have 'nvlink4'"):
+        hardware.link("l4", "nvlink4")
+    with pytest.raises(ValueError, match=r"no link to other GPUs.*'laptop'"):
+        hardware.link("laptop")
+    with pytest.raises(TypeError, match="link must be"):
+        hardware.link("h100-sxm", 4)
+    assert hardware.links("m2-ultra") == ()
+
+
+# -- Llama 3 70B decode on 1, 2, 4, 8 H100 SXM, computed by hand --------------------------------------
+CACHED = 1000
+
+
+def by_hand(n):
+    """Per-GPU roofline time (memory-bound) and the 160 all-reduces of one decode step."""
+    params, norms = 70_553_706_496, 80 * 2 * 8192 + 8192
+    weights = ((params - norms) / n + norms) * 2
+    kv_token = 2 * 80 * 8 * 128 * 2                      # 327,680 bytes a token
+    cache = (CACHED + 1) * kv_token / n                   # read 1,000, write 1
+    flops = (2 * 70_553_706_496 + 4 * 80 * 8192 * (CACHED + 1)) / n
+    compute = max(flops / 989.4e12, (weights + cache) / 3.35e12)
+    each = 6e-6 + 2 * (n - 1) / n * 8192 * 2 / 450e9 if n > 1 else 0.0
+    return compute, 2 * 80 * each
+
+
+def test_70b_in_16_bits_is_refused_on_one_h100():
+    with pytest.raises(DoesNotFit, match=r"Llama 3 70B does not fit on 1 x NVIDIA H100 SXM.*141\.11 GB"):
+        parallel.tensor_parallel_step(L70, parallel.group("h100-sxm", 1), cached_tokens=CACHED)
+    assert not parallel.fit(L70, parallel.group(H100, 1)).fits
+    assert parallel.fit(L70, parallel.group(H100, 1), weight_bits=8).fits
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_decode_step_of_70b_on_n_h100s_by_hand(n):
+    step = parallel.tensor_parallel_step(L70, parallel.group("h100-sxm", n), cached_tokens=CACHED)
+    compute, communication = by_hand(n)
+    assert step.compute.bound == "memory"
+    assert step.compute.time == pytest.approx(compute, rel=1e-12)
+    assert step.allreduces == 160
+    assert step.communication == pytest.approx(communication, rel=1e-12)
+    assert step.time == pytest.approx(compute + communication, rel=1e-12)
+
+
+def test_decode_of_70b_figures_and_the_all_reduce_share():
+    steps = {n: parallel.tensor_parallel_step(L70, parallel.group(H100, n), cached_tokens=CACHED) for n in (2, 4, 8)}
+    assert [round(steps[n].time * 1e3, 2) for n in (2, 4, 8)] == [22.08, 11.52, 6.25]
+    assert [round(float(steps[n].communication_share) * 100, 1) for n in (2, 4, 8)] == [4.4, 8.4, 15.5]
+    # the all-reduces cost nearly the same at every N (latency-bound), so their share grows as the pass shrinks
+    assert steps[2].communication < steps[4].communication < steps[8].communication
+    assert steps[2].communication_share < steps[4].communication_share < steps[8].communication_share
+
+
+def test_arrays_sweep_as_scalars_do():
+    lengths = np.array([0, 1000, 4000])
+    swept = parallel.tensor_parallel_step(L70, parallel.group(H100, 4), cached_tokens=lengths, batch=8)
+    one = [parallel.tensor_parallel_step(L70, parallel.group(H100, 4), cached_tokens=int(c), batch=8).time
+           for c in lengths]
+    np.testing.assert_allclose(swept.time, one, rtol=1e-12)
+    np.testing.assert_allclose(parallel.allreduce_time(np.array([0.0, 1e6]), np.array([1, 8]), INTERCONNECTS["nvlink4"]),
+                               [0.0, 6e-6 + 1.75 * 1e6 / 450e9], rtol=1e-12)
+
+
+# -- properties over the catalog -------------------------------------------------------------------
+def degrees(model, key):
+    top = hardware.link(key).max_gpus or 8     # the group's default link, fastest in a server
+    out = []
+    for n in (1, 2, 4, 8):
+        if n > top:
+            break
+        try:
+            parallel.check_tensor_parallel(model, n)
+        except ValueError:
+            break
+        out.append(n)
+    return out
+
+
+def test_more_gpus_never_raise_the_weight_bytes_each_gpu_holds():
+    checked = 0
+    for key in GPU_LINKS:
+        for model in MODELS.values():
+            held = [parallel.fit(model, parallel.group(key, n)).weight_bytes for n in degrees(model, key)]
+            assert all(b <= a for a, b in zip(held, held[1:])), (key, model.name)
+            checked += len(held) > 1
+    assert checked > 100
+
+
+def test_all_reduce_time_grows_with_the_ring_factor():
+    link = INTERCONNECTS["nvlink4"]
+    n = np.arange(2, 9)
+    size = 64e6
+    excess = parallel.allreduce_time(size, n, link) - link.latency
+    np.testing.assert_allclose(excess, 2 * (n - 1) / n * size / link.bandwidth, rtol=1e-12)
+    assert np.all(np.diff(excess) > 0)
+    assert excess[-1] < 2 * size / link.bandwidth      # bounded by twice the bytes, however many GPUs
+
+
+def test_no_70b_model_fits_two_l4s_in_16_bits():
+    big = [m for m in MODELS.values() if 60e9 < m.parameters < 80e9]
+    assert len(big) >= 4
+    for model in big:
+        assert not parallel.fit(model, parallel.group("l4", 2)).fits
+        with pytest.raises(DoesNotFit, match=r"does not fit on 2 x NVIDIA L4"):
+            parallel.tensor_parallel_step(model, parallel.group("l4", 2))
+
+
+def test_past_the_kv_heads_the_cache_is_copied():
+    assert [parallel.kv_copies(L70, n) for n in (1, 2, 4, 8, 16, 32, 64)] == [1, 1, 1, 1, 2, 4, 8]
+    sixteen = parallel.group("h100-sxm", 16, "infiniband-ndr")
+    eight = parallel.group("h100-sxm", 8)
+    assert parallel.fit(L70, sixteen, 4000, 4).cache_bytes == parallel.fit(L70, eight, 4000, 4).cache_bytes
+    assert parallel.fit(L70, sixteen).weight_bytes < parallel.fit(L70, eight).weight_bytes
+    deepseek = MODELS["deepseek-v2-lite"]               # latent attention: every GPU keeps the whole cache
+    assert parallel.kv_share(deepseek, 4) == 1.0
+
+
+# -- pipeline parallelism --------------------------------------------------------------------------
+def test_pipeline_stages_bubbles_and_one_users_time():
+    grp = parallel.group(H100, 8)
+    step = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8, micro_batches=4)
+    assert step.stage.tensor_parallel == 2 and parallel.stage_layers(L70, 4) == 20
+    assert step.token_time == pytest.approx(4 * step.stage.time + 3 * step.send_time, rel=1e-12)
+    assert step.bubble == pytest.approx(3 / 7)
+    assert step.send_time == pytest.approx(6e-6 + 2 * 8192 * 2 / 450e9)
+    one = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8, micro_batches=1)
+    assert one.time == pytest.approx(one.token_time, rel=1e-12)
+    # stages do not shorten one user's time between tokens: 2 stages of TP 2 against TP 2 alone
+    staged = parallel.pipeline_parallel_step(L70, parallel.group(H100, 4), 2, cached_tokens=CACHED)
+    alone = parallel.tensor_parallel_step(L70, parallel.group(H100, 2), cached_tokens=CACHED)
+    assert staged.token_time > alone.time
+    # ... but they halve what each GPU holds
+    assert parallel.fit(L70, parallel.group(H100, 4), pipeline_parallel=2).weight_bytes < \
+        parallel.fit(L70, parallel.group(H100, 2)).weight_bytes
+
+
+# -- bad input -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: parallel.check_tensor_parallel(L70, 3), ValueError, r"divide Llama 3 70B's 64 attention heads, got 3"),
+    (lambda: parallel.check_tensor_parallel(MODELS["qwen2-7b"], 14), ValueError, r"past Qwen2 7B's 4 KV heads.*got 14"),
+    (lambda: parallel.check_tensor_parallel(MODELS["phi-3-medium"], 4), ValueError, r"10 KV heads, got 4"),
+    (lambda: parallel.check_tensor_parallel(L70, 0), ValueError, r"tensor_parallel must be at least 1, got 0"),
+    (lambda: parallel.check_tensor_parallel(L70, "8"), TypeError, r"tensor_parallel must be a number"),
+    (lambda: parallel.group("l4", 2, "nvlink4"), ValueError, r"NVIDIA L4 cannot have 'nvlink4'"),
+    (lambda: parallel.group("h100-pcie", 4), ValueError, r"count must be at most 2 for NVLink bridge.*got 4"),
+    (lambda: parallel.group("h100-sxm", 16), ValueError, r"count must be at most 8.*got 16"),
+    (lambda: parallel.group("laptop", 2), ValueError, r"no link to other GPUs"),
+    (lambda: parallel.group("h100-sxm", 2.5), ValueError, r"count must be a whole number, got 2.5"),
+    (lambda: parallel.group("h100-sxm", np.array([2, 4])), TypeError, r"count must be a single number"),
+    (lambda: parallel.tensor_parallel_step(L70, "h100-sxm"), DoesNotFit, r"does not fit"),
+    (lambda: parallel.tensor_parallel_step(L70, 8), TypeError, r"group must be a GPUGroup"),
+    (lambda: parallel.tensor_parallel_step(L70, parallel.group(H100, 2), batch=-1), ValueError, r"batch must be at least"),
+    (lambda: parallel.pipeline_parallel_step(L70, parallel.group(H100, 8), 3), ValueError,
+     r"pipeline_parallel must divide the group's 8 GPUs, got 3"),
+    (lambda: parallel.pipeline_parallel_step(L70, parallel.group(H100, 8, "infiniband-ndr"), 81), ValueError,
+     r"at most Llama 3 70B's 80 layers, got 81"),
+    (lambda: parallel.pipeline_parallel_step(L70, parallel.group(H100, 4), 2, batch=6, micro_batches=4), ValueError,
+     r"micro_batches must divide the batch of 6, got 4"),
+    (lambda: parallel.allreduce_time(-1, 2, INTERCONNECTS["nvlink4"]), ValueError, r"bytes must be at least 0, got -1"),
+    (lambda: parallel.allreduce_time(1, 2, "nvlink4"), TypeError, r"link must be a Interconnect"),
+    (lambda: parallel.activation_bytes(L70, 1.5), ValueError, r"tokens must be a whole number"),
+    (lambda: parallel.group("mi300x", 2), ValueError, r"AMD Instinct MI300X has no link"),
+    (lambda: parallel.group("h100-sxm", 2, "pcie4"), ValueError, r"NVIDIA H100 SXM cannot have 'pcie4'"),
+    (lambda: parallel.allreduce_time(np.nan, 2, INTERCONNECTS["nvlink4"]), ValueError, r"bytes must not be NaN"),
+    (lambda: parallel.allreduce_time(1e6, np.array([2, 0]), INTERCONNECTS["nvlink4"]), ValueError,
+     r"gpus must be at least 1"),
+    (lambda: parallel.tensor_parallel_step(L70, parallel.group(H100, 2), cached_tokens="ten"), TypeError,
+     r"cached_tokens must be a number"),
+    (lambda: parallel.tensor_parallel_step(L70, parallel.group(H100, 2), compute="fp4"), ValueError,
+     r"dtype must be one of"),
+    (lambda: parallel.fit(L70, parallel.group(H100, 2), reserve=1.5), ValueError, r"reserve must be less than 1"),
+])
+def test_bad_input_is_refused_naming_the_value(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
