@@ -16,7 +16,7 @@ from ..hardware import CATALOG
 from ..memory import RESERVE, fit, kv_cache_bytes, max_batch, weight_bytes
 from ..serving import batching
 from . import (REFUSE, bits, counted, figures, find_gpu, find_model, gpu_menu, log_ticks, models_menu, ms, price_of,
-               price_slider, tokens_text)
+               price_slider, tokens_text, MODELS)
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -36,8 +36,9 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
     """The next decode step's FLOPs with the KV cache and without it, and both steps' times on the GPU."""
     most = longest(model, 32_768) - 1   # the cache a step reads, and the new token, inside the window
     line_tokens = np.unique(np.round(np.geomspace(1, most, 60)).astype(int))
-    lines = decode_with_and_without_cache(find_model(model), line_tokens)
-    panel = kit.Panel.make((1, most), kit.around(np.min(lines.with_cache.flops), np.max(lines.without_cache.flops)),
+    ends = [decode_with_and_without_cache(m, np.array([1, min(most, m.context_window - 1)])) for m in MODELS.values()]
+    panel = kit.Panel.make((1, most), kit.around(min(np.min(e.with_cache.flops) for e in ends),   # every model in the menu
+                                                 max(np.max(e.without_cache.flops) for e in ends)),
                            x_log=True, y_log=True, x_label="tokens already in the sequence",
                            y_label="FLOPs of the next step")
     log_ticks(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS), 2)
@@ -109,7 +110,8 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
     def lines(kv_bits, model):
         weights, ends = weight_bytes(find_model(model).parameters), inside(np.array([256, most]), model)
         parts = [panel.line([256, most], [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
-                 panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", kit.NEUTRAL)]
+                 panel.label(300, min(weights * 1.5, panel.y.high / 1.6), f"the weights, {units.gb(weights)}"
+                             + ("" if weights < panel.y.high else ", above"), kit.NEUTRAL, backed=True)]
         parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name))
                   for name, shape in shapes(model).items()]
         # The designs named under the chart, where no line can run through their names.
