@@ -58,7 +58,7 @@ endef
 # its menus out of the learners' JupyterLab. The commands run without being echoed: one line says what happens.
 $(READY): requirements.txt pyproject.toml
 	$(check_python)
-	@echo "make: installing the pinned versions into $(VENV) (once: about a minute on a fast line, 810 MB)"
+	@echo "make: installing the pinned versions into $(VENV) (once; about 810 MB)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q uv==$(UV_VERSION)
 	@$(UV) sync -q --compile-bytecode --python $(BIN)/python requirements.txt
