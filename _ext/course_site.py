@@ -20,7 +20,8 @@ draws the icons the pages show. MathJax (about 1 MB with its fonts) loads only o
 Sphinx also loads it on a page whose table of contents reaches one.
 
 Inline code: after a "-", "_", "=" or "/" between two letters or digits, a ``<wbr>`` marks where a long flag or
-name may wrap (``_static/course.css``), so it breaks between its words on a phone, never inside one.
+name may wrap (``_static/course.css``), so it breaks between its words on a phone, never inside one; a flag's
+leading dashes are kept with its first word.
 
 Inline scripts: Sphinx 7.4 lists an inline script that an extension adds once the
 builder has started (sphinx-thebe's settings, sphinx-togglebutton's selector) twice in
@@ -101,6 +102,7 @@ THEME_CSS = "_static/styles/pydata-sphinx-theme.css"
 # A rule of Font Awesome's style sheet that gives an icon its glyph: ".fa-rocket:before{content:"\f135"}".
 ICON_RULES = re.compile(r'(?<=\})(?:\.fa-[a-z0-9-]+:(?:before|after),?)+\{content:"[^"]*"\}')
 INLINE_CODE = re.compile(r'(<code class="docutils literal[^"]*">)(.*?)(</code>)', re.S)
+LEADING_DASHES = re.compile(r'(^|[>\s])(-+[A-Za-z0-9]+-?)')
 BREAK_AFTER = re.compile(r"(?<=[A-Za-z0-9])([-_=/])(?=[A-Za-z0-9])")
 
 
@@ -117,6 +119,8 @@ def code_breaks_between_words(app, pagename, templatename, context, doctree):
     def marked(match):
         inner = re.sub(r"(<[^>]*>|&[^;\s]*;)|([^<&]+)",
                        lambda part: part.group(1) or BREAK_AFTER.sub(r"\1<wbr>", part.group(2)), match.group(2))
+        # A flag's leading dashes stay with its first word ("--gpu-", never "--" then "gpu-").
+        inner = LEADING_DASHES.sub(r'\1<span class="course-nobr">\2</span>', inner)
         return match.group(1) + inner + match.group(3)
     if "body" in context:
         context["body"] = INLINE_CODE.sub(marked, context["body"])

@@ -119,8 +119,8 @@ PHONE_CHECK = """
       return {text: table.textContent.trim().replace(/\\s+/g, " ").slice(0, 50), cut: box.width > 0 && box.right > edge + 1,
               scrolls: scrolls, cue: said};
     }),
-    // Inline code that wraps inside a word: a line ends between two letters or digits (a break after "-", "_",
-    // "=", "/", a space or any other sign is between words).
+    // Inline code that wraps inside a word: a line ends between two letters or digits, before a "-" or after a
+    // flag's dashes alone (a break after "-", "_", "=", "/", a space or any other sign is between words).
     brokenCode: Array.from(document.querySelectorAll("article.bd-article code"))
       .filter(code => code.getClientRects().length > 1).flatMap(code => {
         const chars = [], walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
@@ -133,8 +133,13 @@ PHONE_CHECK = """
             if (rect && rect.width > 0) chars.push({c: node.data[i], top: rect.top});
           }
         }
-        return chars.slice(1).filter((next, k) => next.top > chars[k].top + 2 && /[A-Za-z0-9]/.test(chars[k].c)
-                                                   && /[A-Za-z0-9]/.test(next.c))
+        // A line that ends between two letters or digits, before a "-", or after a flag's leading dashes alone.
+        const inside = k => {
+          const before = chars.slice(0, k + 1).map(x => x.c).join("").split(/\\s/).pop();
+          return (/[A-Za-z0-9]/.test(chars[k].c) && /[A-Za-z0-9]/.test(chars[k + 1].c)) || chars[k + 1].c === "-"
+            || /^-+$/.test(before);
+        };
+        return chars.slice(1).filter((next, k) => next.top > chars[k].top + 2 && inside(k))
           .map(next => code.textContent.trim().slice(0, 50));
       }).slice(0, 5),
     // Display formulas that need a scroll bar to be read whole.
