@@ -16,7 +16,7 @@ from ..hardware import CATALOG
 from ..memory import RESERVE, fit, kv_cache_bytes, max_batch, weight_bytes
 from ..serving import batching
 from . import (REFUSE, bits, counted, figures, find_gpu, find_model, gpu_menu, log_ticks, models_menu, ms, price_of,
-               price_slider, tokens_text, MODELS)
+               price_slider, tokens_text)
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -36,9 +36,8 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
     """The next decode step's FLOPs with the KV cache and without it, and both steps' times on the GPU."""
     most = longest(model, 32_768) - 1   # the cache a step reads, and the new token, inside the window
     line_tokens = np.unique(np.round(np.geomspace(1, most, 60)).astype(int))
-    ends = [decode_with_and_without_cache(m, np.array([1, min(most, m.context_window - 1)])) for m in MODELS.values()]
-    panel = kit.Panel.make((1, most), kit.around(min(np.min(e.with_cache.flops) for e in ends),   # every model in the menu
-                                                 max(np.max(e.without_cache.flops) for e in ends)),
+    lines = decode_with_and_without_cache(find_model(model), line_tokens)
+    panel = kit.Panel.make((1, most), kit.around(np.min(lines.with_cache.flops), np.max(lines.without_cache.flops)),
                            x_log=True, y_log=True, x_label="tokens already in the sequence",
                            y_label="FLOPs of the next step")
     log_ticks(panel, (1, 32, 1024), lambda f: "10" + f"{math.log10(f):.0f}".translate(SUPERSCRIPTS), 2)
@@ -49,8 +48,8 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         swept = decode_with_and_without_cache(find_model(model), drawn)
         without, with_ = np.asarray(swept.without_cache.flops), np.asarray(swept.with_cache.flops)
         return (panel.line(drawn, without, kit.PREFILL) + panel.line(drawn, with_, kit.DECODE)
-                + panel.label(1.5, float(without[0]) * 300, "without the cache", kit.PREFILL)
-                + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
+                + panel.label(1.5, min(float(without[0]) * 300, panel.y.high / 3), "without the cache", kit.PREFILL)
+                + panel.label(most * 0.6, max(float(with_[-1]) * 3, panel.y.low * 3), "with the cache", kit.DECODE, "end"))
 
     def timed_on(model, gpu, tokens):
         # No time for a step on a GPU that cannot hold the weights and this one conversation's cache.
@@ -60,8 +59,9 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
     def markers(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
         timed = timed_on(model, gpu, tokens)
-        return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
-                + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
+        # The panel is scaled to the page's model: another of Jupyter's menu may have a dot past it, left out.
+        return ("".join(panel.marker(tokens, flops, colour) for flops, colour in ((saving.without_cache.flops, kit.PREFILL),
+                (saving.with_cache.flops, kit.DECODE)) if panel.y.low <= flops <= panel.y.high)
                 + kit.text(panel.x.start + 6, panel.y.end + 18, f"a step with the cache: {ms(timed.with_cache.time)}",
                            kit.DECODE, backed=True))
 
