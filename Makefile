@@ -15,11 +15,10 @@ export CHROMIUM
 # How many processes the unit tests and the site's browser test use (pytest-xdist's -n); the unit
 # tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once.
 JOBS ?= 2
-# `make test`'s stages. `+` runs lanes side by side, `,` runs a lane's stages in turn. Three lanes
-# from the start: the unit tests; the book's build, then the notebook check (it reads the build's
-# runs) and the browser test (it opens the site built); the JupyterLab test. None reads what another
-# writes, and together they keep both processors busy to the end (one lane after another, one
-# processor idled while the book was built alone).
+# `make test`'s stages, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check;
+# lab-check. (`+` joins lanes, `,` a lane's stages in turn.) The notebook check reads the build's runs and the
+# browser test opens the site built; no lane reads what another writes, and together they keep both processors
+# busy to the end (one lane after another, one processor idled while the book was built alone).
 STAGES ?= unit+book-check,notebooks-check,browser-check+lab-check
 SKIPPED = skipped: no Chromium at $(CHROMIUM) (apt-get install chromium, or make CHROMIUM=/path/to/chromium)
 
@@ -51,22 +50,23 @@ define check_python
 	fi
 endef
 
+# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); `sync` leaves the
+# environment holding exactly those listed (the list is complete: see its head), removing any other. Their
+# bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (it is on the machines the
+# course's CI runs on), every kernel, server and test process would otherwise compile what it imports from
+# source, about 3 s of processor each. nbgrader is for instructors, from the command line: lab_settings.py keeps
+# its menus out of the learners' JupyterLab. The commands run without being echoed: one line says what happens.
 $(READY): requirements.txt pyproject.toml
 	$(check_python)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
-	# uv fetches and unpacks the 160 packages side by side (pip takes them one at a time); `sync` leaves
-	# the environment holding exactly those listed (the list is complete: see its head), removing any
-	# other. Their bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (it is
-	# on the machines the course's CI runs on), every kernel, server and test process would otherwise
-	# compile what it imports from source, about 3 s of processor each.
-	$(UV) sync -q --compile-bytecode --python $(BIN)/python requirements.txt
-	$(UV) install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
-	$(BIN)/python -m compileall -q src
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
-	# nbgrader is for instructors, from the command line: keep its menus out of the learners' JupyterLab.
-	$(BIN)/python scripts/lab_settings.py $(VENV)
-	touch $@
+	@echo "make: installing the pinned versions into $(VENV) (once; about 810 MB)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	@$(UV) sync -q --compile-bytecode --python $(BIN)/python requirements.txt
+	@$(UV) install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
+	@$(BIN)/python -m compileall -q src
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	@$(BIN)/python scripts/lab_settings.py $(VENV)
+	@touch $@
 
 help: ## every target, one line each
 	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
@@ -79,12 +79,12 @@ lab: $(READY) ## the pages, exercises and solutions in JupyterLab, Markdown page
 	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupytext-config set-default-viewer markdown myst >/dev/null
 	JUPYTER_CONFIG_DIR=$(LAB_CONFIG) $(BIN)/jupyter lab
 
-book: $(READY) ## the website, into _build/html
-	$(BIN)/jupyter-book build . -W -n --keep-going
-	@echo "The book is at $(CURDIR)/_build/html/index.html"
+# A line a page as it runs, with its time, and every warning; the build's whole output in _build/book.log.
+book: $(READY) ## the website, into _build/html (a line a page as it runs; the whole output in _build/book.log)
+	@$(BIN)/python scripts/book.py -W -n --keep-going
 
 # Every check, stage by stage (STAGES above), then one line a stage with its time and result.
-test: $(READY) ## every check: unit, book-check, notebooks-check, browser-check in turn, beside lab-check; each one's time
+test: $(READY) ## every check, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check; then each stage's time
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)

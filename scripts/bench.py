@@ -14,6 +14,8 @@
   only the touched page again, so only that page runs.
 - the lab: a decode step's achieved bandwidth as a fraction of the measured bandwidth
   (target at least 0.5).
+- each page's first visit (nothing cached) in headless Chromium: the bytes it loads, uncompressed, against
+  the browser test's limits, 1.0 MB and 2.0 MB with maths (skipped where Chromium is missing);
 - the words of prose a reader sees on each built page, counted by `../shared/tools/prose-words`,
   against the page's budget (skipped, and said so, where the tool is missing).
 - each stage of the last `make test`: its wall-clock and processor seconds, the machine's
@@ -136,6 +138,29 @@ def print_prose_words(html_dir: Path):
         print(f"words of prose, {page}: {words:,} ({limit})")
 
 
+def print_page_weights(html_dir: Path):
+    """Each page's first visit in headless Chromium (nothing cached): the bytes it loads, uncompressed, against
+    the browser test's limits (1.0 MB, 2.0 MB with maths); where there is no Chromium, says so."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    from browser import CHROMIUM, Chromium
+    from site_checks import WEIGHT_LIMITS, first_visit, serve
+
+    if not CHROMIUM.exists():
+        print(f"page weights: skipped, {CHROMIUM} not found")
+        return
+    chromium = Chromium()
+    try:
+        with serve(html_dir) as origin:
+            for page in toc_files():
+                seen = first_visit(chromium, f"{origin}{page}.html")
+                limit = WEIGHT_LIMITS[seen["maths"]]
+                print(f"first visit, {page}: {seen['bytes'] / 1e6:.2f} MB in {seen['requests']} requests "
+                      f"({'with' if seen['maths'] else 'no'} maths, limit {limit / 1e6:.1f} MB"
+                      f"{', OVER' if seen['bytes'] > limit else ''})")
+    finally:
+        chromium.close()
+
+
 def explorer_timings():
     """For each explorer: the readouts after a value change, and the figure redrawn after it."""
     sys.path.insert(0, str(ROOT / "tests" / "jupyterlab"))
@@ -189,6 +214,7 @@ def main():
         os.utime(page)
         print(f"the book again after touching {page.relative_to(ROOT)}: {build_seconds(out):.1f} s")
         print_prose_words(Path(out) / "_build" / "html")
+        print_page_weights(Path(out) / "_build" / "html")
     fraction = decode_bandwidth_fraction()
     print(f"lab decode step, achieved bandwidth / measured bandwidth: {fraction:.2f} (target at least 0.5)")
 

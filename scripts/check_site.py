@@ -74,6 +74,12 @@ def page_problems(name: str, page_html: str, source: str = "") -> list[str]:
         problems.append(f"{name}: has a live explorer but no website chart for readers without a kernel")
     if CHART_DATA.search(page_html) and "explorer-runs-live" in page_html:
         problems.append(f"{name}: a frozen explorer sits beside its live chart")
+    # What a first visit loads that the page does not need (_ext/course_site.py takes them out), and the icon
+    # without which every visit asks for /favicon.ico in vain.
+    for heavy in re.findall(r'<script[^>]+src="[^"]*(fontawesome\.js|searchindex\.js)', page_html):
+        problems.append(f"{name}: loads {heavy}, which no page needs")
+    if page_html.count("<html") and not re.search(r'<link rel="icon"[^>]*href="[^"]+"', page_html):
+        problems.append(f"{name}: names no icon, so the browser asks for /favicon.ico")
     notes = shown_text(article(page_html)).count("rocket")
     if notes > 1:
         problems.append(f"{name}: says how to run the page live {notes} times")

@@ -1,6 +1,9 @@
 """Write the files that Binder and Colab open, each made from its source so it cannot drift.
 
-- ``.binder/requirements.txt``: the build's pins (``requirements.txt``), because Binder
+- ``.binder/requirements.txt``: the reader's environment at the build's pins: the package's own
+  dependencies, JupyterLab with jupytext (the pages open as notebooks), the widgets, myst-nb (the
+  pages' glue) and matplotlib, each with what it needs, as ``requirements.txt`` pins them, and
+  none of the build's and the tests' tools (Jupyter Book, pytest, Playwright, nbgrader). Binder
   reads only ``.binder/`` once that folder exists, and cannot follow ``-r ../``.
 - ``notebooks/``: an ``.ipynb`` copy of every page, exercise and solution (Colab opens
   only ``.ipynb``), at the same path as its source. Its first cell, hidden, installs
@@ -24,6 +27,7 @@ import hashlib
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import jupytext
@@ -145,11 +149,37 @@ def notebook_copy(source: Path) -> str:
     return nbformat.writes(notebook) + "\n"
 
 
+# What a reader runs on Binder besides the package's own dependencies (pyproject.toml).
+READER = ("jupyterlab", "jupytext", "ipykernel", "ipywidgets", "myst-nb", "numpy", "matplotlib")
+
+
+def reader_pins() -> list[str]:
+    """The lines of requirements.txt that the reader's packages need, theirs and what those need in turn (read
+    from the environment `make` installed from the same pins), in requirements.txt's order."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lines = [line for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    pinned = {canonicalize_name(line.split("==")[0]): line for line in lines}
+    own = [Requirement(r).name for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    wanted, todo = set(), [canonicalize_name(name) for name in (*own, *READER)]
+    while todo:
+        name = todo.pop()
+        if name in wanted or name not in pinned:
+            continue
+        wanted.add(name)
+        for needed in map(Requirement, metadata.requires(name) or []):
+            if needed.marker is None or needed.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(needed.name))
+    return [line for name, line in pinned.items() if name in wanted]
+
+
 def expected() -> dict[Path, str]:
     """Every generated file and the text it should hold."""
-    files = {BINDER_REQUIREMENTS: GENERATED.format(source="requirements.txt")
-             + "".join(line + "\n" for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-                       if line.strip() and not line.startswith("#"))}
+    files = {BINDER_REQUIREMENTS: GENERATED.format(source="requirements.txt") + "".join(f"{line}\n" for line in reader_pins())}
     for source in sources():
         files[NOTEBOOKS / source.relative_to(ROOT).with_suffix(".ipynb")] = notebook_copy(source)
     return files

@@ -1,5 +1,6 @@
 """Every explorer from its one declaration: the website's table is the package at every setting, the
 live explorer in Jupyter redraws the same figure, and a setting the idea cannot hold reads as such."""
+import functools
 import itertools
 import json
 import re
@@ -7,6 +8,7 @@ import time
 import warnings
 from unittest import mock
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -210,6 +212,242 @@ def test_every_label_is_clear_of_lines_inside_the_figure_on_its_card_and_every_l
         assert not crossed_labels(svg), (name, setting, crossed_labels(svg))
         assert not misplaced_labels(svg), (name, setting, misplaced_labels(svg))
         assert not unnamed_lines(svg, made.note), (name, setting, unnamed_lines(svg, made.note))
+
+
+# What a figure draws, element by element, as the checks below read it: each element's box, its colours on each page
+# (the kit's light shade, its dark one by class, currentColor as the page's text), and whether it is a card, words or
+# a mark. Parsed once for each distinct piece of markup (a layer's part is shared by many settings).
+THEMES = tuple(kit.PAGES)
+
+
+def _hex(colour):
+    colour = colour.lstrip("#")
+    colour = "".join(c * 2 for c in colour) if len(colour) == 3 else colour
+    return tuple(int(colour[k:k + 2], 16) for k in (0, 2, 4))
+
+
+def luminance(rgb):
+    r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b):
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _colour(element, how, theme, inherited):
+    """The colour ``element`` is painted with (``how``: fill or stroke) on ``theme``'s page, or None (not painted)."""
+    value = element.get(how, inherited if how == "fill" else None)
+    if value in (None, "none"):
+        return None
+    classes = (element.get("class") or "").split()
+    if theme == "dark":
+        for name, (_, dark) in kit.PALETTE.items():
+            if f"sm-{how[0]}-{name}" in classes:
+                return _hex(dark)
+        if ({"sm-card", "sm-on"} & set(classes) and how == "fill") or ("sm-ring" in classes and how == "stroke"):
+            return _hex("#121212")
+    return _hex(kit.PAGES[theme][1]) if value == "currentColor" else _hex(value)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    kind: str            # "card", "words", "area" (a shade under marks), "mark", "frame" (a panel's outline)
+    box: tuple           # (x0, y0, x1, y1) in the figure's units
+    colours: tuple       # one (r, g, b) a theme, or None where nothing is painted
+    opacity: float = 1.0
+    words: str = ""
+    points: tuple = ()   # where a mark's colour is read against what lies under it (corners of a polygon for "area")
+    centre: tuple = ()
+    cover: bool = False  # whether it paints its whole area (what words and marks drawn later lie on)
+    ringed: bool = False  # a dot ringed in the page's colour: it lies on its ring, whatever it overlaps
+
+
+def _polygon(text):
+    return tuple(tuple(map(float, pair.split(","))) for pair in text.split())
+
+
+def _box_of(points, pad=0.0):
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    return (min(xs) - pad, min(ys) - pad, max(xs) + pad, max(ys) + pad)
+
+
+@functools.lru_cache(maxsize=4096)
+def drawn_in(markup):
+    """Every element of ``markup`` (SVG pieces, without the <svg> around them) as ``Drawn`` things, in order."""
+    root = ElementTree.fromstring(f'<g xmlns="http://www.w3.org/2000/svg">{markup}</g>')
+    found = []
+    for e in root.iter():
+        tag = e.tag.removeprefix(SVG_NS)
+        fills = tuple(_colour(e, "fill", t, "currentColor") for t in THEMES)
+        strokes = tuple(_colour(e, "stroke", t, None) for t in THEMES)
+        opacity = float(e.get("fill-opacity") or e.get("stroke-opacity") or 1)
+        width = float(e.get("stroke-width") or 1)
+        if tag == "text":
+            size, words = float(e.get("font-size")), e.text or ""
+            reach = kit.text_width(words, size, e.get("font-weight") == "bold")
+            x, y = float(e.get("x")), float(e.get("y"))
+            x -= {"end": reach, "middle": reach / 2}.get(e.get("text-anchor"), 0)
+            box = (x, y - 0.72 * size, x + reach, y + 0.2 * size)
+            if e.get("transform"):   # turned a quarter about its anchor (x, y): reads upwards
+                ax, ay = float(e.get("x")), float(e.get("y"))
+                box = (ax - 0.72 * size, ay - (box[2] - ax), ax + 0.2 * size, ay - (box[0] - ax))
+            middle = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+            samples = (middle, (box[0] + 2, middle[1]), (box[2] - 2, middle[1]))
+            found.append(Drawn("words", box, fills, words=words, points=samples, centre=middle))
+        elif tag == "rect":
+            x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+            box = (x, y, x + w, y + h)
+            if not w or not h:   # nothing is drawn
+                continue
+            if "sm-card" in (e.get("class") or ""):
+                found.append(Drawn("card", box, fills, cover=True))
+            elif fills[0] is None:
+                corners = ((x, y), (x + w, y), (x + w, y + h), (x, y + h))   # its sides read at their middles
+                found.append(Drawn("frame", box, strokes, points=tuple(((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+                                                                        for a, b in zip(corners, corners[1:] + corners[:1]))))
+            else:
+                found.append(Drawn("area" if opacity < 0.5 else "mark", box, fills, opacity,
+                                   points=((x + w / 2, y + h / 2),), cover=True))
+        elif tag == "circle":
+            cx, cy, r = float(e.get("cx")), float(e.get("cy")), float(e.get("r"))
+            found.append(Drawn("mark", (cx - r, cy - r, cx + r, cy + r), fills, points=((cx, cy),), centre=(cx, cy),
+                               cover=True, ringed="sm-ring" in (e.get("class") or "")))
+        elif tag == "polygon":
+            corners = _polygon(e.get("points"))
+            painted = fills if fills[0] is not None else strokes
+            kind, centre = "area" if opacity < 0.5 else "mark", tuple(sum(c) / len(corners) for c in zip(*corners))
+            found.append(Drawn(kind, _box_of(corners), painted, opacity, points=corners if kind == "area" else (centre,),
+                               centre=centre, cover=fills[0] is not None))
+        elif tag in ("polyline", "line"):
+            points = (_polygon(e.get("points")) if tag == "polyline" else
+                      ((float(e.get("x1")), float(e.get("y1"))), (float(e.get("x2")), float(e.get("y2")))))
+            if opacity >= 0.5:   # a faint grid line is part of what marks are drawn on, not a mark; a line read at a
+                found.append(Drawn("mark", _box_of(points, width / 2), strokes,   # dozen of its points
+                                   points=points[::max(1, len(points) // 12)] + points[-1:]))
+    return tuple(found)
+
+
+def _inside(point, thing):
+    x, y = point
+    if thing.kind == "area" and len(thing.points) > 2:   # a shaded polygon: does a ray from the point cross it oddly?
+        inside, corners = False, thing.points
+        for (x0, y0), (x1, y1) in zip(corners, corners[1:] + corners[:1]):
+            if (y0 > y) != (y1 > y) and x < x0 + (y - y0) * (x1 - x0) / (y1 - y0):
+                inside = not inside
+        return inside
+    return thing.box[0] <= x <= thing.box[2] and thing.box[1] <= y <= thing.box[3]
+
+
+def _under(point, below, theme):
+    """The colour at ``point`` on ``theme``'s page once everything in ``below`` that covers it is laid down."""
+    colour = _hex(kit.PAGES[theme][0])
+    for thing in below:
+        painted = thing.colours[THEMES.index(theme)]
+        if thing.cover and painted is not None and _inside(point, thing):
+            colour = tuple(round(o * thing.opacity + c * (1 - thing.opacity)) for o, c in zip(painted, colour))
+    return colour
+
+
+def contrast_problems(things):
+    """Words below 4.5:1 and marks below 3:1 against what they are drawn on, on the light page and the dark."""
+    found, covers = [], [(k, thing) for k, thing in enumerate(things) if thing.cover]
+    for k, thing in enumerate(things):
+        if thing.kind not in ("words", "mark", "frame"):
+            continue
+        least = 4.5 if thing.kind == "words" else 3.0
+        for t, theme in enumerate(THEMES):
+            if thing.colours[t] is None:
+                continue
+            # A mark lies on what holds it whole (a tick on a bar); one partly over another mark shows its edge on
+            # what lies under both, so marks are read only against shades, cards and marks that hold them whole.
+            below = [b for c, b in covers if c < k and (thing.kind == "words" or b.kind != "mark" or
+                                                        (_holds(b.box, thing.box) and not thing.ringed))]
+            worst = min(contrast(thing.colours[t], _under(p, below, theme)) for p in thing.points)
+            if worst < least:
+                found.append(f"{thing.kind} {thing.words or thing.box} at {worst:.1f}:1 on the {theme} page")
+    return sorted(set(found))
+
+
+def _overlap(a, b, slack=0.5):
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+def _holds(outer, inner, slack=0.5):
+    return (outer[0] - slack <= inner[0] and inner[2] <= outer[2] + slack and outer[1] - slack <= inner[1]
+            and inner[3] <= outer[3] + slack)
+
+
+def collision_problems(things, height):
+    """Words over words; a card over part of words drawn before it (remnants round its edges); a mark that runs past
+    the panel it is drawn in; anything past the figure's top or foot."""
+    found = []
+    words = [(k, t) for k, t in enumerate(things) if t.kind == "words"]
+    cards = [(k, t) for k, t in enumerate(things) if t.kind == "card"]
+    shown = [(k, t) for k, t in words if not any(c > k and _holds(card.box, t.box) for c, card in cards)]
+    for a, (k, first) in enumerate(shown):
+        for m, second in shown[a + 1:]:
+            if _overlap(first.box, second.box) and not any(k < c < m and _holds(card.box, first.box) for c, card in cards):
+                found.append(f"{first.words!r} and {second.words!r} overlap")
+    for c, card in cards:
+        found += [f"a card covers part of {t.words!r}" for k, t in words
+                  if k < c and _overlap(card.box, t.box) and not _holds(card.box, t.box)]
+    frames = [t.box for t in things if t.kind == "frame"]
+    for thing in things:
+        touched = [f for f in frames if _overlap(f, thing.box, 0)]
+        # A mark in a panel lies inside it (a dot or symbol: its centre does); one joining panels, inside their span.
+        if thing.kind == "mark" and touched and not (
+                any(_holds(f, thing.box, 1.5) or (thing.centre and _holds(f, thing.centre * 2, 1.5)) for f in touched)
+                or (len(touched) > 1 and _holds(_box_of([c for f in touched for c in (f[:2], f[2:])]), thing.box, 1.5))):
+            found.append(f"a mark {tuple(round(v) for v in thing.box)} runs past its panel {touched[0]}")
+        if thing.box[1] < -2 or thing.box[3] > height + 2:
+            found.append(f"{thing.kind} {thing.words or tuple(round(v) for v in thing.box)} past the figure's top or foot")
+    return sorted(set(found))
+
+
+def drawn_at(made, setting):
+    """What ``made`` draws at ``setting``: its background's things, then each layer's."""
+    return drawn_in(made.background) + sum((drawn_in(part) for part in made.layers_at(**setting)), ())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_word_and_mark_reads_and_nothing_collides_at_every_setting(built, name):
+    """At every setting the website holds (and each control's every option in Jupyter): every word at 4.5:1 or more
+    and every mark at 3:1 or more against what it is drawn on, on the light page and the dark; no two words overlap,
+    no card hides part of a word, no mark runs past its panel, nothing past the figure's top or foot."""
+    made, seen = built[name], set()
+    for setting in every_setting(made):
+        key = tuple(made.layers_at(**setting))
+        if key in seen:   # the same drawing as a setting already checked
+            continue
+        seen.add(key)
+        things = drawn_at(made, setting)
+        assert not contrast_problems(things), (name, setting, contrast_problems(things))
+        assert not collision_problems(things, made.height), (name, setting, collision_problems(things, made.height))
+
+
+def test_the_contrast_and_collision_checks_see_what_the_old_figures_did():
+    """White words on a light bar on the dark page (2.1:1), two tick labels on one another, a refusal's card over part
+    of the axes' words, a line out of its panel: each is found; the same figure without them is clean."""
+    panel = kit.Panel.make((0, 10), (0, 10))
+    panel.y_ticks, panel.x_ticks = [(0, "0"), (5, "5"), (10, "10")], [(0, "0"), (10, "10")]
+    bar = kit.rect(100, 100, 80, 40, kit.PREFILL)
+    old_white = bar + '<text x="140" y="125" fill="#fff" font-size="16" text-anchor="middle">2,000</text>'
+    assert contrast_problems(drawn_in(old_white)) == ["words 2,000 at 2.1:1 on the dark page"]
+    assert not contrast_problems(drawn_in(bar + kit.text(140, 125, "2,000", "white", "middle")))
+    assert contrast_problems(drawn_in('<text x="10" y="20" fill="#bbb" font-size="16">faint</text>')) == [
+        "words faint at 1.9:1 on the light page"]
+    clean = panel.axes() + panel.line([0, 10], [0, 10], kit.PREFILL)
+    assert not collision_problems(drawn_in(clean), 320)
+    crowded = clean + kit.text(panel.x.start - 5, panel.y.start + 4.5 + 6, "0.1", anchor="end")
+    assert collision_problems(drawn_in(crowded), 320) == ["'0' and '0.1' overlap"]
+    refused = clean + kit.card(kit.LEFT - 8, 100, kit.WIDTH - kit.RIGHT - kit.LEFT + 16, 60)
+    assert collision_problems(drawn_in(refused), 320) == ["a card covers part of '5'"]
+    assert not collision_problems(drawn_in(clean + kit.card(0, 100, kit.WIDTH, 60)), 320)
+    spilled = clean + f'<polyline points="{panel.x.start + 10},{panel.y.end + 10} {panel.x.end + 30},{panel.y.end + 10}" ' \
+                      f'fill="none" stroke="currentColor"/>'
+    assert any("runs past its panel" in p for p in collision_problems(drawn_in(spilled), 320))
 
 
 def test_the_label_check_sees_a_crossing_and_a_card_clears_it():

@@ -38,6 +38,9 @@ def test_a_sound_page_passes():
     (GOOD + f'<script type="application/json" class="webchart-data">{"x" * 400_001}</script>',
      "over 400,000"),
     (GOOD.replace("</article>", "<p>Or the rocket icon.</p></article>"), "says how to run the page live 2 times"),
+    (GOOD + '<script defer src="_static/scripts/fontawesome.js?digest=55c2"></script>', "loads fontawesome.js"),
+    (GOOD + '<script src="../searchindex.js"></script>', "loads searchindex.js"),
+    ("<html><head></head><body>" + GOOD + "</body></html>", "names no icon"),
 ])
 def test_each_problem_is_caught(page, problem):
     assert any(problem in found for found in check_site.page_problems("page", page, SOURCE))

@@ -56,6 +56,27 @@ def test_help_lists_every_target_once_in_one_line():
     assert len(lines) == len(targets), "make help lists something that is not a target"
 
 
+def lanes_in_words(stages: str) -> str:
+    """`make test`'s STAGES in words: "three lanes side by side: unit; book-check, then notebooks-check; lab-check"."""
+    lanes = [lane.split(",") for lane in stages.split("+")]
+    count = {1: "one lane", 2: "two lanes", 3: "three lanes", 4: "four lanes"}[len(lanes)]
+    return f"{count} side by side: " + "; ".join(", then ".join(lane) for lane in lanes)
+
+
+def test_readme_make_help_and_the_makefile_say_the_same_of_every_target_and_of_make_tests_lanes():
+    """The README's table of targets is `make help`, row for row; the README, `make help` and the Makefile's own
+    comment name `make test`'s lanes in the same words, made here from the STAGES they run."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = [line.split(None, 2)[1:] for line in make("help").stdout.splitlines()]
+    table = readme.split("`make help` prints this table:", 1)[1].split("\n## ", 1)[0]
+    assert [list(row) for row in re.findall(r"^\| `make ([a-z-]+)` \| (.*) \|$", table, re.M)] == shown
+    lanes = lanes_in_words(re.search(r"^STAGES \?= (\S+)$", MAKEFILE, re.M).group(1))
+    assert lanes == "three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check"
+    assert lanes in dict(shown)["test"]
+    assert f"in {lanes}." in " ".join(readme.split())
+    assert f"in {lanes}." in " ".join(line.lstrip("# ") for line in MAKEFILE.splitlines() if line.startswith("#"))
+
+
 def test_every_target_in_help_is_a_target_make_knows():
     """Each line of help names a target with a rule (a typo in a ## comment would show a target that fails)."""
     for line in make("help").stdout.splitlines():

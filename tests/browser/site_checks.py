@@ -110,6 +110,35 @@ figure => {
 """
 
 
+# A first visit's weight: every byte the page and all it loads hold, uncompressed, as the browser counts them, once
+# its formulas and fonts are drawn; and whether it loaded MathJax.
+WEIGHT = """
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await document.fonts.ready;
+  await new Promise(done => setTimeout(done, 300));
+  const entries = [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")];
+  const sized = entries.map(e => [e.decodedBodySize || 0, e.name.replace(location.origin, "").split("?")[0]])
+    .sort((a, b) => b[0] - a[0]);
+  return {bytes: sized.reduce((sum, [size]) => sum + size, 0), requests: entries.length,
+          maths: entries.some(e => e.name.toLowerCase().includes("/mathjax/")), largest: sized.slice(0, 3)};
+}
+"""
+# The most a first visit may load, uncompressed: a page without maths, and one with (MathJax and its fonts).
+WEIGHT_LIMITS = {False: 1_000_000, True: 2_000_000}
+
+
+def first_visit(chromium, url: str) -> dict:
+    """What a first visit to ``url`` loads (a fresh browser context: nothing cached): bytes, requests, whether
+    MathJax came, the three largest."""
+    tab = chromium.tab()
+    try:
+        tab.open(url)
+        return tab.evaluate(WEIGHT)
+    finally:
+        tab.close()
+
+
 @dataclass
 class PageCheck:
     url: str
@@ -133,8 +162,6 @@ def load_problems(events: list[dict], origin: str) -> list[str]:
     problems = []
     for event in events:
         kind, url = event["kind"], event.get("url", "")
-        if url == origin + "favicon.ico":
-            continue  # the browser's own guess at an icon: no page names it
         if kind == "request" and not own(url, origin) and not url.startswith(("data:", "blob:", "about:")):
             problems.append(f"asked the network for {url} (the site must work offline)")
         elif kind == "response" and own(url, origin) and event["status"] >= 400:

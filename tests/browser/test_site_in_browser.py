@@ -39,7 +39,7 @@ from browser import CHROMIUM, Chromium  # noqa: E402
 if not CHROMIUM.exists():
     pytest.skip(f"browser test skipped: {CHROMIUM} not found", allow_module_level=True)
 
-from site_checks import RANDOM_SETTINGS, check_page, serve  # noqa: E402
+from site_checks import RANDOM_SETTINGS, WEIGHT_LIMITS, check_page, first_visit, serve  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import launch_files  # noqa: E402
@@ -105,6 +105,43 @@ PHONE_CHECK = """
                                    drawn: [text.getBBox().x, text.getBBox().width]})),
       };
     }),
+    // Each table: whether it is cut (runs past the phone's width or its scrolling box), whether a box scrolls it,
+    // and whether that box says so (course.js marks it "course-scrolls", course.css writes the line above it).
+    tables: Array.from(document.querySelectorAll("article.bd-article table"), table => {
+      let scroller = table.parentElement;
+      while (scroller && scroller !== document.body && !/auto|scroll/.test(getComputedStyle(scroller).overflowX)) {
+        scroller = scroller.parentElement;
+      }
+      const scrolls = !!scroller && scroller !== document.body;
+      const box = table.getBoundingClientRect(), edge = scrolls ? scroller.getBoundingClientRect().right : width;
+      const frame = table.closest(".course-table.course-scrolls");
+      const said = !!frame && !["none", "normal", '""'].includes(getComputedStyle(frame, "::before").content);
+      return {text: table.textContent.trim().replace(/\\s+/g, " ").slice(0, 50), cut: box.width > 0 && box.right > edge + 1,
+              scrolls: scrolls, cue: said};
+    }),
+    // Inline code that wraps inside a word: a line ends between two letters or digits, before a "-" or after a
+    // flag's dashes alone (a break after "-", "_", "=", "/", a space or any other sign is between words).
+    brokenCode: Array.from(document.querySelectorAll("article.bd-article code"))
+      .filter(code => code.getClientRects().length > 1).flatMap(code => {
+        const chars = [], walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.data.length; i++) {
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const rect = range.getClientRects()[0];
+            if (rect && rect.width > 0) chars.push({c: node.data[i], top: rect.top});
+          }
+        }
+        // A line that ends between two letters or digits, before a "-", or after a flag's leading dashes alone.
+        const inside = k => {
+          const before = chars.slice(0, k + 1).map(x => x.c).join("").split(/\\s/).pop();
+          return (/[A-Za-z0-9]/.test(chars[k].c) && /[A-Za-z0-9]/.test(chars[k + 1].c)) || chars[k + 1].c === "-"
+            || /^-+$/.test(before);
+        };
+        return chars.slice(1).filter((next, k) => next.top > chars[k].top + 2 && inside(k))
+          .map(next => code.textContent.trim().slice(0, 50));
+      }).slice(0, 5),
     // Display formulas that need a scroll bar to be read whole.
     formulas: Array.from(document.querySelectorAll("div.math mjx-container"))
       .filter(formula => formula.scrollWidth > formula.clientWidth + 1)
@@ -328,6 +365,9 @@ def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
             if seen["wide"]:
                 problems.append(f"{page}: wider than the phone: {seen['wide']}")
             problems += [f"{page}: a formula runs past the phone's width: {formula!r}" for formula in seen["formulas"]]
+            problems += [f"{page}: a table is cut {'with no word that it scrolls' if t['scrolls'] else 'and does not scroll'}"
+                         f": {t['text']!r}" for t in seen["tables"] if t["cut"] and not (t["scrolls"] and t["cue"])]
+            problems += [f"{page}: inline code wraps inside a word: {code!r}" for code in seen["brokenCode"]]
             for chart in seen["charts"]:
                 name = f"{page}: {chart['kind']} chart"
                 if not chart["inside"]:
@@ -351,6 +391,16 @@ def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
     finally:
         phone.close()
     assert problems == []
+
+
+@pytest.mark.parametrize("page", toc_files())
+def test_a_first_visit_weighs_at_most_a_megabyte_or_two_with_maths(chromium, site, page):
+    """Every byte a first visit loads (a fresh browser: nothing kept), uncompressed, as the browser counts it: at most
+    1.0 MB for a page without maths, 2.0 MB for one with maths (MathJax and its fonts)."""
+    weight = first_visit(chromium, f"{site}{page}.html")
+    limit = WEIGHT_LIMITS[weight["maths"]]
+    assert weight["bytes"] <= limit, (f"{page}: {weight['bytes']:,} bytes in {weight['requests']} requests, over "
+                                      f"{limit:,}; the largest: {weight['largest']}")
 
 
 def test_each_check_meets_a_solution_a_glued_number_a_formula_a_figure_charts_and_an_explorer(browser, test_page_site):

@@ -205,12 +205,10 @@ class Explorer:
             except Exception as error:
                 words = self.refused(error)
                 # The refusal, then the package's reason (which names the model, the GPU and the figures), on a
-                # card that hides the lines drawn under them.
-                reason, lines = kit.wrapped(kit.LEFT, self.height / 2 + 4, str(error))
-                self._drawn[key] = (kit.card(kit.LEFT - 8, self.height / 2 - 40, kit.WIDTH - kit.RIGHT - kit.LEFT + 16,
-                                             36 + 18 * lines)
-                                    + kit.text(kit.WIDTH / 2, self.height / 2 - 20, words, anchor="middle",
-                                               size=kit.LABEL, bold=True) + reason)
+                # card that hides the whole figure (no word of the axes shows round its edges).
+                top = max(kit.TOP + 26, (self.height - 18 * kit.wrapped(12, 0, str(error))[1]) / 2 - 4)
+                self._drawn[key] = (kit.card(0, 0, kit.WIDTH, self.height) + kit.wrapped(12, top + 24, str(error))[0]
+                                    + kit.text(kit.WIDTH / 2, top, words, anchor="middle", size=kit.LABEL, bold=True))
         return self._drawn[key]
 
     def layers_at(self, **values) -> list[str]:

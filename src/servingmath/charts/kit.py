@@ -23,16 +23,17 @@ PALETTE = {"prefill": ("#1f63a6", "#79b8ff"), "decode": ("#c0302a", "#ff8a80"), 
            "memory": ("#a85400", "#f5a54a"), "neutral": ("#62666b", "#a8adb3"), "extra": ("#7a3fb0", "#c9a2ff"), "teal": ("#00727a", "#4dd0c8")}
 PREFILL, DECODE, COMPUTE, MEMORY, NEUTRAL, EXTRA, TEAL = PALETTE
 SERIES = (PREFILL, DECODE, COMPUTE, MEMORY, EXTRA, NEUTRAL)   # lines in a legend, in order
+# The website's light and dark pages, (background, text), that every figure is read against (JupyterLab's are near).
+PAGES = {"light": ("#ffffff", "#222832"), "dark": ("#14181e", "#ced6dd")}
 _DARK = ('html[data-theme="dark"]', 'body[data-jp-theme-light="false"]', "body.vscode-dark")
 STYLE = "".join(f"{page} .sm-f-{name}{{fill:{dark}}}{page} .sm-s-{name}{{stroke:{dark}}}"
                 for name, (_, dark) in PALETTE.items() for page in _DARK) + \
-    "".join(f"{page} .sm-ring{{stroke:#121212}}{page} .sm-card{{fill:#121212}}" for page in _DARK) + \
+    "".join(f"{page} .sm-ring{{stroke:#121212}}{page} .sm-card,{page} .sm-on{{fill:#121212}}" for page in _DARK) + \
     ".sm-dot{outline:none}.sm-dot:hover .sm-ring,.sm-dot:focus .sm-ring{stroke:currentColor;stroke-width:2.5}"
 
 
 class SVG(str):
-    """A figure's SVG text: inline HTML where a page can take it (so it follows the page's light or dark
-    colours), an image elsewhere."""
+    """A figure's SVG text: inline HTML where a page can take it (it follows the page's colours), an image elsewhere."""
 
     def _repr_svg_(self):
         return str(self)
@@ -42,8 +43,8 @@ class SVG(str):
 
 def _paint(colour, how="fill"):
     """The attribute and class that give a mark ``colour`` (a palette name) as fill or stroke."""
-    if colour is None:
-        return f'{how}="currentColor"'
+    if colour in (None, "white"):   # the text's colour; or words on a coloured mark: white, or the dark page's colour
+        return f'{how}="currentColor"' if colour is None else 'fill="#fff" class="sm-on"'
     return f'{how}="{PALETTE[colour][0]}" class="sm-{how[0]}-{colour}"'
 
 
@@ -102,10 +103,9 @@ def text(x, y, words, colour=None, anchor="start", size=TICK, bold=False, turn=F
     """Words at (x, y) in user units; ``turn`` reads them upwards, ``backed`` sets them on a card (clear of any
     line drawn before them)."""
     extra = (' font-weight="bold"' if bold else "") + (f' transform="rotate(-90 {_f(x)} {_f(y)})"' if turn else "")
-    fill = 'fill="#fff"' if colour == "white" else _paint(colour)
     width = text_width(words, size, bold)
     behind = card(x - {"end": width, "middle": width / 2}.get(anchor, 0) - 2, y - 0.8 * size, width + 4, size + 2)
-    return ((behind if backed else "") + f'<text x="{_f(x)}" y="{_f(y)}" {fill} font-size="{size}" '
+    return ((behind if backed else "") + f'<text x="{_f(x)}" y="{_f(y)}" {_paint(colour)} font-size="{size}" '
             f'text-anchor="{anchor}"{extra}>{html.escape(str(words))}</text>')
 
 
@@ -205,7 +205,7 @@ class Panel:
         for value, label in self.x_ticks:
             x, half = float(self.x(value)), text_width(label) / 2   # a number under its line, inside the figure
             parts.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{low}" stroke="currentColor" '
-                         f'stroke-opacity="0.18"/>' + (text(min(max(x, half), WIDTH - half), low + 18, label,
+                         f'stroke-opacity="0.18"/>' + (text(min(max(x, half), WIDTH - half), low + 20, label,
                                                             anchor="middle") if self.show_x else ""))
         parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{low - top}" fill="none" '
                      f'{_paint(NEUTRAL, "stroke")}/>')

@@ -48,8 +48,8 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
         swept = decode_with_and_without_cache(find_model(model), drawn)
         without, with_ = np.asarray(swept.without_cache.flops), np.asarray(swept.with_cache.flops)
         return (panel.line(drawn, without, kit.PREFILL) + panel.line(drawn, with_, kit.DECODE)
-                + panel.label(1.5, float(without[0]) * 300, "without the cache", kit.PREFILL)
-                + panel.label(most * 0.6, float(with_[-1]) * 3, "with the cache", kit.DECODE, "end"))
+                + panel.label(1.5, min(float(without[0]) * 300, panel.y.high / 3), "without the cache", kit.PREFILL)
+                + panel.label(most * 0.6, max(float(with_[-1]) * 3, panel.y.low * 3), "with the cache", kit.DECODE, "end"))
 
     def timed_on(model, gpu, tokens):
         # No time for a step on a GPU that cannot hold the weights and this one conversation's cache.
@@ -59,8 +59,9 @@ def cache_saving(tokens: int = 3000, gpu: str = "h100-sxm", model: str = "llama-
     def markers(tokens, gpu, model):
         saving = decode_with_and_without_cache(find_model(model), tokens)
         timed = timed_on(model, gpu, tokens)
-        return (panel.marker(tokens, saving.without_cache.flops, kit.PREFILL)
-                + panel.marker(tokens, saving.with_cache.flops, kit.DECODE)
+        # The panel is scaled to the page's model: another of Jupyter's menu may have a dot past it, left out.
+        return ("".join(panel.marker(tokens, flops, colour) for flops, colour in ((saving.without_cache.flops, kit.PREFILL),
+                (saving.with_cache.flops, kit.DECODE)) if panel.y.low <= flops <= panel.y.high)
                 + kit.text(panel.x.start + 6, panel.y.end + 18, f"a step with the cache: {ms(timed.with_cache.time)}",
                            kit.DECODE, backed=True))
 
@@ -109,7 +110,8 @@ def cache_size(tokens: int = 8000, kv_bits: int = 16, model: str = "llama-3-8b")
     def lines(kv_bits, model):
         weights, ends = weight_bytes(find_model(model).parameters), inside(np.array([256, most]), model)
         parts = [panel.line([256, most], [weights] * 2, kit.NEUTRAL, dashed=True, width=1.5),
-                 panel.label(300, weights * 1.5, f"the weights, {units.gb(weights)}", kit.NEUTRAL)]
+                 panel.label(300, min(weights * 1.5, panel.y.high / 1.6), f"the weights, {units.gb(weights)}"
+                             + ("" if weights < panel.y.high else ", above"), kit.NEUTRAL, backed=True)]
         parts += [panel.line(ends, kv_cache_bytes(shape, ends, kv_bits=kv_bits), colour(name))
                   for name, shape in shapes(model).items()]
         # The designs named under the chart, where no line can run through their names.

@@ -80,8 +80,7 @@ def first_token_wait(rate: float = 10) -> Explorer:
             row = at[policy]
             parts.append(_bar_row(panel, top, row.ttft_p99, POLICY_COLOURS[policy],
                                   f"{POLICY_NAMES[policy]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"))
-            # The p50 tick stands above and below its bar, so it shows on every bar's colour.
-            parts.append(kit.rect(float(panel.x(row.ttft_p50)) - 1.5, top - 5, 3, 28, kit.EXTRA))
+            parts.append(kit.rect(float(panel.x(row.ttft_p50)) - 1, top, 2, 18, "white"))
         return "".join(parts)
 
     def readouts(rate):
@@ -97,8 +96,8 @@ def first_token_wait(rate: float = 10) -> Explorer:
     return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Bars run to p99; the purple tick standing across each bar marks p50. Llama 3 8B on an H100 SXM, the "
-             "plate's assumptions (a step: the longer of its arithmetic and memory times, plus 0.2 ms).")
+        note="Bars run to p99, the notch in each marks p50. Llama 3 8B on an H100 SXM, the plate's assumptions (a "
+             "step: the longer of its arithmetic and memory times, plus 0.2 ms).")
 
 
 @explorer
