@@ -239,7 +239,7 @@ def contrast(a, b):
 def _colour(element, how, theme, inherited):
     """The colour ``element`` is painted with (``how``: fill or stroke) on ``theme``'s page, or None (not painted)."""
     value = element.get(how, inherited if how == "fill" else None)
-    if value in (None, "none"):
+    if value in (None, "none", "transparent"):      # a tap target's invisible circle paints nothing
         return None
     classes = (element.get("class") or "").split()
     if theme == "dark":
