@@ -168,66 +168,197 @@ def _when(value, what: str, zone: str | None = None) -> dt.datetime:
 
 # -- the sandbox ---------------------------------------------------------------------
 # Each student's kernel runs under bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network,
-# IPC, UTS and user namespaces, every capability dropped, the system's programs, Python, its packages
-# and the course's package read-only, and nothing else of the machine: no repository, no solutions,
-# no roster or rubric, no other submission, no grader's /proc. Its only writable places are its own
-# home (a small tmpfs) and the folder of its kernel's sockets. With no network the kernel talks to the
-# grader through Unix sockets (ZeroMQ's ipc transport) in that folder. It dies with the grader, and
-# every process it started dies with it, since the kernel's PID namespace ends when the kernel does.
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+# IPC and UTS namespaces, as an unprivileged user (a uid of its own when the grader is root, so no file
+# of the machine is its own; uid 65534 in a user namespace otherwise), with no capability, the system's
+# programs, Python, its packages and the course's package read-only, the few files of /etc Python reads,
+# and nothing else of the machine: no repository, no solutions, no roster or rubric, no other
+# submission, no grader's /proc, no /etc/shadow or host keys. Its writable places are small tmpfs
+# (its home, /tmp, /dev/shm) and the folder of its kernel's sockets, which the grader takes back once
+# the kernel is up (as root). Limits on its processes, memory, file sizes and open files hold inside.
+# With no network the kernel talks to the grader through Unix sockets (ZeroMQ's ipc transport). It dies
+# with the grader, and every process it started dies with it, since its PID namespace ends with it.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
+# What of /etc Python, numpy and matplotlib read: the loader's cache, the time zone, fonts, MIME types.
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives", "fonts",
+             "mime.types", "nsswitch.conf", "host.conf")
 HOME = "/home/student"
-SCRATCH_BYTES = 256 * 2 ** 20
+SANDBOX_UIDS = range(61001, 61065)   # one for each kernel running at once, where the grader is root
+NOBODY = 65534
+MIB = 2 ** 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one student's notebook may use: defaults a laptop grading on all its processors survives."""
+
+    processes: int = 128              # processes and threads of the sandbox's user
+    memory: int = 4096 * MIB          # address space of each process
+    file_size: int = 64 * MIB         # the largest file it may write
+    open_files: int = 256
+    home: int = 128 * MIB             # each tmpfs: the home folder, /tmp, /dev/shm
+    tmp: int = 64 * MIB
+    cell_output: int = 256 * 1024     # text and images a cell may show; the rest is dropped, the notes say so
+    notebook_output: int = 2 * MIB    # all its cells together
+
+
+LIMITS = Limits()
 
 
 class NoSandbox(RuntimeError):
     """No sandbox can start here; the message says why, in one line."""
 
 
+def kernel_python() -> str:
+    """The course's Python as the sandbox sees it: its virtual environment's own path, links resolved
+    (a link to the environment would not be there), so that Python still finds the environment's packages."""
+    return str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name)
+
+
 def package_dir() -> Path:
     return Path(servingmath.__file__).resolve().parent
 
 
-def sandbox_argv(sockets: Path, env: dict[str, str]) -> list[str]:
-    """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client)."""
+def _limits_argv(limits: Limits) -> list[str]:
+    """util-linux's prlimit, run inside the sandbox (so the count of processes is the sandbox's own)."""
+    return ["prlimit", f"--nproc={limits.processes}", f"--as={limits.memory}", f"--fsize={limits.file_size}",
+            f"--nofile={limits.open_files}", "--core=0", "--"]
+
+
+def sandbox_argv(sockets: Path, env: dict[str, str], limits: Limits = LIMITS, uid: int | None = None,
+                 identity: Path | None = None) -> list[str]:
+    """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client).
+
+    ``uid``: the grader is root, and the kernel runs as this uid of the machine (``setpriv`` drops to
+    it inside, every capability with it); else bwrap makes a user namespace and the kernel is uid 65534
+    there. ``identity``: a folder holding the ``passwd`` and ``group`` files the sandbox sees."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise NoSandbox("bubblewrap is not installed (apt-get install bubblewrap)")
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--hostname", "sandbox"]
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if uid is None:
+        argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
     for folder in SYSTEM_DIRS:
         argv += ["--ro-bind-try", folder, folder]
+    argv += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_FILES:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    if identity is not None:
+        argv += ["--ro-bind", str(identity / "passwd"), "/etc/passwd", "--ro-bind", str(identity / "group"),
+                 "/etc/group"]
     # An empty /tmp first: a course cloned under /tmp (as CI clones it) is bound over it below, not hidden by it.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp), "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--size", str(limits.tmp), "--tmpfs", "/tmp"]
     python = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
                      Path(os.path.realpath(sys.executable)).parent.parent})
+    package = package_dir()
+    # The folders above each bound one, made here open to read (bwrap would make them its user's alone).
+    made = {"/", "/tmp", "/dev", "/proc", *SYSTEM_DIRS}
+    for folder in (*python, package, sockets):
+        for above in reversed(Path(folder).parents):
+            if str(above) not in made:
+                made.add(str(above))
+                argv += ["--perms", "0755", "--dir", str(above)]
     for folder in python:
         argv += ["--ro-bind", str(folder), str(folder)]
-    package = package_dir()
     argv += ["--ro-bind", str(package), str(package),
-             "--size", str(SCRATCH_BYTES), "--tmpfs", HOME,
+             "--perms", "1777", "--size", str(limits.home), "--tmpfs", HOME,
              "--bind", str(sockets), str(sockets), "--chdir", HOME, "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    return argv + ["--", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv.append("--")
+    if uid is not None:
+        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+                 "--bounding-set=-all", "--inh-caps=-all", "--"]
+    return argv + _limits_argv(limits) + [kernel_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
 
 
 def kernel_environment() -> dict[str, str]:
     """Only what a kernel needs: the course's package on its path, no user's IPython or Jupyter settings."""
     return {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PATH": os.pathsep.join([str(Path(kernel_python()).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython", "JUPYTER_CONFIG_DIR": f"{HOME}/.jupyter",
         "PYTHONPATH": str(package_dir().parent), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{HOME}/.matplotlib", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+        # One thread each for the maths libraries: their pools reserve address space a thread.
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     }
 
 
-def kernel_spec(folder: Path) -> Path:
-    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``."""
+def as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None) -> Path:
+    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``.
+
+    With ``uid`` (the grader is root), ``folder`` is handed to that uid until the kernel is up."""
     spec = folder / "kernels" / "grading"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": sandbox_argv(folder, kernel_environment()),
-                                                  "display_name": "grading", "language": "python"}))
+    identity = folder / "identity"
+    identity.mkdir()
+    shown = uid if uid is not None else NOBODY
+    (identity / "passwd").write_text(f"student:x:{shown}:{shown}:student:{HOME}:/bin/sh\n")
+    (identity / "group").write_text(f"student:x:{shown}:\n")
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": sandbox_argv(folder, kernel_environment(), limits, uid, identity),
+        "display_name": "grading", "language": "python"}))
+    if uid is not None:
+        os.chown(folder, uid, uid)
+        os.chmod(folder, 0o700)
     return folder / "kernels"
+
+
+class _Uids:
+    """The uids kernels run as where the grader is root: one each for the kernels running at once."""
+
+    def __init__(self):
+        import queue
+        self.free = queue.Queue()
+        for uid in SANDBOX_UIDS:
+            self.free.put(uid)
+
+    def take(self) -> int | None:
+        return self.free.get() if as_root() else None
+
+    def give(self, uid: int | None) -> None:
+        if uid is not None:
+            self.free.put(uid)
+
+
+UIDS = _Uids()
+
+
+def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None):
+    """jupyter_client's kernel manager, starting the sandbox; the connection file readable by ``uid``."""
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    class SandboxedKernel(AsyncKernelManager):
+        def client(self, **kwargs):
+            # At most 32 messages wait in the grader, none over the notebook's bound: a flood is dropped
+            # in ZeroMQ (a larger message closes the connection), never held in the grader's memory.
+            import zmq.asyncio
+            context = zmq.asyncio.Context()
+            context.setsockopt(zmq.RCVHWM, 32)
+            context.setsockopt(zmq.MAXMSGSIZE, limits.notebook_output + 64 * 1024)
+            return super().client(context=context, **kwargs)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if uid is not None:
+                os.chown(self.connection_file, uid, uid)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    kernels = kernel_spec(scratch, limits, uid)
+    return SandboxedKernel(kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
+                           transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
+
+
+def take_back(scratch: Path, uid: int | None) -> None:
+    """Once the kernel is up, its socket folder is the grader's again: it writes nothing more there."""
+    if uid is not None:
+        os.chown(scratch, 0, 0)
+        os.chmod(scratch, 0o755)
 
 
 @lru_cache(maxsize=1)
@@ -236,11 +367,12 @@ def sandbox_problem() -> str:
     if sys.platform != "linux":
         return f"bubblewrap needs Linux, this is {sys.platform}"
     with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
+        uid = SANDBOX_UIDS[-1] if as_root() else None
         try:
-            argv = sandbox_argv(Path(probe), kernel_environment())
+            argv = sandbox_argv(Path(probe), kernel_environment(), uid=uid)
         except NoSandbox as error:
             return str(error)
-        argv = argv[: argv.index("--")] + ["--", sys.executable, "-c", "import servingmath, os; print(os.getpid())"]
+        argv = argv[: len(argv) - 4] + ["-c", "import servingmath, os; print(os.getpid(), os.getuid())"]
         try:
             trial = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -248,8 +380,11 @@ def sandbox_problem() -> str:
         if trial.returncode != 0:
             last = (trial.stderr.strip().splitlines() or ["no message"])[-1]
             return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
-        if trial.stdout.strip() not in ("1", "2"):
+        pid, _, user = trial.stdout.strip().partition(" ")
+        if pid not in ("1", "2", "3"):
             return "bubblewrap started without its own PID namespace"
+        if user == "0":
+            return "the sandbox's user is root"
     return ""
 
 
@@ -329,7 +464,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
-                 releases: dict[str, set[str]] | None = None) -> Run:
+                 releases: dict[str, set[str]] | None = None, limits: Limits = LIMITS) -> Run:
     """Execute a notebook from a clean start within ``time_limit`` wall-clock seconds in all.
 
     ``sandboxed``: the kernel runs under bubblewrap (``sandbox_argv``), seeing only the system, Python
@@ -359,43 +494,11 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
                 if _squeezed(cell.source) not in releases.get(label, set()) and label not in outcome.changed:
                     outcome.changed.append(label)
                 cell.source = recording_cell(label)
-    with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
-        scratch = Path(scratch_name)
-        options = {}
-        if sandboxed:
-            from jupyter_client import AsyncKernelManager
-            from jupyter_client.kernelspec import KernelSpecManager
-
-            kernels = kernel_spec(scratch)
-            options["km"] = AsyncKernelManager(
-                kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-                transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
-        started = time.monotonic()
-        # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
-        deadline = [started + time_limit]
-
-        def start_clock(**_):
-            deadline[0] = time.monotonic() + time_limit
-
-        client = NotebookClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
-                                on_notebook_start=start_clock,
-                                kernel_name="grading" if sandboxed else "python3", allow_errors=True,
-                                interrupt_on_timeout=False, startup_timeout=60, **options,
-                                resources={"metadata": {"path": str(scratch)}})
-        client.owns_km = True  # so nbclient ends the kernel it was handed, a loop and all
-        timed_out = False
-        try:
-            extra = {"env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}} if sandboxed else {}
-            # The kernel's own start-up notes and warnings are noise here.
-            client.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **extra)
-        except CellTimeoutError:
-            timed_out = True
-            outcome.problems.append(f"stopped: the notebook ran past its {time_limit:g} s")
-        except DeadKernelError:
-            outcome.problems.append("stopped: the kernel died (the code exited or ran out of memory)")
-        except Exception as error:
-            outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
-        outcome.seconds = time.monotonic() - started
+    uid = UIDS.take() if sandboxed else None
+    try:
+        timed_out = _execute(notebook, outcome, time_limit, sandboxed, limits, uid)
+    finally:
+        UIDS.give(uid)
     outcome.executed = notebook
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     outcome.cells_run = sum(cell.get("execution_count") is not None for cell in code_cells)
@@ -414,12 +517,82 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
     return outcome
 
 
+class _BoundedClient(NotebookClient):
+    """nbclient's client, keeping at most ``limits.cell_output`` bytes of output a cell and
+    ``limits.notebook_output`` a notebook: the rest is dropped as it comes, so the grader's memory stays small."""
+
+    def __init__(self, *args, limits: Limits = LIMITS, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.limits, self.kept, self.total, self.cut = limits, {}, 0, []
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = len(json.dumps(msg.get("content", {}), default=str))
+        kept = self.kept.get(cell_index, 0)
+        if kept + size > self.limits.cell_output or self.total + size > self.limits.notebook_output:
+            if cell_index not in self.cut:
+                self.cut.append(cell_index)
+            return None
+        self.kept[cell_index] = kept + size
+        self.total += size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits: Limits, uid: int | None) -> bool:
+    """Run ``notebook`` in place (in the sandbox if ``sandboxed``); True if it ran past ``time_limit``."""
+    with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
+        scratch = Path(scratch_name)
+        options = {"km": _sandboxed_manager(scratch, limits, uid)} if sandboxed else {}
+        started = time.monotonic()
+        # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
+        deadline = [started + time_limit]
+
+        def start_clock(**_):
+            take_back(scratch, uid)
+            deadline[0] = time.monotonic() + time_limit
+
+        client = _BoundedClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
+                                on_notebook_start=start_clock, limits=limits,
+                                kernel_name="grading" if sandboxed else "python3", allow_errors=True,
+                                interrupt_on_timeout=False, startup_timeout=60, **options,
+                                resources={"metadata": {"path": str(scratch)}})
+        client.owns_km = True  # so nbclient ends the kernel it was handed, a loop and all
+        timed_out = False
+        try:
+            extra = {"env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}} if sandboxed else {}
+            # The kernel's own start-up notes and warnings are noise here.
+            client.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **extra)
+        except CellTimeoutError:
+            timed_out = True
+            outcome.problems.append(f"stopped: the notebook ran past its {time_limit:g} s")
+        except DeadKernelError:
+            outcome.problems.append("stopped: the kernel died (the code exited, or ran past the sandbox's limits "
+                                    "on memory or processes)")
+        except Exception as error:
+            outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
+        outcome.seconds = time.monotonic() - started
+        if client.cut:
+            outcome.problems.append(f"output cut: code cell{'s' if len(client.cut) > 1 else ''} "
+                                    f"{', '.join(str(_code_number(notebook, index)) for index in client.cut)} "
+                                    f"showed more than the {_size(limits.cell_output)} a cell "
+                                    f"(or {_size(limits.notebook_output)} a notebook) the grader keeps")
+        return timed_out
+
+
+def _code_number(notebook, index: int) -> int:
+    return sum(cell.cell_type == "code" for cell in notebook.cells[: index + 1])
+
+
+def _size(count: int) -> str:
+    return f"{count / MIB:g} MiB" if count >= MIB else f"{count / 1024:g} KiB"
+
+
 def _first_line(error) -> str:
     lines = str(error).strip().splitlines()
     return lines[0][:120] if lines else ""
 
 
-def run_many(paths: list[Path], time_limit: float, jobs: int, sandboxed: bool = False, releases=None) -> list[Run]:
+def run_many(paths: list[Path], time_limit: float, jobs: int, sandboxed: bool = False, releases=None,
+             limits: Limits = LIMITS) -> list[Run]:
     """Run notebooks ``jobs`` at a time (each in its own kernel), results in the order given.
 
     ``releases``, one per path, as ``run_notebook`` takes it (None for the solutions)."""
@@ -427,7 +600,8 @@ def run_many(paths: list[Path], time_limit: float, jobs: int, sandboxed: bool = 
         return []
     releases = releases or [None] * len(paths)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandboxed, pair[1]), zip(paths, releases)))
+        return list(pool.map(lambda pair: run_notebook(pair[0], time_limit, sandboxed, pair[1], limits),
+                              zip(paths, releases)))
 
 
 # -- the reference -------------------------------------------------------------------
