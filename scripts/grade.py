@@ -17,7 +17,8 @@ penalty, and the wall-clock seconds each notebook may run, all its cells togethe
 (a CSV: the LMS's own gradebook export, Canvas's or Moodle's, or one with a ``student`` column)
 lists everyone, so a student who handed in nothing gets a row of zeros. A submission's time
 comes from the LMS where it says: the times CSV (Moodle's grading worksheet, or ``student,
-submitted``), or Canvas's ``LATE`` in a file name; otherwise from the file's date.
+submitted``), or Canvas's ``LATE`` in a file name; otherwise it is taken as on time (a file's date says
+when it was unzipped or copied, not when it was handed in).
 
 Each notebook runs from a clean start, its saved outputs dropped, in a sandbox built with
 bubblewrap (Debian's ``bubblewrap``): its own PID, mount, network and IPC namespaces, no
@@ -626,14 +627,30 @@ def reference(names: list[str], solutions: Path = SOLUTIONS, time_limit: float =
     return problems
 
 
+DEFAULT_REL = 0.02
+
+
+def tolerance(expected, rel: float) -> float:
+    """The course's rule for a number: a count (a whole number asked exactly) exactly; any other figure
+    within the problem's own tolerance, 2 % where it sets none, so an answer rounded to three significant
+    figures is right. A figure a problem asks exactly but that is not whole (a ratio of two counts, for
+    one student's numbers) is held to 2 %."""
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and rel == 0 \
+            and not float(expected).is_integer():
+        return DEFAULT_REL
+    return rel
+
+
 def mark(record: dict | None, expected: dict):
-    """The student's recorded answer, checked again against the reference's figure: a Result."""
+    """The student's recorded answer, checked again against the reference's figure by the course's rule
+    (``tolerance``): a Result."""
     answer = None if record is None else record.get("answer")
     if isinstance(answer, dict) and set(answer) == {"type", "repr"}:
         # What the kernel could not record as a number or a word: told as what it was there.
         answer = type(str(answer["type"]), (), {"__repr__": lambda self, shown=str(answer["repr"]): shown})()
     slips = expected.get("slips")
-    return check(answer, expected["expected"], rel=expected["rel"], label=expected["label"],
+    return check(answer, expected["expected"], rel=tolerance(expected["expected"], expected["rel"]),
+                 label=expected["label"],
                  units=expected["units"], choices=expected["choices"],
                  slips=None if not slips else {name: (entry[0], entry[1]) for name, entry in slips.items()})
 
@@ -759,10 +776,27 @@ class Student:
     student_id: str = ""         # a roster's own "student id" column, where it has one
     aliases: set[str] = field(default_factory=set)
 
+    username: str = ""           # a login or JupyterHub username column, where the roster has one
+    listed: str = ""             # the name as Canvas's "Student" column writes it ("Châtelet, Émilie du")
+
+    def identifiers(self) -> list[tuple[str, str]]:
+        """Every ID of the student's the roster gives, (what, as written), the one a graded notebook asks
+        for first: the school's (SIS) ID, Moodle's ID number, a student ID, the login, the email. A student
+        may enter any of them; their numbers are that ID's."""
+        found = [("SIS User ID", self.sis_user_id), ("ID number", self.id_number), ("student ID", self.student_id),
+                 ("SIS Login ID", self.sis_login_id), ("username", self.username), ("email address", self.email),
+                 ("roster key", self.student)]
+        seen, unique = set(), []
+        for what, value in found:
+            if value and value.strip().lower() not in seen:
+                seen.add(value.strip().lower())
+                unique.append((what, value.strip()))
+        return unique
+
     @property
     def variant_id(self) -> str:
-        """The ID the student enters in a graded notebook: the school's (SIS) ID, Moodle's ID number, else the key."""
-        return self.sis_user_id or self.id_number or self.student_id or self.student
+        """The ID a graded notebook asks for first (``identifiers``)."""
+        return self.identifiers()[0][1]
 
 
 def load_roster(path: Path) -> list[Student]:
@@ -779,6 +813,7 @@ def load_roster(path: Path) -> list[Student]:
             continue  # Canvas's second row
         first, last = value.get("first name", ""), value.get("last name", "")
         name = value.get("name") or value.get("full name") or (f"{first} {last}".strip()) or value.get("student", "")
+        listed = name if "," in name else ""
         if "," in name and not (first or last):  # Canvas: "Smith, John"
             last, first = (part.strip() for part in name.split(",", 1))
             name = f"{first} {last}"
@@ -791,7 +826,8 @@ def load_roster(path: Path) -> list[Student]:
         student = Student(student=_normal(key), name=name or key, canvas_id=value.get("id", ""),
                           sis_user_id=value.get("sis user id", ""), sis_login_id=value.get("sis login id", ""),
                           section=value.get("section", ""), email=value.get("email address") or value.get("email", ""),
-                          id_number=value.get("id number", ""), student_id=value.get("student id", ""))
+                          id_number=value.get("id number", ""), student_id=value.get("student id", ""),
+                          username=value.get("username") or value.get("login") or "", listed=listed)
         student.aliases = {alias for alias in (_key(key), _key(name), _key(last + first), _key(first + last),
                                                _key(student.sis_login_id), _key(student.email.split("@")[0]))
                            if alias}
@@ -877,6 +913,7 @@ class Graded:
     blank: list[str] = field(default_factory=list)            # notebooks handed in with no problem answered
     late_notes: dict[str, str] = field(default_factory=dict)  # notebook -> how late, by whose clock
     canvas_submission: str = ""                               # Canvas's submission ID, for the feedback zip
+    identities: dict[str, str] = field(default_factory=dict)  # notebook -> whose numbers it was marked by
 
     @property
     def total(self) -> float:
@@ -964,25 +1001,32 @@ def grade(submissions: Path, problems: dict[str, dict[str, dict]], rubric: Rubri
     return marks, bad, not problem
 
 
-def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) -> tuple[str, str]:
-    """(the ID whose variant of ``name`` the student is marked against, a note or '').
+def whose_numbers(student: Student, name: str, ran: Run | None, rostered: bool) -> tuple[str, str, str]:
+    """(the ID whose variant of ``name`` the student is marked against, a note or '', which ID it is).
 
-    With a roster it is the roster's ID, whatever the notebook shows; without one, the ID the
-    notebook showed (there is nothing else to go by), else the student's key."""
+    With a roster, any of the student's IDs there (``Student.identifiers``) the notebook showed, else the
+    first of them; without one, the ID the notebook showed (there is nothing else to go by), else the key."""
     if name not in variants.TEMPLATES:
-        return "", ""
+        return "", "", ""
     shown = list(ran.shown_ids) if ran else []
     if not rostered:
         own = shown[-1] if shown else student.student
-        return own, f"{name}: no roster, so marked against the numbers of the ID the notebook shows ({own})"
-    own = variants.student_key(student.variant_id)
-    others = [key for key in shown if key != own]
-    if others:
-        return own, (f"{name}: the notebook shows the numbers of ID {', '.join(others)}, not of this student's ID "
-                     f"({own}); marked against this student's own numbers")
-    if ran is not None and not shown and not ran.unreadable:
-        return own, f"{name}: no student ID entered in the setup cell; marked against this student's own numbers ({own})"
-    return own, ""
+        return own, f"{name}: no roster, so marked against the numbers of the ID the notebook shows ({own})", ""
+    mine = {variants.student_key(value): (what, value) for what, value in student.identifiers()}
+    used = [key for key in shown if key in mine]
+    if used:
+        what, value = mine[used[-1]]
+        return used[-1], "", f"{name}: your numbers are those of your {what} on the roster ({value})"
+    what, value = student.identifiers()[0]
+    own = variants.student_key(value)
+    listed = ", ".join(f"{kind} {text}" for kind, text in student.identifiers() if kind != "roster key")
+    if shown:
+        return own, (f"{name}: the notebook shows the numbers of ID {', '.join(shown)}, none of this student's IDs "
+                     f"on the roster ({listed or own}); marked against the numbers of their {what} ({own})"), ""
+    if ran is not None and not ran.unreadable:
+        return own, (f"{name}: no student ID entered in the setup cell; marked against the numbers of their "
+                     f"{what} ({own})"), ""
+    return own, "", ""
 
 
 def public_answers(problems: dict[str, dict[str, dict]]) -> list[str]:
@@ -1018,9 +1062,11 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
                 graded.feedback[(name, label)] = "not handed in"
             continue
         submission, ran = chosen[slot], runs[slot]
-        owner, whose_note = whose_numbers(student, name, ran, rostered)
+        owner, whose_note, which = whose_numbers(student, name, ran, rostered)
         if whose_note:
             graded.notes.append(whose_note)
+        if which:
+            graded.identities[name] = which
         graded.handed_in[name] = str(submission.path.relative_to(submissions))
         if ran.unreadable:
             bad.append((submission.path, ran.unreadable))
@@ -1040,12 +1086,12 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
             graded.notes.append(f"{name}: late ({late})")
         keep = 1 - rubric.late_penalty if late else 1.0
         missing = []
+        stopped = any(problem.startswith("stopped") for problem in ran.problems)
         for label, expected in expected_records.items():
             record = ran.records.get(label)
             result = mark(record, expected_for(name, label, expected, owner))
             share = 1.0 if result.status == "right" else rubric.close_credit if result.status == "close" else 0.0
             graded.points[(name, label)] = round(rubric.points(name, label) * share * keep, 4)
-            stopped = any(problem.startswith("stopped") for problem in ran.problems)
             graded.feedback[(name, label)] = (final_word(result) if record else
                                               "not reached: the notebook was stopped before this problem" if stopped
                                               else "no answer recorded")
@@ -1053,7 +1099,7 @@ def _mark_student(student, names, problems, rubric, chosen, runs, submissions, b
                 missing.append(label)
         answered = [label for label in expected_records
                     if (ran.records.get(label) or {}).get("answer") not in (None, "")]
-        if not ran.unreadable and not answered:
+        if not ran.unreadable and not answered and not stopped:
             graded.blank.append(name)
             graded.notes.append(f"{name}: handed in blank, no problem answered: was it the file meant?")
         if missing and not ran.problems:
@@ -1078,6 +1124,11 @@ def final_word(result) -> str:
         return f"✓ right: {shown}"
     if result.status == "unanswered" or answer is None:
         return "… no answer: `answer` was still None when this problem's cell ran"
+    if isinstance(answer, float) and not math.isfinite(answer):
+        return f"✗ not marked: the answer was {answer} (not a finite number): a division by zero, or a sum over nothing?"
+    if isinstance(answer, dict) and str(answer.get("repr", "")).strip().lower() in ("nan", "inf", "-inf"):
+        return (f"✗ not marked: the answer was {answer['repr']} (not a finite number): a division by zero, or a sum "
+                "over nothing?")
     if shown is None:
         kind = answer.get("type", "another kind") if isinstance(answer, dict) else type(answer).__name__
         return f"✗ not marked: the answer was of type {kind}, not " + (
@@ -1151,7 +1202,7 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
         writer.writerow(["Points Possible", "", "", "", "", _number(most)])
         for graded in on_roster:
             student = graded.student
-            canvas_name = _canvas_name(student.name)
+            canvas_name = student.listed or _canvas_name(student.name)
             writer.writerow([canvas_name, student.canvas_id, student.sis_user_id, student.sis_login_id,
                              student.section, _number(graded.total)])
     with (out / "moodle.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -1195,7 +1246,9 @@ def canvas_feedback_name(graded: Graded) -> str:
     if not student.canvas_id:
         return f"{student.student}.txt"
     parts = student.name.split()
-    lastfirst = re.sub(r"[^a-z]", "", "".join(parts[-1:] + parts[:-1]).lower()) or "student"
+    # Canvas's own "Last, First" where the roster gives it, else the name's last word first.
+    written = student.listed.replace(",", " ") if student.listed else " ".join(parts[-1:] + parts[:-1])
+    lastfirst = re.sub(r"[^a-z]", "", written.lower()) or "student"
     middle = f"_{graded.canvas_submission}" if graded.canvas_submission else ""
     return f"{lastfirst}_{student.canvas_id}{middle}_feedback.txt"
 
@@ -1215,6 +1268,8 @@ def feedback_text(graded: Graded, problems, rubric: Rubric) -> str:
         handed = graded.handed_in.get(name)
         late = " (late)" if name in graded.late else ""
         lines.append(f"{name}: " + (f"graded {handed}{late}" if handed else "not handed in"))
+        if name in graded.identities:
+            lines.append("  " + graded.identities[name].split(": ", 1)[1].capitalize())
         for notebook, label in keys:
             if notebook == name:
                 points = graded.points[(name, label)]

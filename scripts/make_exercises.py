@@ -285,7 +285,9 @@ def hidden_test(notebook: str, call: ast.Call, helpers: list[str], worth: float)
              f"_answer = _checks.submitted({label!r})",
              "_checks = _importlib.reload(_checks)  # the package's own check, whatever the notebook redefined"]
     if label in getattr(TEMPLATES.get(notebook), "statements", {}):
-        lines += [f"_sys.path.insert(0, {str(SCRIPTS)!r})", "import variant_answers as _variants",
+        # The course folder's own copy (write_nbgrader puts it there), found from autograded/STUDENT/ASSIGNMENT.
+        lines += ["_sys.path.insert(0, _os.path.abspath(_os.path.join(_os.getcwd(), '..', '..', '..')))",
+                  "import variant_answers as _variants",
                   "_student = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
                   f"_expected = _variants.expected({notebook!r}, {label!r}, _student)"]
         # The solution's own slips are figures of its fixed numbers; the student's are of their own.
@@ -375,6 +377,9 @@ def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | No
     folder.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB),
                                                encoding="utf-8")
+    # The hidden tests import the grader's answers from the course folder, wherever it is moved.
+    import shutil
+    shutil.copyfile(SCRIPTS / "variant_answers.py", course / "variant_answers.py")
     written = []
     for solution in solution_files():
         if solution.stem not in names:
