@@ -109,10 +109,11 @@ they are.
 
 """
 SETUP_IMPORT = "from servingmath.checks import check\n"
-VARIANT_HOW_TO = """Your numbers are your own: write your student ID between the quotes in the setup cell
-(as the course's records write it) and run it; each problem then shows the numbers you are
-to use, drawn for you alone, and says whose they are. They differ from a classmate's and
-from the practice notebook's, so check your method there and your figures here.
+VARIANT_HOW_TO = """Your numbers are your own: write your student ID, a slash and the code your instructor
+gave you between the quotes in the setup cell (as `S1001/7KQ3-M9XD`) and run it; each problem
+then shows the numbers you are to use, drawn for you alone, and says whose they are. They differ
+from a classmate's and from the practice notebook's, so check your method there and your figures
+here. Your ID alone draws practice numbers, which are not the ones graded.
 
 """
 PROBLEM = re.compile(r"^(## Problem (\S+) · [^\n]*\n)(.*?)(?=^```\{code-cell\})", flags=re.M | re.S)
@@ -207,7 +208,7 @@ def with_variants(text: str, notebook: str, source: str) -> str:
                   lambda match: match.group(0) + "from servingmath.variants import sheet\n", text, count=1, flags=re.M)
     # The setup cell ends by asking for the student's ID and showing whose numbers follow.
     setup_end = text.index("\n```", text.index("from servingmath.variants import sheet\n")) + 1
-    text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
+    text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID/your code, between the quotes\n"
             f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end:])
     shown = set()
 
@@ -288,7 +289,10 @@ def hidden_test(notebook: str, call: ast.Call, helpers: list[str], worth: float)
         # The course folder's own copy (write_nbgrader puts it there), found from autograded/STUDENT/ASSIGNMENT.
         lines += ["_sys.path.insert(0, _os.path.abspath(_os.path.join(_os.getcwd(), '..', '..', '..')))",
                   "import variant_answers as _variants",
-                  "_student = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
+                  "_user = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
+                  # The ID and code typed, where the ID is the student's own: the code itself is make grade's to check.
+                  "_typed = str(globals().get('STUDENT_ID', '')).strip()",
+                  "_student = _typed if _typed.split('/')[0].strip().lower() == _user.lower() else _user",
                   f"_expected = _variants.expected({notebook!r}, {label!r}, _student)"]
         # The solution's own slips are figures of its fixed numbers; the student's are of their own.
         if "slips" in keywords:
@@ -323,9 +327,8 @@ def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
         if cell.cell_type != "code":
             continue
         if "import check, submit, submitted" in cell.source:
-            cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False, "schema_version": 3,
-                                         "grade_id": "setup"}
-        elif BEGIN in cell.source:
+            continue   # the setup cell is the student's to edit, and none of nbgrader's (an id would be unknown to it)
+        if BEGIN in cell.source:
             label = _label_after(notebook.cells, index, solution)
             cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "schema_version": 3,
                                          "grade_id": f"answer-{_slug(label)}"}
@@ -379,7 +382,7 @@ def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | No
                                                encoding="utf-8")
     # The hidden tests import the grader's answers from the course folder, wherever it is moved.
     import shutil
-    shutil.copyfile(SCRIPTS / "variant_answers.py", course / "variant_answers.py")
+    shutil.copyfile(ROOT / "src" / "coursegrader" / "answers.py", course / "variant_answers.py")
     written = []
     for solution in solution_files():
         if solution.stem not in names:
