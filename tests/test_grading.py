@@ -700,8 +700,8 @@ def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_a
 def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
     student = roster.Student("kim", "Kim Late")
     graded = marking.Graded(student)
-    rubric = rubric.Rubric(assignment="Lesson 1 problems", notebooks={PART_1: {}, "lesson-1-part-2": {}},
-                          late_penalty=0.1)
+    settings = rubric.Rubric(assignment="Lesson 1 problems", notebooks={PART_1: {}, "lesson-1-part-2": {}},
+                             late_penalty=0.1)
     problems = {PART_1: {"1.1": {}}, "lesson-1-part-2": {"2.1": {}}}
     for name, label in ((PART_1, "1.1"), ("lesson-1-part-2", "2.1")):
         graded.points[(name, label)], graded.feedback[(name, label)] = 0.9, "✓ right: 1 pass"
@@ -709,7 +709,7 @@ def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
         graded.late.append(name)
         graded.late_notes[name] = "Canvas marked it LATE"
         graded.notes.append(f"{name}: late (Canvas marked it LATE)")
-    text = feedback.feedback_text(graded, problems, rubric)
+    text = feedback.feedback_text(graded, problems, settings)
     assert ("Late: lesson-1-part-1 and lesson-1-part-2 (Canvas marked them LATE). The rubric takes 10% off a late "
             "notebook's points") in text
     assert text.count("The rubric takes") == 1 and "Notes:" not in text

@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_exercises  # noqa: E402
 from coursegrader import answers as variant_answers  # noqa: E402
-from coursegrader import cli, marking, rubric, sandbox  # noqa: E402
+from coursegrader import cli, marking, sandbox  # noqa: E402
+from coursegrader.rubric import load_rubric  # noqa: E402
 from coursegrader.key import ENV, graded_id  # noqa: E402
 
 PART_1 = "lesson-1-part-1"
@@ -48,7 +49,7 @@ def test_one_assignment_a_lesson_each_problem_worth_its_rubrics_points(tmp_path)
             cells = nbformat.read(path, as_version=4).cells
             worth = {cell.metadata["nbgrader"]["grade_id"]: cell.metadata["nbgrader"]["points"] for cell in cells
                      if cell.metadata.get("nbgrader", {}).get("grade")}
-            expected = rubric.load_rubric(rubric, marking.notebook_names())
+            expected = load_rubric(rubric, marking.notebook_names())
             assert worth == {f"check-{label.replace('.', '-')}": expected.points(path.stem, label)
                              for label in (cell_label(cell) for cell in cells if "check-" in
                                            cell.metadata.get("nbgrader", {}).get("grade_id", ""))}
