@@ -20,7 +20,7 @@ same notebook with each check cell cut down to one call,
 
 which records the answer and says only whether it is the kind asked for (a number, one
 of the words). Its cells hold no formula and no expected figure, so there is nothing to
-copy into an answer cell; the grader (scripts/grade.py) scores the recorded answers
+copy into an answer cell; the grader (coursegrader, `make grade`) scores the recorded answers
 against the solutions, which only it holds.
 
 ``--nbgrader DIR`` also writes the solutions as an nbgrader course, one assignment a lesson

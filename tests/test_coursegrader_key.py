@@ -49,3 +49,12 @@ def test_grading_without_the_key_refuses_unless_practice(tmp_path, monkeypatch, 
     options = cli.parser().parse_args([str(tmp_path), "--notebooks", "lesson-1-part-1"])
     with pytest.raises(ValueError, match="no instructor's key.*--practice to grade practice numbers"):
         cli.setting_up(options)
+
+
+def test_the_setup_cell_shows_whose_numbers_and_whether_they_are_practice_ones():
+    from servingmath import variants
+
+    practice = repr(variants.sheet("lesson-1-part-1", "S1001"))
+    graded = repr(variants.sheet("lesson-1-part-1", key.graded_id(KEY, "S1001")))
+    assert "object at 0x" not in practice and "s1001" in practice and "practice numbers" in practice
+    assert "practice numbers" not in graded and key.graded_id(KEY, "S1001").lower() in graded
