@@ -364,21 +364,45 @@ c.ClearSolutions.code_stub = {{'python': {stub!r}}}
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# A notebook's cells share one budget of {time_limit!r} seconds, as under `make grade` (the rubric's time_limit),
+# its clock started by the setup cell: a cell running at the end is interrupted, and a cell reached after it
+# is not run but fails, so it earns nothing here either. (nbgrader's own limit is a cell's, and it would go on
+# past an endless loop.)
+import re as _re  # noqa: E402
+import time as _time  # noqa: E402
+_deadline = [float("inf")]
+
+
+def _start(cell, **_):
+    if _re.search(r"^STUDENT_ID\\s*=", cell.source, _re.M):
+        _deadline[0] = _time.monotonic() + {time_limit!r}
+    elif _time.monotonic() >= _deadline[0]:
+        cell.source = "raise TimeoutError('not run: the notebook was past its time limit')"
+
+
+c.Execute.on_notebook_start = lambda **_: _deadline.__setitem__(0, float("inf"))   # each notebook its own clock
+c.Execute.on_cell_execute = _start
+c.Execute.timeout_func = lambda cell: max(1.0, _deadline[0] - _time.monotonic()) if _deadline[0] < float("inf") else 600
 """
 
 
 def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None,
-                   names: list[str] | None = None) -> list[Path]:
+                   names: list[str] | None = None, time_limit: float | None = None) -> list[Path]:
     """Write ``course/source/assignment/NAME.ipynb`` for each notebook of ``names`` (those ``points``
-    lists, or the assignment's rubric's); return the paths. ``points``: notebook -> {label: points}."""
+    lists, or the assignment's rubric's); return the paths. ``points``: notebook -> {label: points}.
+    ``time_limit``: the seconds a notebook's cells share (the longest of the rubrics' ``time_limit``)."""
     import nbformat
+    import yaml
 
     if points is None:
         points = rubric_points(ASSIGNMENTS[assignment])
     names = list(points) if names is None else names
     folder = course / "source" / assignment
     folder.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB),
+    time_limit = time_limit or max(float(yaml.safe_load(rubric.read_text(encoding="utf-8")).get("time_limit", 60))
+                                   for rubric in ASSIGNMENTS.values())
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB,
+                                                                      time_limit=time_limit),
                                                encoding="utf-8")
     # The hidden tests import the grader's answers from the course folder, wherever it is moved.
     import shutil

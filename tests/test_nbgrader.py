@@ -79,6 +79,17 @@ def own(student_id, label):
     return f"answer = {variant_answers.expected(PART_1, label, graded_id(KEY, student_id))!r}"
 
 
+TIME_LIMIT = 12
+
+
+def endless(notebook):
+    """The notebook with a loop that never ends just after Problem 1.2's check."""
+    at = next(index for index, cell in enumerate(notebook.cells)
+              if cell.metadata.get("nbgrader", {}).get("grade_id") == "answer-1-3")
+    notebook.cells.insert(at, nbformat.v4.new_code_cell("while True:\n    pass"))
+    return notebook
+
+
 CHEAT = ("import servingmath.checks\ncheck = lambda *args, **kwargs: servingmath.checks.check(1, 1)\n"
          "servingmath.checks.check = check\nanswer = 31337")
 
@@ -88,7 +99,7 @@ def term(tmp_path_factory):
     """A class handed in through nbgrader, autograded by nbgrader and graded by `make grade`'s command."""
     root = tmp_path_factory.mktemp("nbgrader")
     course = root / "course"
-    make_exercises.write_nbgrader(course, "lesson-1", names=[PART_1])
+    make_exercises.write_nbgrader(course, "lesson-1", names=[PART_1], time_limit=TIME_LIMIT)
     nbgrader(course, "generate_assignment", "lesson-1", "--force")
     release = nbformat.read(course / "release" / "lesson-1" / f"{PART_1}.ipynb", as_version=4)
     half = {label: own("S2", label) for label in LABELS[:3]}
@@ -98,7 +109,8 @@ def term(tmp_path_factory):
               "S2": filled(release, "S2", half),
               "S3": release,                                                               # blank
               "S4": filled(release, "S4", cheat),                                          # a redefined check
-              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS})}  # S1's numbers copied
+              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS}),  # S1's numbers copied
+              "S6": endless(filled(release, "S6", {label: own("S6", label) for label in LABELS}))}
     for student, notebook in class_.items():
         for folder in (course / "submitted" / student / "lesson-1", root / "submissions" / student):
             folder.mkdir(parents=True)
@@ -108,7 +120,7 @@ def term(tmp_path_factory):
     nbgrader(course, "export", "--to", str(root / "nbgrader.csv"))
     ours = root / "ours"
     (root / "roster.csv").write_text("student\n" + "\n".join(class_) + "\n")
-    (root / "rubric.yml").write_text("assignment: Lesson 1\ntime_limit: 60\nnotebooks:\n"
+    (root / "rubric.yml").write_text(f"assignment: Lesson 1\ntime_limit: {TIME_LIMIT}\nnotebooks:\n"
                                      "  lesson-1-part-1: {'1.1': 0.5}\n")
     unsafe = [] if not sandbox.sandbox_problem() else ["--unsafe"]
     os.environ[ENV] = KEY.decode()
@@ -131,8 +143,9 @@ def test_the_release_holds_no_check_formula_or_solution(term):
 
 def test_nbgrader_marks_each_student_as_the_course_grader_does(term):
     assert term["nbgrader"] == term["ours"]
+    # S6's loop after Problem 1.2 stops both at the rubric's time limit: 1.1 and 1.2 count, nothing after.
     assert term["nbgrader"] == {"S1": (5.5, 5.5), "S2": (2.5, 5.5), "S3": (0.0, 5.5), "S4": (0.0, 5.5),
-                                "S5": (0.0, 5.5)}
+                                "S5": (0.0, 5.5), "S6": (1.5, 5.5)}
 
 
 def test_nbgrader_feedback_shows_no_hidden_formula(term):
