@@ -110,3 +110,14 @@ def test_the_graded_numbers_are_not_the_practice_ones():
     keyed = variants.numbers("lesson-1-part-1", graded_id(KEY, "K77"))
     other = variants.numbers("lesson-1-part-1", graded_id(b"another key, also 32 characters or more", "K77"))
     assert plain != keyed and keyed != other
+
+
+def test_a_notebook_stopped_before_any_answer_is_not_also_called_blank():
+    problems = {"lesson-1-part-1": {"1.1": {"expected": 5.0, "rel": 0.0, "label": "1.1", "units": "", "choices": None}}}
+    the_term = marking.Term(problems, Rubric(notebooks={"lesson-1-part-1": {}}))
+    stopped, blank = marking.Graded(KAY), marking.Graded(KAY)
+    marking._mark_answers(stopped, "lesson-1-part-1", marking.Run(problems=["stopped: the notebook ran past its 8 s"]),
+                          the_term, "k77", 1.0)
+    marking._mark_answers(blank, "lesson-1-part-1", marking.Run(records={"1.1": {"answer": None}}), the_term, "k77", 1.0)
+    assert stopped.blank == [] and stopped.feedback[("lesson-1-part-1", "1.1")].startswith("not reached")
+    assert blank.blank == ["lesson-1-part-1"]
