@@ -29,7 +29,7 @@ def environment(bin_folder: Path) -> dict[str, str]:
 
 
 # asyncio's notes as a kernel closes; nbgrader's warning on every check cell that its checksum changed, since
-# nbgrader stores it before it strips the cell's hidden test (nbgrader's issue 1961): a note on every cell
+# nbgrader stores it before it strips the cell's hidden test (jupyter/nbgrader#1961): a note on every cell
 # of every hand-in tells nothing of any one of them.
 NOISE = ("Task was destroyed but it is pending", "task: <Task pending name=", "Attribute 'checksum' for cell")
 
