@@ -39,3 +39,15 @@ def test_moodle_feedback_goes_in_folders_named_as_moodles_download(tmp_path):
     names = zipfile.ZipFile(tmp_path / "moodle-feedback.zip").namelist()
     assert names == ["Cy Part_2003_assignsubmission_file_/feedback.txt"]
     assert sorted(path.name for path in (tmp_path / "feedback").iterdir()) == ["cy.txt", "lee.txt"]
+
+
+@pytest.mark.parametrize("path", ["course/submitted/S1/lesson-1/lesson-1-part-1.ipynb", "course/gradebook.db",
+                                  "codes.csv", "grades/moodle-feedback.zip"])
+def test_students_data_stays_out_of_the_repository(path):
+    done = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, timeout=60)
+    assert done.returncode == 0, f"{path} is not ignored"
+
+
+def test_the_help_says_a_time_comes_from_the_lms_never_a_files_date():
+    text = " ".join(cli.__doc__.split())
+    assert "otherwise it is taken as on time (a file's date says when it was copied, not handed in)" in text
