@@ -145,16 +145,18 @@ bench: $(READY) ## the speed figures, and each stage's time in the last make tes
 
 # The students' notebooks, made from solutions/ (edit those, then run this): the practice release in
 # exercises/, the graded release (its cells record answers, show each student's own numbers) in
-# exercises/graded/. NBGRADER=folder also writes an nbgrader course there, one assignment a lesson.
-exercises: $(READY) ## write exercises/ and exercises/graded/ from solutions/ (NBGRADER=folder: an nbgrader course too)
+# exercises/graded/, and the instructor's key outside the repository (kept if it exists; see
+# chapters/instructors.md). NBGRADER=folder also writes an nbgrader course there, one assignment a lesson.
+exercises: $(READY) ## write exercises/ and exercises/graded/ from solutions/, and the instructor's key (NBGRADER=folder: an nbgrader course too)
 	$(BIN)/python scripts/make_exercises.py $(if $(NBGRADER),--nbgrader "$(NBGRADER)")
+	PYTHONPATH=src $(BIN)/python -m coursegrader key
 
-# Grade a term's submissions into a folder of grade files (see chapters/instructors.md):
+# Grade a term's submissions into a folder of grade files (see chapters/instructors.md; python -m coursegrader --help):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]
 grade: $(READY) ## grade a term's submissions: make grade SUBMISSIONS=folder [ROSTER=file] [OUT=grades]
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [RUBRIC=file] [ROSTER=file] [TIMES=file] [OUT=grades]" >&2; exit 2; }
 	@command -v bwrap >/dev/null || echo "grade: bubblewrap is missing (apt-get install bubblewrap); the grader will refuse to run" >&2
-	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" --rubric "$(or $(RUBRIC),grading/rubric.yml)" --out "$(or $(OUT),grades)" \
+	PYTHONPATH=src $(BIN)/python -m coursegrader "$(SUBMISSIONS)" --rubric "$(or $(RUBRIC),grading/rubric.yml)" --out "$(or $(OUT),grades)" \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMES),--times "$(TIMES)")
 
 pins: ## regenerate requirements.txt from requirements.in, then make notebooks

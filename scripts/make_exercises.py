@@ -20,7 +20,7 @@ same notebook with each check cell cut down to one call,
 
 which records the answer and says only whether it is the kind asked for (a number, one
 of the words). Its cells hold no formula and no expected figure, so there is nothing to
-copy into an answer cell; the grader (scripts/grade.py) scores the recorded answers
+copy into an answer cell; the grader (coursegrader, `make grade`) scores the recorded answers
 against the solutions, which only it holds.
 
 ``--nbgrader DIR`` also writes the solutions as an nbgrader course, one assignment a lesson
@@ -109,10 +109,11 @@ they are.
 
 """
 SETUP_IMPORT = "from servingmath.checks import check\n"
-VARIANT_HOW_TO = """Your numbers are your own: write your student ID between the quotes in the setup cell
-(as the course's records write it) and run it; each problem then shows the numbers you are
-to use, drawn for you alone, and says whose they are. They differ from a classmate's and
-from the practice notebook's, so check your method there and your figures here.
+VARIANT_HOW_TO = """Your numbers are your own: write your student ID, a slash and the code your instructor
+gave you between the quotes in the setup cell (as `S1001/7KQ3-M9XD`) and run it; each problem
+then shows the numbers you are to use, drawn for you alone, and says whose they are. They differ
+from a classmate's and from the practice notebook's, so check your method there and your figures
+here. Your ID alone draws practice numbers, which are not the ones graded.
 
 """
 PROBLEM = re.compile(r"^(## Problem (\S+) · [^\n]*\n)(.*?)(?=^```\{code-cell\})", flags=re.M | re.S)
@@ -207,7 +208,7 @@ def with_variants(text: str, notebook: str, source: str) -> str:
                   lambda match: match.group(0) + "from servingmath.variants import sheet\n", text, count=1, flags=re.M)
     # The setup cell ends by asking for the student's ID and showing whose numbers follow.
     setup_end = text.index("\n```", text.index("from servingmath.variants import sheet\n")) + 1
-    text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID, between the quotes\n"
+    text = (text[:setup_end] + "\nSTUDENT_ID = \"\"  # your student ID/your code, between the quotes\n"
             f"mine = sheet({notebook!r}, STUDENT_ID)\nmine\n" + text[setup_end:])
     shown = set()
 
@@ -285,8 +286,13 @@ def hidden_test(notebook: str, call: ast.Call, helpers: list[str], worth: float)
              f"_answer = _checks.submitted({label!r})",
              "_checks = _importlib.reload(_checks)  # the package's own check, whatever the notebook redefined"]
     if label in getattr(TEMPLATES.get(notebook), "statements", {}):
-        lines += [f"_sys.path.insert(0, {str(SCRIPTS)!r})", "import variant_answers as _variants",
-                  "_student = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
+        # The course folder's own copy (write_nbgrader puts it there), found from autograded/STUDENT/ASSIGNMENT.
+        lines += ["_sys.path.insert(0, _os.path.abspath(_os.path.join(_os.getcwd(), '..', '..', '..')))",
+                  "import variant_answers as _variants",
+                  "_user = _os.path.basename(_os.path.dirname(_os.getcwd()))  # autograded/STUDENT/ASSIGNMENT",
+                  # The ID and code typed, where the ID is the student's own: the code itself is make grade's to check.
+                  "_typed = str(globals().get('STUDENT_ID', '')).strip()",
+                  "_student = _typed if _typed.split('/')[0].strip().lower() == _user.lower() else _user",
                   f"_expected = _variants.expected({notebook!r}, {label!r}, _student)"]
         # The solution's own slips are figures of its fixed numbers; the student's are of their own.
         if "slips" in keywords:
@@ -321,9 +327,8 @@ def nbgrader_notebook(solution: Path, points: dict[str, float] | None = None):
         if cell.cell_type != "code":
             continue
         if "import check, submit, submitted" in cell.source:
-            cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False, "schema_version": 3,
-                                         "grade_id": "setup"}
-        elif BEGIN in cell.source:
+            continue   # the setup cell is the student's to edit, and none of nbgrader's (an id would be unknown to it)
+        if BEGIN in cell.source:
             label = _label_after(notebook.cells, index, solution)
             cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "schema_version": 3,
                                          "grade_id": f"answer-{_slug(label)}"}
@@ -359,22 +364,49 @@ c.ClearSolutions.code_stub = {{'python': {stub!r}}}
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# A notebook's cells share one budget of {time_limit!r} seconds, as under `make grade` (the rubric's time_limit),
+# its clock started by the setup cell: a cell running at the end is interrupted, and a cell reached after it
+# is not run but fails, so it earns nothing here either. (nbgrader's own limit is a cell's, and it would go on
+# past an endless loop.)
+import re as _re  # noqa: E402
+import time as _time  # noqa: E402
+_deadline = [float("inf")]
+
+
+def _start(cell, **_):
+    if _re.search(r"^STUDENT_ID\\s*=", cell.source, _re.M):
+        _deadline[0] = _time.monotonic() + {time_limit!r}
+    elif _time.monotonic() >= _deadline[0]:
+        cell.source = "raise TimeoutError('not run: the notebook was past its time limit')"
+
+
+c.Execute.on_notebook_start = lambda **_: _deadline.__setitem__(0, float("inf"))   # each notebook its own clock
+c.Execute.on_cell_execute = _start
+c.Execute.timeout_func = lambda cell: max(1.0, _deadline[0] - _time.monotonic()) if _deadline[0] < float("inf") else 600
 """
 
 
 def write_nbgrader(course: Path, assignment: str = "lesson-1", points: dict | None = None,
-                   names: list[str] | None = None) -> list[Path]:
+                   names: list[str] | None = None, time_limit: float | None = None) -> list[Path]:
     """Write ``course/source/assignment/NAME.ipynb`` for each notebook of ``names`` (those ``points``
-    lists, or the assignment's rubric's); return the paths. ``points``: notebook -> {label: points}."""
+    lists, or the assignment's rubric's); return the paths. ``points``: notebook -> {label: points}.
+    ``time_limit``: the seconds a notebook's cells share (the longest of the rubrics' ``time_limit``)."""
     import nbformat
+    import yaml
 
     if points is None:
         points = rubric_points(ASSIGNMENTS[assignment])
     names = list(points) if names is None else names
     folder = course / "source" / assignment
     folder.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB),
+    time_limit = time_limit or max(float(yaml.safe_load(rubric.read_text(encoding="utf-8")).get("time_limit", 60))
+                                   for rubric in ASSIGNMENTS.values())
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course.resolve()), stub=STUB,
+                                                                      time_limit=time_limit),
                                                encoding="utf-8")
+    # The hidden tests import the grader's answers from the course folder, wherever it is moved.
+    import shutil
+    shutil.copyfile(ROOT / "src" / "coursegrader" / "answers.py", course / "variant_answers.py")
     written = []
     for solution in solution_files():
         if solution.stem not in names:

@@ -1,4 +1,4 @@
-"""scripts/grade.py on a term's messy folder: fair marks, clear notes, files an LMS imports.
+"""The grader (coursegrader, as `make grade` runs it) on a term's messy folder: fair marks, clear notes, files an LMS imports.
 
 The folder is made here, from the solutions and the releases, so no big notebook is committed:
 a perfect submission, a blank one, a partly answered one, one whose answer cell raises, one with
@@ -9,6 +9,7 @@ and a student on the roster who handed in nothing.
 import csv
 import datetime as dt
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,16 +25,19 @@ import servingmath as sm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import grade  # noqa: E402  (a script, not a package)
 import make_exercises  # noqa: E402
 import nbgate  # noqa: E402
-import variant_answers  # noqa: E402
+from coursegrader import cli, feedback, marking, roster, rubric, running, sandbox, submissions  # noqa: E402
+from coursegrader import answers as variant_answers  # noqa: E402
+from coursegrader.key import ENV, graded_id  # noqa: E402
 from servingmath.checks import _show, check  # noqa: E402  (how feedback prints a number; the check)
 
 PART_1 = "lesson-1-part-1"
+KEY = b"a key for the tests alone, 32 characters or more, not secret"
+os.environ[ENV] = KEY.decode()      # the instructor's key, as `make grade` reads it
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
 DEADLINE = dt.datetime(2026, 12, 11, 17, 0, tzinfo=dt.timezone.utc)
-SANDBOX_PROBLEM = grade.sandbox_problem()
+SANDBOX_PROBLEM = sandbox.sandbox_problem()
 SANDBOXED = not SANDBOX_PROBLEM
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {SANDBOX_PROBLEM}")
 
@@ -41,7 +45,7 @@ needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {SAN
 @pytest.fixture(scope="module")
 def problems():
     """Every solution notebook run once: the reference the grader marks against."""
-    return grade.reference(grade.notebook_names(), jobs=2)
+    return marking.reference(marking.notebook_names(), jobs=2)
 
 
 def test_every_check_in_every_solution_is_right(problems):
@@ -58,7 +62,7 @@ def test_every_check_in_every_solution_is_right(problems):
 def test_blank_releases_run_to_the_end_and_every_check_says_not_answered_yet(problems, folder, status):
     """Every exercise notebook as a student opens it: each cell runs with no error, no stderr and no figure
     shown as text (the JupyterLab test opens only two of them, and relies on these runs for the rest)."""
-    runs = grade.run_many([ROOT / folder / f"{name}.md" for name in problems], time_limit=60, jobs=2)
+    runs = running.run_many([ROOT / folder / f"{name}.md" for name in problems], time_limit=60, jobs=2)
     for name, ran in zip(problems, runs):
         assert ran.problems == []
         assert nbgate.problems_in(ran.executed) == [], f"{folder}/{name}"
@@ -89,8 +93,8 @@ def answered(notebook, answers):
 
 
 def right(student_id, label):
-    """The answer to ``student_id``'s variant of problem ``label``."""
-    return variant_answers.expected(PART_1, label, student_id)
+    """The answer to ``student_id``'s graded variant of problem ``label`` (their ID with its code)."""
+    return variant_answers.expected(PART_1, label, graded_id(KEY, student_id))
 
 
 def worked(student_id, answers=None):
@@ -98,16 +102,16 @@ def worked(student_id, answers=None):
     but those in ``answers`` (label: the answer cell's source)."""
     notebook = graded_release()
     setup = next(cell for cell in notebook.cells if 'STUDENT_ID = ""' in cell.source)
-    setup.source = setup.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student_id!r}")
+    setup.source = setup.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {graded_id(KEY, student_id)!r}")
     own = {label: f"answer = {right(student_id, label)!r}" for label in LABELS}
     return answered(notebook, {**own, **(answers or {})})
 
 
 def partial():
-    """Cy's variant: 1.1 right, 1.2 one too many, 1.4 close (2 % high), the rest blank."""
+    """Cy's variant: 1.1 right, 1.2 one too many, 1.4 close (5 % high), the rest blank."""
     return answered(worked("S3", {label: "answer = None  # your answer here" for label in LABELS}), {
         "1.1": f"answer = {right('S3', '1.1')!r}", "1.2": f"answer = {right('S3', '1.2') + 1!r}",
-        "1.4": f"answer = {right('S3', '1.4') * 1.02!r}"})
+        "1.4": f"answer = {right('S3', '1.4') * 1.05!r}"})
 
 
 def raising():
@@ -234,7 +238,7 @@ def graded(problems, tmp_path_factory):
         "close_credit: 0.5\n"
         "time_limit: 8\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
-    code = grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
+    code = cli.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
                        "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2",
                        *([] if SANDBOXED else ["--unsafe"])])
     assert code == 0
@@ -286,8 +290,9 @@ def test_the_notes_say_what_happened(graded):
     assert notes["ivy"] == (f"{PART_1}: check cell changed for 1.4; the grader recorded the answer itself and "
                             "marked it against the solutions")
     assert notes["lee"] == f"{PART_1}: nothing handed in"
-    assert notes["mo"] == (f"{PART_1}: the notebook shows the numbers of ID s1, not of this student's ID (s13); "
-                           "marked against this student's own numbers")
+    assert notes["mo"] == (f"{PART_1}: the notebook shows the numbers of ID {graded_id(KEY, 's1').lower()}, none of "
+                           "this student's IDs on the roster (SIS User ID S13, SIS Login ID mo); marked against the "
+                           f"numbers of their SIS User ID ({graded_id(KEY, 'S13').lower()})")
     assert graded["table"]["cy"]["late"] == graded["table"]["kim"]["late"] == PART_1
     assert graded["table"]["ada"]["late"] == ""
 
@@ -332,7 +337,7 @@ def test_each_student_gets_a_feedback_file(graded):
     assert "graded Cy Part_2003_assignsubmission_file_/Copy of Lesson_1_Part_1.ipynb (late)" in cy
     slip = _show(right("S3", "1.2") + 1, "decode steps")
     assert f"    1.2  0 of 1  ✗ {slip} is not right: it looks like a count off by one (look again" in cy
-    close = _show(right("S3", "1.4") * 1.02, "times as many")
+    close = _show(right("S3", "1.4") * 1.05, "times as many")
     assert f"    1.4  0.45 of 1  ≈ close: {close} is near the answer but outside its tolerance" in cy
     assert "    1.3  0 of 1  … no answer: `answer` was still None when this problem's cell ran" in cy
     assert ("Late: lesson-1-part-1 was handed in 6 h 30 min after the deadline, by the LMS's times. The rubric "
@@ -342,6 +347,7 @@ def test_each_student_gets_a_feedback_file(graded):
     assert ("\nLate: lesson-1-part-1 (Canvas marked it LATE). The rubric takes 10% off a late notebook's points: "
             "each mark of a notebook marked (late) above is 90% of what the answer earned.\n") in kim
     ada = (feedback / "ada.txt").read_text(encoding="utf-8")
+    assert f"\n  Your numbers are those of your SIS User ID on the roster ({graded_id(KEY, 'S1')})\n" in ada
     assert f"1.1  0.5 of 0.5  ✓ right: {_show(right('S1', '1.1'), 'passes')}\n" in ada
     # Nothing a student is told holds an expected figure, nor the words of a check cell still to run.
     for path in feedback.glob("*.txt"):
@@ -366,7 +372,7 @@ def test_feedback_goes_in_one_zip_named_for_canvas_and_a_rerun_leaves_nothing_ol
     stray.write_text("old")
     (tmp_path / "empty").mkdir()
     (tmp_path / "rubric.yml").write_text("assignment: A\nnotebooks:\n  lesson-1-part-1: {}\n")
-    assert grade.main([str(tmp_path / "empty"), "--rubric", str(tmp_path / "rubric.yml"), "--out", str(out),
+    assert cli.main([str(tmp_path / "empty"), "--rubric", str(tmp_path / "rubric.yml"), "--out", str(out),
                        "--jobs", "1", *([] if SANDBOXED else ["--unsafe"])]) == 0
     assert not stray.exists() and list((out / "feedback").glob("*.txt")) == []
 
@@ -375,7 +381,7 @@ def test_feedback_goes_in_one_zip_named_for_canvas_and_a_rerun_leaves_nothing_ol
 def test_the_sandbox_is_what_stops_the_student_reading_the_solutions(problems, tmp_path, graded):
     # Run bare (no sandbox, no recording cells), the same notebook does find the solutions and all six are right.
     write(reading_the_solutions(), tmp_path / "hal.ipynb")
-    bare = grade.run_notebook(tmp_path / "hal.ipynb", 20)
+    bare = running.run_notebook(tmp_path / "hal.ipynb", 20)
     assert [bare.records[label]["answer"] for label in LABELS] == [
         problems[PART_1][label]["expected"] for label in LABELS]
     assert graded["table"]["hal"]["score"] == "0"
@@ -385,7 +391,7 @@ def test_the_time_limit_is_for_the_whole_notebook_not_each_cell(tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.8)") for _ in range(6)]
     nbformat.write(notebook, tmp_path / "slow.ipynb")
-    ran = grade.run_notebook(tmp_path / "slow.ipynb", time_limit=2)
+    ran = running.run_notebook(tmp_path / "slow.ipynb", time_limit=2)
     # Each cell is well under 2 s, so a limit per cell would let all six finish.
     assert ran.problems == ["stopped: the notebook ran past its 2 s"] and 1 <= ran.cells_run <= 3
 
@@ -396,7 +402,7 @@ def test_the_time_limit_is_for_the_whole_notebook_not_each_cell(tmp_path):
 ])
 def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
     (tmp_path / "x.ipynb").write_text(content)
-    ran = grade.run_notebook(tmp_path / "x.ipynb", 5)
+    ran = running.run_notebook(tmp_path / "x.ipynb", 5)
     assert reason in ran.unreadable and not ran.records
 
 
@@ -415,18 +421,18 @@ def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
 ])
 def test_which_student_and_notebook_a_file_is(path, who):
     names = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4", "plate-xxiii-1"]
-    assert grade.identify(Path("/s") / path, Path("/s"), names) == who
+    assert submissions.identify(Path("/s") / path, Path("/s"), names) == who
 
 
 def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
-    assert grade.main([str(tmp_path / "nowhere")]) == 2
-    assert grade.main([str(tmp_path), "--notebooks", "lesson-9"]) == 2
+    assert cli.main([str(tmp_path / "nowhere")]) == 2
+    assert cli.main([str(tmp_path), "--notebooks", "lesson-9"]) == 2
     assert "notebooks must be among" in capsys.readouterr().err
     (tmp_path / "rubric.yml").write_text("close_credit: 2\n")
-    assert grade.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
+    assert cli.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
     assert "close_credit must be a number from 0 to 1, got 2" in capsys.readouterr().err
     (tmp_path / "rubric.yml").write_text("notebooks: {lesson-9: {}}\n")
-    assert grade.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
+    assert cli.main([str(tmp_path), "--rubric", str(tmp_path / "rubric.yml")]) == 2
     assert "notebook 'lesson-9' is not among the solutions" in capsys.readouterr().err
 
 
@@ -474,6 +480,41 @@ subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
 '''
 
 
+LIMITS = '''import os, subprocess
+seen = {"uid": os.getuid()}
+try:
+    seen["shadow"] = open("/etc/shadow").read()
+except OSError as error:
+    seen["shadow"] = type(error).__name__
+children = []
+try:
+    for _ in range(5000):
+        children.append(subprocess.Popen(["sleep", "2"]))
+except OSError:
+    pass
+seen["processes"] = len(children)
+for child in children:
+    child.wait()
+try:
+    hog = bytearray(16 * 2**30)
+    seen["memory"] = "held"
+except MemoryError:
+    seen["memory"] = "refused"
+from ipykernel.connect import get_connection_file
+sockets = os.path.dirname(get_connection_file())     # the one folder of the grader's machine it was given
+for place in ("/tmp", "/dev/shm", os.path.expanduser("~"), sockets):
+    try:
+        with open(os.path.join(place, "fill"), "wb") as handle:
+            for _ in range(1024):
+                handle.write(b"x" * 2**20)
+        seen[place] = "filled"
+    except OSError as error:
+        seen[place] = type(error).__name__
+print(seen)
+'''
+FLOOD = "import sys\nfor _ in range(64):\n    sys.stdout.write('y' * 2**20)"
+
+
 def attacker(code: str, answers: dict[str, str]):
     notebook = graded_release()
     notebook.cells.insert(answer_cell(notebook, "1.1"), nbformat.v4.new_code_cell(code))
@@ -502,14 +543,22 @@ def attacked(problems, tmp_path_factory):
           folder / "b-package" / f"{PART_1}.ipynb")
     write(attacker(OUTLIVE, {label: "answer = 31337" for label in LABELS}), folder / "c-outlive" / f"{PART_1}.ipynb")
     write(worked("d-honest"), folder / "d-honest" / f"{PART_1}.ipynb")
+    limits = attacker(LIMITS, {"1.1": "answer = str(seen['uid'])", "1.2": "answer = seen['shadow']",
+                               "1.3": "answer = str(seen['processes'])", "1.4": "answer = seen['memory']",
+                               "1.5": "answer = seen['/tmp'] + seen['/dev/shm']",
+                               "1.6": "answer = seen[os.path.expanduser('~')] + seen[sockets]"})
+    limits.cells.insert(answer_cell(limits, "1.1"), nbformat.v4.new_code_cell(FLOOD))
+    write(limits, folder / "e-limits" / f"{PART_1}.ipynb")
     (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
     checks = (ROOT / "src" / "servingmath" / "checks.py").read_bytes()
     out = root / "out"
-    assert grade.main([str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"]) == 0
+    assert cli.main([str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"]) == 0
     canvas = (out / "canvas.csv").read_bytes()
     time.sleep(3)  # time for a process left behind to act
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
-    return {"table": table, "canvas_before": canvas, "canvas_after": (out / "canvas.csv").read_bytes(),
+    import resource
+    return {"table": table, "canvas_before": canvas, "out": out,
+            "grader_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "canvas_after": (out / "canvas.csv").read_bytes(),
             "checks_before": checks, "checks_after": (ROOT / "src" / "servingmath" / "checks.py").read_bytes()}
 
 
@@ -526,7 +575,7 @@ def test_the_proc_route_does_reach_the_solutions_without_the_sandbox(problems, t
     here = os.getcwd()
     os.chdir(ROOT)
     try:
-        bare = grade.run_notebook(tmp_path / "a.ipynb", 20)
+        bare = running.run_notebook(tmp_path / "a.ipynb", 20)
     finally:
         os.chdir(here)
     assert [bare.records[label]["answer"] for label in LABELS] == [problems[PART_1][label]["expected"]
@@ -573,7 +622,7 @@ def test_moodle_students_who_share_a_name_are_told_apart_by_participant_number(p
     (tmp_path / "rubric.yml").write_text(f"assignment: A\ndeadline: {DEADLINE.isoformat()}\ntimezone: Europe/Berlin\n"
                                          "grace_minutes: 15\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
     out = tmp_path / "out"
-    assert grade.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
+    assert cli.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
                        "--times", str(tmp_path / "times.csv"), "--out", str(out), "--jobs", "2",
                        *([] if SANDBOXED else ["--unsafe"])]) == 0
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
@@ -586,8 +635,8 @@ def test_a_moodle_time_without_a_zone_needs_the_rubrics_timezone(tmp_path):
     (tmp_path / "times.csv").write_text('Identifier,Full name,"Last modified (submission)"\n'
                                         'Participant 1,Ann,"Friday, 11 December 2026, 5:30 PM"\n')
     with pytest.raises(ValueError, match="names no time zone; set the rubric's timezone"):
-        grade.load_times(tmp_path / "times.csv")
-    assert grade.load_times(tmp_path / "times.csv", "Asia/Tokyo").of("participant:1") == dt.datetime(
+        roster.load_times(tmp_path / "times.csv")
+    assert roster.load_times(tmp_path / "times.csv", "Asia/Tokyo").of("participant:1") == dt.datetime(
         2026, 12, 11, 8, 30, tzinfo=dt.timezone.utc)
 
 
@@ -605,15 +654,15 @@ def test_answers_as_students_give_them_are_graded_as_their_value(tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nbformat.write(notebook, tmp_path / "kinds.ipynb")
-    ran = grade.run_notebook(tmp_path / "kinds.ipynb", 60, releases={})
+    ran = running.run_notebook(tmp_path / "kinds.ipynb", 60, releases={})
     expected = {"gpu": ("l4", gpus), "model": ("llama-3-8b", list(sm.MODELS)), "scalar": (2.5, None),
                 "array": (1000.0, None), "inside": (6.0, None), "two": (1.0, None)}
-    statuses = {label: grade.mark(ran.records.get(label), {"expected": value, "rel": 0.0, "label": label, "units": "",
+    statuses = {label: marking.mark(ran.records.get(label), {"expected": value, "rel": 0.0, "label": label, "units": "",
                                                            "choices": choices}).status
                 for label, (value, choices) in expected.items()}
     assert statuses == {"gpu": "right", "model": "right", "scalar": "right", "array": "right", "inside": "right",
                         "two": "wrong"}
-    two = grade.mark(ran.records["two"], {"expected": 1.0, "rel": 0.0, "label": "two", "units": "", "choices": None})
+    two = marking.mark(ran.records["two"], {"expected": 1.0, "rel": 0.0, "label": "two", "units": "", "choices": None})
     assert "of type ndarray" in two.message and "NotebookNode" not in two.message
 
 
@@ -621,7 +670,7 @@ def test_a_renamed_notebook_is_known_by_its_metadata(tmp_path):
     folder = tmp_path / "s"
     write(worked("S1"), folder / "ada" / "L1P1_final.ipynb")
     write(worked("S1"), folder / "L1P1_final.ipynb")
-    found, bad = grade.find_submissions(folder, [PART_1, "lesson-1-part-2"])
+    found, bad = submissions.find_submissions(folder, [PART_1, "lesson-1-part-2"])
     assert [(item.student, item.notebook) for item in found] == [("ada", PART_1)]
     assert bad == [(folder / "L1P1_final.ipynb", "its metadata says which notebook it is but its name not whose "
                                                  "(put the student's name first)")]
@@ -632,7 +681,7 @@ def test_the_sandbox_binds_the_course_over_its_empty_tmp(tmp_path):
     # CI clones the course under /tmp: the sandbox's empty /tmp must come before the course's binds, not hide them.
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed here")
-    argv = grade.sandbox_argv(tmp_path, grade.kernel_environment())
+    argv = sandbox.sandbox_argv(tmp_path, sandbox.kernel_environment())
     empty_tmp = next(k for k in range(len(argv) - 1) if argv[k:k + 2] == ["--tmpfs", "/tmp"])
     python_and_package = [k for k, word in enumerate(argv) if word == "--ro-bind"]
     assert python_and_package and min(python_and_package) > empty_tmp
@@ -642,19 +691,19 @@ def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_a
     # Every problem the course has today has per-student numbers: no notebook's graded release asks a public one.
     every = {path.stem: {match.group(2): {} for match in make_exercises.PROBLEM.finditer(path.read_text("utf-8"))}
              for path in make_exercises.solution_files()}
-    assert len(every) == 15 and all(every.values()) and grade.public_answers(every) == []
-    assert grade.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
+    assert len(every) == 15 and all(every.values()) and marking.public_answers(every) == []
+    assert marking.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
     # A problem added without a template (here a label no notebook has yet) is asked with the practice numbers.
-    assert grade.public_answers({"lesson-3-part-1": {"1.1": {}, "1.7": {}, "1.8": {}}}) == [
+    assert marking.public_answers({"lesson-3-part-1": {"1.1": {}, "1.7": {}, "1.8": {}}}) == [
         "lesson-3-part-1: problems 1.7, 1.8 have no per-student numbers (servingmath.variants); every student is "
         "asked them with the practice release's numbers, whose answers are public"]
 
 
 def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
-    student = grade.Student("kim", "Kim Late")
-    graded = grade.Graded(student)
-    rubric = grade.Rubric(assignment="Lesson 1 problems", notebooks={PART_1: {}, "lesson-1-part-2": {}},
-                          late_penalty=0.1)
+    student = roster.Student("kim", "Kim Late")
+    graded = marking.Graded(student)
+    settings = rubric.Rubric(assignment="Lesson 1 problems", notebooks={PART_1: {}, "lesson-1-part-2": {}},
+                             late_penalty=0.1)
     problems = {PART_1: {"1.1": {}}, "lesson-1-part-2": {"2.1": {}}}
     for name, label in ((PART_1, "1.1"), ("lesson-1-part-2", "2.1")):
         graded.points[(name, label)], graded.feedback[(name, label)] = 0.9, "✓ right: 1 pass"
@@ -662,7 +711,7 @@ def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
         graded.late.append(name)
         graded.late_notes[name] = "Canvas marked it LATE"
         graded.notes.append(f"{name}: late (Canvas marked it LATE)")
-    text = grade.feedback_text(graded, problems, rubric)
+    text = feedback.feedback_text(graded, problems, settings)
     assert ("Late: lesson-1-part-1 and lesson-1-part-2 (Canvas marked them LATE). The rubric takes 10% off a late "
             "notebook's points") in text
     assert text.count("The rubric takes") == 1 and "Notes:" not in text
@@ -670,12 +719,29 @@ def test_feedback_tells_several_late_notebooks_and_the_penalty_once():
 
 def test_feedback_on_a_word_the_problem_does_not_take_says_so():
     result = check("h100-sxm", "memory", label="2.2", choices=("memory", "compute"))
-    assert grade.final_word(result) == ("✗ 'h100-sxm' is not right: it is none of the words the problem takes "
+    assert feedback.final_word(result) == ("✗ 'h100-sxm' is not right: it is none of the words the problem takes "
                                         '("memory", "compute")')
-    assert grade.final_word(check("compute", "memory", label="2.2", choices=("memory", "compute"))) == (
+    assert feedback.final_word(check("compute", "memory", label="2.2", choices=("memory", "compute"))) == (
         "✗ 'compute' is not right")
 
 
 def test_feedback_on_a_problems_own_slip_gives_its_hint():
     result = check(72, 100, label="3.1", units="users", slips={"a 16-bit cache": (72, "the cache is 4-bit.")})
-    assert grade.final_word(result) == "✗ 72 users is not right: it looks like a 16-bit cache (the cache is 4-bit.)"
+    assert feedback.final_word(result) == "✗ 72 users is not right: it looks like a 16-bit cache (the cache is 4-bit.)"
+
+
+@needs_sandbox
+def test_the_sandbox_holds_a_student_to_an_unprivileged_user_and_its_limits(attacked):
+    """Run as root: no root in the sandbox, no /etc/shadow, processes, memory, every tmpfs and file bounded,
+    the socket folder on the grader's disk closed once the kernel is up, the output cut and said so, and the
+    grader's own memory small."""
+    assert os.geteuid() == 0 or pytest.skip("the sandbox's own uid and the socket folder's closing are as root")
+    feedback = (attacked["out"] / "feedback" / "e-limits.txt").read_text(encoding="utf-8")
+    told = {line.split()[0]: line.split("✗ ")[1].split(" is not right")[0] for line in feedback.splitlines()
+            if line.startswith("    1.")}
+    assert int(re.sub(r"\D", "", told["1.1"])) in sandbox.SANDBOX_UIDS     # not root
+    assert (told["1.2"], told["1.4"], told["1.5"]) == ("'FileNotFoundError'", "'refused'", "'OSErrorOSError'")
+    assert int(re.sub(r"\D", "", told["1.3"])) < sandbox.LIMITS.processes and told["1.6"] == "'OSErrorPermissionError'"
+    notes = attacked["table"]["e-limits"]["notes"]
+    assert attacked["table"]["e-limits"]["score"] == "0" and "output cut: code cell" in notes
+    assert attacked["grader_rss"] < 1.5 * 2**30

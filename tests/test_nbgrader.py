@@ -2,10 +2,13 @@
 round, feedback with no formula; and nbgrader's marks equal to the course's own grader's on one class.
 
 nbgrader is among the course's pins (its JupyterLab menus are switched off for `make lab`), so this
-runs in `make test`, through scripts/nbgrader.py as chapters/instructors.md says to run it.
+runs in `make test`, through scripts/nbgrader.py as chapters/instructors.md says to run it. Students enter
+their graded IDs (their ID and its code); nbgrader's hidden tests mark the numbers of the ID typed where it is
+the student's own (they cannot check the code: the key never enters a student's kernel), `make grade` checks it.
 """
 import copy
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +19,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import grade  # noqa: E402  (scripts, not a package)
 import make_exercises  # noqa: E402
-import variant_answers  # noqa: E402
+from coursegrader import answers as variant_answers  # noqa: E402
+from coursegrader import cli, marking, sandbox  # noqa: E402
+from coursegrader.rubric import load_rubric  # noqa: E402
+from coursegrader.key import ENV, graded_id  # noqa: E402
 
 PART_1 = "lesson-1-part-1"
+KEY = b"a key for the tests alone, 32 characters or more, not secret"
 LABELS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
 
 
@@ -43,7 +49,7 @@ def test_one_assignment_a_lesson_each_problem_worth_its_rubrics_points(tmp_path)
             cells = nbformat.read(path, as_version=4).cells
             worth = {cell.metadata["nbgrader"]["grade_id"]: cell.metadata["nbgrader"]["points"] for cell in cells
                      if cell.metadata.get("nbgrader", {}).get("grade")}
-            expected = grade.load_rubric(rubric, grade.notebook_names())
+            expected = load_rubric(rubric, marking.notebook_names())
             assert worth == {f"check-{label.replace('.', '-')}": expected.points(path.stem, label)
                              for label in (cell_label(cell) for cell in cells if "check-" in
                                            cell.metadata.get("nbgrader", {}).get("grade_id", ""))}
@@ -60,8 +66,8 @@ def filled(release, student_id, answers):
     notebook = copy.deepcopy(release)
     for cell in notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if grade_id == "setup":
-            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student_id!r}")
+        if 'STUDENT_ID = ""' in cell.source:
+            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {graded_id(KEY, student_id)!r}")
         if grade_id.startswith("answer-"):
             label = grade_id.removeprefix("answer-").replace("-", ".")
             if label in answers:
@@ -70,7 +76,18 @@ def filled(release, student_id, answers):
 
 
 def own(student_id, label):
-    return f"answer = {variant_answers.expected(PART_1, label, student_id)!r}"
+    return f"answer = {variant_answers.expected(PART_1, label, graded_id(KEY, student_id))!r}"
+
+
+TIME_LIMIT = 12
+
+
+def endless(notebook):
+    """The notebook with a loop that never ends just after Problem 1.2's check."""
+    at = next(index for index, cell in enumerate(notebook.cells)
+              if cell.metadata.get("nbgrader", {}).get("grade_id") == "answer-1-3")
+    notebook.cells.insert(at, nbformat.v4.new_code_cell("while True:\n    pass"))
+    return notebook
 
 
 CHEAT = ("import servingmath.checks\ncheck = lambda *args, **kwargs: servingmath.checks.check(1, 1)\n"
@@ -79,39 +96,41 @@ CHEAT = ("import servingmath.checks\ncheck = lambda *args, **kwargs: servingmath
 
 @pytest.fixture(scope="module")
 def term(tmp_path_factory):
-    """A class handed in through nbgrader, autograded by nbgrader and graded by scripts/grade.py."""
+    """A class handed in through nbgrader, autograded by nbgrader and graded by `make grade`'s command."""
     root = tmp_path_factory.mktemp("nbgrader")
     course = root / "course"
-    make_exercises.write_nbgrader(course, "lesson-1", names=[PART_1])
+    make_exercises.write_nbgrader(course, "lesson-1", names=[PART_1], time_limit=TIME_LIMIT)
     nbgrader(course, "generate_assignment", "lesson-1", "--force")
     release = nbformat.read(course / "release" / "lesson-1" / f"{PART_1}.ipynb", as_version=4)
     half = {label: own("S2", label) for label in LABELS[:3]}
-    half["1.4"] = f"answer = {variant_answers.expected(PART_1, '1.4', 'S2') * 1.02!r}"   # close, not right
+    half["1.4"] = f"answer = {variant_answers.expected(PART_1, '1.4', graded_id(KEY, 'S2')) * 1.05!r}"  # close
     cheat = {label: CHEAT for label in LABELS}
     class_ = {"S1": filled(release, "S1", {label: own("S1", label) for label in LABELS}),
               "S2": filled(release, "S2", half),
               "S3": release,                                                               # blank
               "S4": filled(release, "S4", cheat),                                          # a redefined check
-              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS})}  # S1's numbers copied
+              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS}),  # S1's numbers copied
+              "S6": endless(filled(release, "S6", {label: own("S6", label) for label in LABELS}))}
     for student, notebook in class_.items():
         for folder in (course / "submitted" / student / "lesson-1", root / "submissions" / student):
             folder.mkdir(parents=True)
             nbformat.write(notebook, folder / f"{PART_1}.ipynb")
-    nbgrader(course, "autograde", "lesson-1", "--create", "--force")
+    said = nbgrader(course, "autograde", "lesson-1", "--create", "--force")
     nbgrader(course, "generate_feedback", "lesson-1", "--force")
     nbgrader(course, "export", "--to", str(root / "nbgrader.csv"))
     ours = root / "ours"
     (root / "roster.csv").write_text("student\n" + "\n".join(class_) + "\n")
-    (root / "rubric.yml").write_text("assignment: Lesson 1\ntime_limit: 60\nnotebooks:\n"
+    (root / "rubric.yml").write_text(f"assignment: Lesson 1\ntime_limit: {TIME_LIMIT}\nnotebooks:\n"
                                      "  lesson-1-part-1: {'1.1': 0.5}\n")
-    sandbox = [] if not grade.sandbox_problem() else ["--unsafe"]
-    assert grade.main([str(root / "submissions"), "--rubric", str(root / "rubric.yml"), "--roster",
-                       str(root / "roster.csv"), "--out", str(ours), "--jobs", "2", *sandbox]) == 0
+    unsafe = [] if not sandbox.sandbox_problem() else ["--unsafe"]
+    os.environ[ENV] = KEY.decode()
+    assert cli.main([str(root / "submissions"), "--rubric", str(root / "rubric.yml"), "--roster",
+                       str(root / "roster.csv"), "--out", str(ours), "--jobs", "2", *unsafe]) == 0
     nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
                  for row in csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8"))}
     our_scores = {row["student"].upper(): (float(row["score"]), float(row["out of"]))
                   for row in csv.DictReader((ours / "grades.csv").open(encoding="utf-8"))}
-    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores}
+    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores, "said": said}
 
 
 def test_the_release_holds_no_check_formula_or_solution(term):
@@ -124,11 +143,20 @@ def test_the_release_holds_no_check_formula_or_solution(term):
 
 def test_nbgrader_marks_each_student_as_the_course_grader_does(term):
     assert term["nbgrader"] == term["ours"]
+    # S6's loop after Problem 1.2 stops both at the rubric's time limit: 1.1 and 1.2 count, nothing after.
     assert term["nbgrader"] == {"S1": (5.5, 5.5), "S2": (2.5, 5.5), "S3": (0.0, 5.5), "S4": (0.0, 5.5),
-                                "S5": (0.0, 5.5)}
+                                "S5": (0.0, 5.5), "S6": (1.5, 5.5)}
 
 
 def test_nbgrader_feedback_shows_no_hidden_formula(term):
     page = (term["course"] / "feedback" / "S1" / "lesson-1" / f"{PART_1}.html").read_text(encoding="utf-8")
     assert "variant_answers" not in page and "_expected" not in page and "HIDDEN TESTS" not in page
     assert "_importlib" not in page and "_checks" not in page and "Problem 1.6" in page
+
+
+def test_hidden_tests_hold_no_path_of_this_machine_and_a_run_says_only_what_matters(term):
+    source = (term["course"] / "source" / "lesson-1" / f"{PART_1}.ipynb").read_text(encoding="utf-8")
+    assert str(ROOT) not in source and "scripts" not in source
+    assert "variant_answers" in source and (term["course"] / "variant_answers.py").is_file()
+    for noise in ("Task was destroyed", "Cell 'setup' does not exist", "hecksum"):
+        assert noise not in term["said"]

@@ -51,7 +51,12 @@ def student_key(student_id) -> str:
 
 
 def seed(notebook: str, student_id) -> int:
-    """The seed of ``student_id``'s variant of ``notebook``: 64 bits of SHA-256 of both."""
+    """The seed of ``student_id``'s variant of ``notebook``: 64 bits of SHA-256 of both.
+
+    For graded work ``student_id`` is the student's ID and the code their instructor gave them,
+    ``S1001/7KQ3-M9XD``: the code is a keyed hash of the ID under a key the instructor alone holds
+    (``coursegrader.key``), so the seed, and the numbers, of a student's graded ID cannot be drawn
+    from this public code and the ID alone. An ID without a code draws practice numbers."""
     digest = hashlib.sha256(f"{notebook}\n{student_key(student_id)}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -936,7 +941,15 @@ class Sheet:
     def _repr_markdown_(self):
         if self.key is None:
             return f"**Enter your student ID:** {self.problem}."
-        return f"The problems below show the numbers of student **{self.key}**'s variant of this notebook."
+        shown = f"The problems below show the numbers of student **{self.key}**'s variant of this notebook."
+        if "/" not in self.key:
+            # A graded ID is the ID, a slash and the code the instructor gave (made with a key only they hold).
+            shown += (" These are practice numbers, drawn from your ID alone: for graded work, enter your ID with "
+                      "the code your instructor gave you, as `S1001/7KQ3-M9XD`.")
+        return shown
+
+    def __repr__(self):
+        return self._repr_markdown_().replace("**", "").replace("`", "")
 
 
 class _Shown:
