@@ -96,8 +96,13 @@ class Row:
     cells: dict = field(default_factory=dict)
 
     @property
+    def last(self):
+        """The last version the row covers ("0.20" for a row until "0.21"); None while it is current."""
+        return _previous(self.until) if self.until else None
+
+    @property
     def label(self):
-        span = f"{self.since} to {_previous(self.until)}" if self.until else f"{self.since} on"
+        span = f"{self.since} to {self.last}" if self.until else f"{self.since} on"
         return f"{self.name} ({span})"
 
 
