@@ -113,3 +113,10 @@ def test_sglang_chunk_follows_the_card_s_memory_in_four_tiers():
 def test_v1_became_vllm_s_default_at_its_first_row():
     # The budget dates V1 from the table's first V1 row, not from the latest one.
     assert sm.memory.VLLM_V1_DEFAULT_SINCE == "0.8" == E.row("vllm", "0.8").since
+
+
+def test_vllm_version_boundaries_the_pages_name_agree_with_the_rows():
+    assert E.row("vllm", "V0").until == E.VLLM_V0_REMOVED
+    assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) < E._parse(E.VLLM_V0_REMOVED) < E._parse(E.VLLM_SWAP_SPACE_REMOVED)
+    assert E.row("vllm", E.VLLM_V1_CHUNKING_FORCED_LAST).name == "vLLM V1"
+    assert E.defaults("vllm", "V1", gpu=sm.H100_SXM).chunked_prefill is True

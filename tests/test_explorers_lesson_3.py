@@ -56,5 +56,5 @@ def test_the_plate_marks_each_policy_at_the_chosen_rate():
     assert made.readouts_at(rate=40)["chunked prefill"].startswith(units.number(curve.tokens_per_second[k]))
     assert made.svg_at(rate=40).count("webchart-marker") == 3
     latency = lesson_3.load_latency()
-    assert latency.readouts_at(policy="static", rate=60)["tokens a second"] == \
+    assert latency.readouts_at(policy="static", rate=60)["reply tokens a second"] == \
         units.number(load.load_curve("static").tokens_per_second[list(load.PLATE_RATES).index(60)])

@@ -199,9 +199,16 @@ _V1_FROM_0_21 = {**_V1, "memory_fraction": Cell(
     "CacheConfig.gpu_memory_utilization", "0.9 before 0.21.0, raised with the CUDA graphs' estimate",
     "0.9 before 0.21")}
 
+# Version boundaries the pages name, each with where it was read.
+VLLM_V0_REMOVED = "0.11"                 # the "vLLM V0" rows end here; SchedulerConfig then has no preemption_mode
+VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunked_prefill = True whatever the flag
+# --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
+# (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
+VLLM_SWAP_SPACE_REMOVED = "0.18"
+
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),
-    Row("vllm", "vLLM V0", "0.6.5", "0.11", {**_V0, "step_tokens": Cell(
+    Row("vllm", "vLLM V0", "0.6.5", VLLM_V0_REMOVED, {**_V0, "step_tokens": Cell(
         "--max-num-batched-tokens", 2048, "vllm-project/vllm pull request 10544 (November 2024), vllm/config.py, "
         "SchedulerConfig", "with --enable-chunked-prefill; without it, max(max_model_len, 2,048)", V0_BUDGET_SHORT),
         "chunked_prefill": Cell("--enable-chunked-prefill", False,
