@@ -61,7 +61,7 @@ def test_the_table_names_each_engines_flags():
 def test_vllm_start_up_budget_defaults_are_cells_of_the_table():
     v0, v1 = E.defaults("vllm", "V0"), E.defaults("vllm", "V1", gpu=sm.H100_SXM)
     assert (v0.profile_min_tokens, v0.chunked_past, v0.chunked_profile_tokens, v0.max_running) == (2048, 32768, 2048, 256)
-    assert (v1.graph_estimate_since, v1.memory_fraction, v1.memory_fraction_current) == ("0.21.0", 0.9, 0.92)
+    assert (v1.graph_estimate_since, v1.memory_fraction, v1.memory_fraction_current) == ("0.21.0", 0.92, 0.92)
     # The budget reads them from here: one place for each default.
     assert sm.memory.VLLM_V0_CHUNKED_PAST == v0.chunked_past and sm.memory.VLLM_MAX_NUM_SEQS == v0.max_running
     assert sm.memory.VLLM_CUDA_GRAPH_ESTIMATE_SINCE == v1.graph_estimate_since
@@ -78,9 +78,45 @@ def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
     assert E.defaults("vllm", "0.8.2", gpu=a100).max_running == 1024
     assert E.defaults("vllm", "0.8.4", gpu=a100).max_running == 256
     assert E.row("vllm", "0.8.2").label == "vLLM V1 (0.8 to 0.8.3)"
-    assert E.row("vllm", "V1").label == "vLLM V1 (0.8.4 on)"
+    assert E.row("vllm", "0.20").label == "vLLM V1 (0.8.4 to 0.20)"
+    assert E.row("vllm", "V1").label == "vLLM V1 (0.21 on)"
+
+
+def test_vllm_raised_its_memory_share_with_the_cuda_graphs_estimate():
+    # Pull request 38284 turned the CUDA graphs' estimate on and raised the share from 0.9 to 0.92 in one change.
+    before = E.defaults("vllm", "0.20", gpu=sm.H100_SXM).memory_fraction
+    after = E.defaults("vllm", "V1", gpu=sm.H100_SXM)
+    assert (before, after.memory_fraction) == (0.9, 0.92) == (sm.memory.VLLM_GPU_MEMORY_UTILIZATION, after.memory_fraction_current)
+    assert E.row("vllm", "V1").since == after.graph_estimate_since.rsplit(".0", 1)[0]
+    for version in ("0.6", "V0", "0.8", "0.8.4"):
+        assert E.defaults("vllm", version, gpu=sm.H100_SXM).memory_fraction == 0.9
+
+
+def test_vllm_v0_budget_is_named_with_chunking_and_without():
+    # With chunked prefill off (V0's default) the budget is the window, at least 2,048: the table says so beside it.
+    text = E.markdown_table(sm.H100_SXM, rows=(("vllm", "0.6"), ("vllm", "V0")))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {E.MEANINGS['step_tokens']} |"))
+    assert row.count("off: the window, at least 2,048") == 2
+    chunked = next(line for line in text.splitlines() if line.startswith(f"| {E.MEANINGS['chunked_prefill']} |"))
+    assert "32,768" in chunked
+
+
+def test_sglang_chunk_follows_the_card_s_memory_in_four_tiers():
+    rule = E.row("sglang", "0.5").cells["step_tokens"].value
+    assert [least for least, _ in rule.tiers] == [0, 35, 60, 160]
+    assert [values["serve"] for _, values in rule.tiers] == [2048, 4096, 8192, 16384]
+    assert E.defaults("sglang", "0.5", gpu=sm.H100_SXM).step_tokens == 8192
+    assert E.defaults("sglang", "0.5", gpu=sm.CATALOG["l40s"]).step_tokens == 4096
+    assert E.defaults("sglang", "0.5", gpu=sm.CATALOG["l4"]).step_tokens == 2048
 
 
 def test_v1_became_vllm_s_default_at_its_first_row():
     # The budget dates V1 from the table's first V1 row, not from the latest one.
     assert sm.memory.VLLM_V1_DEFAULT_SINCE == "0.8" == E.row("vllm", "0.8").since
+
+
+def test_vllm_version_boundaries_the_pages_name_agree_with_the_rows():
+    assert E.row("vllm", "V0").until == E.VLLM_V0_REMOVED
+    assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) < E._parse(E.VLLM_V0_REMOVED) < E._parse(E.VLLM_SWAP_SPACE_REMOVED)
+    assert E.row("vllm", E.VLLM_V1_CHUNKING_FORCED_LAST).name == "vLLM V1"
+    assert E.defaults("vllm", "V1", gpu=sm.H100_SXM).chunked_prefill is True

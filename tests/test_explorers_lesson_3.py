@@ -14,8 +14,12 @@ def test_paging_reads_the_simulated_shares_and_users():
     made = lesson_3.paging()
     seen = load.paged_against_reserved(10)
     shown = made.readouts_at()
-    assert shown["paged: memory holding tokens"] == units.percent(seen.paged_share, 1)
-    assert shown["users that fit at their longest, reserved"] == units.number(seen.reserved_users)
+    assert shown["most users at once, paged / reserved"] == \
+        f"{units.number(seen.paged_peak_users)} / {units.number(seen.reserved_peak_users)}"
+    # Every readout moves with the slider: a figure the rate cannot change is not offered as a readout.
+    rates = made.controls[0].options
+    for name in shown:
+        assert len({made.readouts_at(rate=rate)[name] for rate in rates}) > 1, name
     assert (f"reserved: {units.number(seen.reserved_peak_users)} of {units.number(seen.reserved_users)}; "
             f"{units.percent(seen.reserved_share, 1)} holds tokens" in texts(made.svg_at()))
     # The rate moves the bars themselves (their lengths are the users running at once), not only their words.
@@ -52,5 +56,5 @@ def test_the_plate_marks_each_policy_at_the_chosen_rate():
     assert made.readouts_at(rate=40)["chunked prefill"].startswith(units.number(curve.tokens_per_second[k]))
     assert made.svg_at(rate=40).count("webchart-marker") == 3
     latency = lesson_3.load_latency()
-    assert latency.readouts_at(policy="static", rate=60)["tokens a second"] == \
+    assert latency.readouts_at(policy="static", rate=60)["reply tokens a second"] == \
         units.number(load.load_curve("static").tokens_per_second[list(load.PLATE_RATES).index(60)])

@@ -110,7 +110,9 @@ def test_the_wrap_up_reads_its_engine_tables_from_the_one_table_and_names_each_s
     v0, v1, sglang, tgi, trt = range(5)
     # TGI's --max-concurrent-requests refuses clients past it; its cap on a step's users is --max-batch-size.
     assert "--max-batch-size" in rows["users a step, at most"][tgi]
-    assert rows["token budget a step"][v0] == "`--max-num-batched-tokens` 512"
+    # V0's 512 is a chunk's budget only with chunked prefill on; its default (off) is the window, at least 2,048.
+    assert rows["token budget a step"][v0] == \
+        "`--max-num-batched-tokens` 512 (with chunked prefill; off: the window, at least 2,048)"
     assert rows["token budget a step"][v1] == "`--max-num-batched-tokens` 8,192"
     assert "--enable-mixed-chunk` off" in rows["prompts and next tokens in one step"][sglang]
     assert "enable_chunked_context" in rows["a long prompt split over steps"][trt]

@@ -96,8 +96,13 @@ class Row:
     cells: dict = field(default_factory=dict)
 
     @property
+    def last(self):
+        """The last version the row covers ("0.20" for a row until "0.21"); None while it is current."""
+        return _previous(self.until) if self.until else None
+
+    @property
     def label(self):
-        span = f"{self.since} to {_previous(self.until)}" if self.until else f"{self.since} on"
+        span = f"{self.since} to {self.last}" if self.until else f"{self.since} on"
         return f"{self.name} ({span})"
 
 
@@ -115,12 +120,15 @@ SGLANG_SERVER_ARGS = "sgl-project/sglang, python/sglang/srt/server_args.py, Serv
 TGI_LAUNCHER_DOC = "https://huggingface.co/docs/text-generation-inference/basic_tutorials/launcher"
 TRTLLM_DOC = "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html"
 
+# V0's budget is a chunk's only with chunked prefill on; off, it is the model's window, at least 2,048 tokens.
+V0_BUDGET_SHORT = "with chunked prefill; off: the window, at least 2,048"
+
 _V0 = {
     "block_tokens": Cell("--block-size", 16, "kwon2023paged, section 7.2; " + VLLM_ENGINE_ARGS_DOC),
     "max_running": Cell("--max-num-seqs", 256, VLLM_ENGINE_ARGS_DOC),
     "step_tokens": Cell("--max-num-batched-tokens", 512, VLLM_V0_SCHEDULER_CONFIG,
                         "with --enable-chunked-prefill; without it, max(max_model_len, 2,048), and a "
-                        "smaller value is refused (SchedulerConfig._verify_args)"),
+                        "smaller value is refused (SchedulerConfig._verify_args)", V0_BUDGET_SHORT),
     "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
     "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
                         "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
@@ -155,16 +163,21 @@ _V1 = {
                                                            excluded=("a100",)), VLLM_ARG_UTILS,
                         "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
                         "than the A100; 2,048 and 8,192 on the rest"),
-    "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
+    "chunked_prefill": Cell("--enable-chunked-prefill", True, "vllm-project/vllm v0.8, vllm/engine/arg_utils.py, "
+                            "EngineArgs._set_default_args_v1; vllm-project/vllm, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
-                            "always on; --enable-chunked-prefill is V0's"),
+                            "on by default: forced on from 0.8 to 0.10 (_set_default_args_v1 sets it whatever the "
+                            "flag says); later versions take the default from the model "
+                            "(ModelConfig.is_chunked_prefill_supported, true for a decoder-only model such as "
+                            "Llama) and obey --no-enable-chunked-prefill", "by default"),
     "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
                         "one token budget a step, running users first, then waiting prompts"),
     "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
                        "the newest running request is freed and its tokens computed again, often from the prefix cache"),
     "prefix_caching": Cell("--enable-prefix-caching", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
                            "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args"),
-    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC),
+    "memory_fraction": Cell("--gpu-memory-utilization", 0.9, VLLM_ENGINE_ARGS_DOC,
+                            "0.92 from 0.21.0 (vllm-project/vllm pull request 38284)", "0.92 from 0.21"),
     "total_tokens": Cell("", None, "vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory",
                          "what is left of the share after a profiling pass"),
     "graph_estimate_since": Cell("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0.21.0",
@@ -173,29 +186,50 @@ _V1 = {
                                  "before it, the graphs are captured after the cache is allocated, on top of the "
                                  "share (RFC 27951)"),
     "memory_fraction_current": Cell("--gpu-memory-utilization", 0.92,
-                                    "vllm-project/vllm, vllm/config/cache.py, CacheConfig.gpu_memory_utilization",
-                                    "the current source's default; the version that raised it from 0.9 "
-                                    "was not read"),
+                                    "vllm-project/vllm, vllm/config/cache.py, CacheConfig.gpu_memory_utilization; "
+                                    "pull request 38284 (April 2026), which raised it from 0.9 when it turned the "
+                                    "CUDA graphs' estimate on, for version 0.21.0",
+                                    "the current source's default, from 0.21.0"),
 }
+
+# vLLM pull request 38284 ("Enable CUDAGraph memory profiling by default", slated for 0.21; the start-up log
+# says "default since v0.21.0") raised --gpu-memory-utilization from 0.9 to 0.92 in the same change.
+_V1_FROM_0_21 = {**_V1, "memory_fraction": Cell(
+    "--gpu-memory-utilization", 0.92, "vllm-project/vllm pull request 38284; vllm/config/cache.py, "
+    "CacheConfig.gpu_memory_utilization", "0.9 before 0.21.0, raised with the CUDA graphs' estimate",
+    "0.9 before 0.21")}
+
+# Version boundaries the pages name, each with where it was read.
+VLLM_V0_REMOVED = "0.11"                 # the "vLLM V0" rows end here; SchedulerConfig then has no preemption_mode
+VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunked_prefill = True whatever the flag
+# --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
+# (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
+VLLM_SWAP_SPACE_REMOVED = "0.18"
 
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),
-    Row("vllm", "vLLM V0", "0.6.5", "0.11", {**_V0, "step_tokens": Cell(
+    Row("vllm", "vLLM V0", "0.6.5", VLLM_V0_REMOVED, {**_V0, "step_tokens": Cell(
         "--max-num-batched-tokens", 2048, "vllm-project/vllm pull request 10544 (November 2024), vllm/config.py, "
-        "SchedulerConfig", "with --enable-chunked-prefill; without it, max(max_model_len, 2,048)")}),
+        "SchedulerConfig", "with --enable-chunked-prefill; without it, max(max_model_len, 2,048)", V0_BUDGET_SHORT),
+        "chunked_prefill": Cell("--enable-chunked-prefill", False,
+                                "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
+                                "turned on by itself for windows longer than 32,768 tokens (read at 0.6.6)",
+                                "on by itself past a 32,768-token window")}),
     Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
         "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
         "the H100 and H200", "1,024 on every card until version 0.8.4")}),
-    Row("vllm", "vLLM V1", "0.8.4", None, _V1),
+    Row("vllm", "vLLM V1", "0.8.4", "0.21", _V1),
+    Row("vllm", "vLLM V1", "0.21", None, _V1_FROM_0_21),
     Row("sglang", "SGLang", "0.4", None, {
         "block_tokens": Cell("--page-size", 1, SGLANG_SERVER_ARGS),
         "max_running": Cell("--max-running-requests", None, SGLANG_SERVER_ARGS, "set from the cache's size"),
         "step_tokens": Cell("--chunked-prefill-size",
-                            ByCard(((0, {"serve": 2048, "llm": 2048}), (35, {"serve": 8192, "llm": 8192}),
-                                    (160, {"serve": 16384, "llm": 16384}))),
-                            SGLANG_SERVER_ARGS + ", _handle_gpu_memory_settings",
+                            ByCard(((0, {"serve": 2048, "llm": 2048}), (35, {"serve": 4096, "llm": 4096}),
+                                    (60, {"serve": 8192, "llm": 8192}), (160, {"serve": 16384, "llm": 16384}))),
+                            SGLANG_SERVER_ARGS + ", _handle_gpu_memory_settings (as of version 0.5, October 2025)",
                             "the most prompt tokens a prefill step carries (a chunk), not a budget for the step; "
-                            "2,048 on cards under 35 GiB, 8,192 up to 160 GiB, 16,384 above", "a prompt's chunk"),
+                            "2,048 on cards under 35 GiB, 4,096 from 35 GiB, 8,192 from 60 GiB, 16,384 from "
+                            "160 GiB (the card's memory as nvidia-smi reports it)", "a prompt's chunk"),
         "chunked_prefill": Cell("", True, SGLANG_SERVER_ARGS, "--chunked-prefill-size -1 turns it off",
                                 "`--chunked-prefill-size -1` turns it off"),
         "mixed_steps": Cell("--enable-mixed-chunk", False, SGLANG_SERVER_ARGS,

@@ -390,7 +390,8 @@ def _lesson_3_questions():
                      "Reserved memory cannot be read by the attention kernels.",
                      "The weights are stored inside each reservation."),
             correct=0,
-            feedback=(f"With ShareGPT's lengths on Llama 3 8B only about {share} of the reserved memory holds tokens; "
+            feedback=(f"With lengths drawn geometrically at ShareGPT's means (as the vLLM paper counted them, with OPT's and "
+                      f"LLaMA's tokenizers) on Llama 3 8B, only about {share} of the reserved memory holds tokens; "
                       "paging hands out blocks as the conversation grows.",
                       "Every token keeps its keys and values for as long as the request runs.",
                       "It can: the waste is in room set aside for tokens that never come.",

@@ -28,8 +28,10 @@ cache is dropped and later rebuilt by a prefill of everything it has so far
 (``"recompute"``), or copied to the host's memory and back (``"swap"``, at
 ``swap_bandwidth`` bytes a second each way; the host's memory is taken as unlimited).
 
-The defaults are vLLM V0's up to version 0.6.4 (``engines.defaults("vllm", "0.6")``): blocks of
-16 tokens, at most 256 users a step, and 512 tokens a step once prompts are chunked.
+The defaults are vLLM V0's caps up to version 0.6.4 (``engines.defaults("vllm", "0.6")``): blocks of
+16 tokens, at most 256 users a step, and 512 tokens a step once prompts are chunked. Only the caps:
+the default ``"continuous"`` policy schedules as Orca does, a prompt in the same step as the next
+tokens, where V0's default scheduler ran steps of prompts alone.
 
 ``simulate(server, workload)`` runs the requests through it. Each step's time is the
 package's own pass model: the step's FLOPs and bytes are the sums of what
@@ -37,7 +39,9 @@ package's own pass model: the step's FLOPs and bytes are the sums of what
 over its own cache), with the weights read once for the whole step, and
 ``roofline.pass_time`` turns them into seconds under the server's ``assumptions``: the larger
 of the arithmetic's time and the memory traffic's, as if the two overlapped perfectly, plus the
-fixed cost a pass. To run an hour of traffic in about a second, the simulator reads those counts
+fixed cost a pass. As everywhere in the course, every weight counts two FLOPs a token, the input
+embedding's too though a token only looks up its row (6.5 % of Llama 3 8B's weights), so a
+compute-bound step runs about that much long. To run an hour of traffic in about a second, the simulator reads those counts
 from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
 tests set them against ``forward_pass`` and ``pass_time`` directly.
 

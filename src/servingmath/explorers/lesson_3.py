@@ -48,20 +48,18 @@ def paging(rate: float = 10) -> Explorer:
                            f"{units.number(seen.reserved_users)}; {units.percent(seen.reserved_share, 1)} holds tokens"))
 
     def readouts(rate):
+        # Only what the rate moves: the users that fit and the shares of memory holding tokens are the same at
+        # every rate the slider offers (the bars' words and the note say so), so they are not readouts.
         seen = load.paged_against_reserved(rate)
-        return {"paged: memory holding tokens": units.percent(seen.paged_share, 1),
-                "reserved: memory holding tokens": units.percent(seen.reserved_share, 1),
-                "users that fit at their longest, paged": units.number(seen.paged_users),
-                "users that fit at their longest, reserved": units.number(seen.reserved_users),
-                "most users at once, paged / reserved": f"{units.number(seen.paged_peak_users)} / "
+        return {"most users at once, paged / reserved": f"{units.number(seen.paged_peak_users)} / "
                                                         f"{units.number(seen.reserved_peak_users)}"}
 
     return Explorer("paging", "Users running at once, paged and reserved", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Bars: the most users running at once; reserved: of the users its reservations fit. The share "
-             "of held memory that holds tokens hardly moves with the rate: a reservation is the same at any "
-             "load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
+        note="Bars: the most users running at once; reserved: of the users its reservations fit. The users "
+             "that fit and the share of held memory that holds tokens stay the same at every rate: a "
+             "reservation is the same at any load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
              "window a user (no reply cap sent).")
 
 
@@ -90,7 +88,7 @@ def first_token_wait(rate: float = 10) -> Explorer:
             row = at[policy]
             shown[f"{POLICY_NAMES[policy]}: first token p50 / p99"] = f"{clock(row.ttft_p50)} / {clock(row.ttft_p99)}"
         for policy in POLICIES:
-            shown[f"{POLICY_NAMES[policy]}: tokens a second"] = units.number(at[policy].tokens_per_second)
+            shown[f"{POLICY_NAMES[policy]}: reply tokens a second"] = units.number(at[policy].tokens_per_second)
         return shown
 
     return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
@@ -158,7 +156,7 @@ def load_latency(policy: str = "continuous", rate: float = 10) -> Explorer:
         k = int(np.argmin(np.abs(rates - rate)))
         return {"time to first token, p50 / p99": f"{clock(curve.ttft_p50[k])} / {clock(curve.ttft_p99[k])}",
                 "time between tokens, p50 / p99": f"{clock(curve.tbt_p50[k])} / {clock(curve.tbt_p99[k])}",
-                "tokens a second": units.number(curve.tokens_per_second[k])}
+                "reply tokens a second": units.number(curve.tokens_per_second[k])}
 
     return Explorer("load_latency", "Latency as the load grows", [
         menu("policy", "batching", POLICY_NAMES, policy),
@@ -170,7 +168,7 @@ def load_latency(policy: str = "continuous", rate: float = 10) -> Explorer:
 
 @explorer
 def continuous_batching(rate: float = 10) -> Explorer:
-    """Plate XXIII.4: tokens a second against p99 time between tokens as the request rate grows, for static
+    """Plate XXIII.4: reply tokens a second against p99 time between tokens as the request rate grows, for static
     batching, continuous batching and chunked prefill."""
     rates = np.array(load.PLATE_RATES, dtype=float)
     curves = {p: load.load_curve(p) for p in POLICIES}
@@ -178,7 +176,7 @@ def continuous_batching(rate: float = 10) -> Explorer:
     highest = max(float(c.tbt_p99.max()) for c in curves.values())
     ticks = kit.round_steps(0, most * 1.05)
     panel = kit.Panel.make((0, highest * 1e3 * 1.1), (0, ticks[-1]), kit.TOP + 8, 230,
-                           x_label="p99 time between tokens (ms)", y_label="tokens a second")
+                           x_label="p99 time between tokens (ms)", y_label="reply tokens a second")
     panel.x_ticks = [(v, units.number(v)) for v in kit.round_steps(0, highest * 1e3 * 1.05)]
     panel.y_ticks = [(v, units.number(v)) for v in ticks]
     drawn = "".join(panel.line(curves[p].tbt_p99 * 1e3, curves[p].tokens_per_second, POLICY_COLOURS[p])
