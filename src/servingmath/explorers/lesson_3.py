@@ -15,6 +15,7 @@ RATES = (2, 5, 10, 20, 40, 60)
 V1_BUDGET = engines.defaults("vllm", "V1", gpu=load.GPU_).step_tokens
 POLICY_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill"}
 POLICY_COLOURS = {"static": kit.NEUTRAL, "continuous": kit.DECODE, "chunked": kit.PREFILL}
+SETUP = "Llama 3 8B on an H100 SXM, the plate's assumptions (a step: the longer of its arithmetic and memory times, plus 0.2 ms)"
 
 
 def rate_text(rate):
@@ -38,28 +39,23 @@ def paging(rate: float = 10) -> Explorer:
     def bars(rate):
         seen = load.paged_against_reserved(rate)
         top = panel.y.end + 30
-        # The shares hardly move with the rate (each user's reservation is the same at any load); what the
-        # rate moves is how many users run at once, and reservations cap that.
         return (_bar_row(panel, top, seen.paged_peak_users, kit.COMPUTE,
-                         f"paged: {units.number(seen.paged_peak_users)} users; "
-                         f"{units.percent(seen.paged_share, 1)} holds tokens")
+                         f"paged: {units.number(seen.paged_peak_users)} users; {units.percent(seen.paged_share, 1)} holds tokens")
                 + _bar_row(panel, top + 60, seen.reserved_peak_users, kit.DECODE,
                            f"reserved: {units.number(seen.reserved_peak_users)} of "
                            f"{units.number(seen.reserved_users)}; {units.percent(seen.reserved_share, 1)} holds tokens"))
 
     def readouts(rate):
-        # Only what the rate moves: the users that fit and the shares of memory holding tokens are the same at
-        # every rate the slider offers (the bars' words and the note say so), so they are not readouts.
+        # Only what the rate moves: the users that fit and the shares holding tokens stay put (the note says so).
         seen = load.paged_against_reserved(rate)
-        return {"most users at once, paged / reserved": f"{units.number(seen.paged_peak_users)} / "
-                                                        f"{units.number(seen.reserved_peak_users)}"}
+        return {"most users at once, paged / reserved": f"{units.number(seen.paged_peak_users)} / {units.number(seen.reserved_peak_users)}"}
 
     return Explorer("paging", "Users running at once, paged and reserved", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Bars: the most users running at once; reserved: of the users its reservations fit. The users "
-             "that fit and the share of held memory that holds tokens stay the same at every rate: a "
-             "reservation is the same at any load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
+        note="Bars: the most users running at once; reserved: of the users its reservations fit. The users that fit "
+             "and the share of held memory that holds tokens stay the same at every rate: a reservation is the same at "
+             "any load. Llama 3 8B on an H100 SXM; geometric lengths at ShareGPT's means; reserved: the 8,192-token "
              "window a user (no reply cap sent).")
 
 
@@ -94,8 +90,7 @@ def first_token_wait(rate: float = 10) -> Explorer:
     return Explorer("first_token_wait", "Waiting for the first token, three ways to batch", [
         slider("rate", "requests a second", RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note="Bars run to p99, the notch in each marks p50. Llama 3 8B on an H100 SXM, the plate's assumptions (a "
-             "step: the longer of its arithmetic and memory times, plus 0.2 ms).")
+        note=f"Bars run to p99, the notch in each marks p50. {SETUP}.")
 
 
 @explorer
@@ -122,13 +117,11 @@ def stall(prompt_tokens: int = 4000, step_tokens: int = 512) -> Explorer:
                 "new user's first token, whole / chunked": f"{clock(seen.whole_ttft)} / {clock(seen.chunked_ttft)}"}
 
     return Explorer("stall", "A long prompt joins a running batch", [
-        slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens,
-               tokens_text),
+        slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens, tokens_text),
         buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048",
                                                         V1_BUDGET: f"{units.number(V1_BUDGET)} (vLLM V1)"}, step_tokens)],
         readouts, [Layer(("prompt_tokens", "step_tokens"), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
-        note="Llama 3 8B on an H100 SXM, the plate's assumptions (a step: the longer of its arithmetic and "
-             "memory times, plus 0.2 ms).")
+        note=f"{SETUP}.")
 
 
 @explorer
@@ -162,8 +155,7 @@ def load_latency(policy: str = "continuous", rate: float = 10) -> Explorer:
         menu("policy", "batching", POLICY_NAMES, policy),
         slider("rate", "requests a second", load.PLATE_RATES, rate, rate_text)],
         readouts, [Layer(("policy",), lines), Layer(("policy", "rate"), marks)], panel.axes(), panel.bottom,
-        refuse=REFUSE, note="Blue: p99 time to first token. Red dashes: p99 time between tokens. "
-                            "Llama 3 8B on an H100 SXM, the plate's assumptions; 2,000 requests a rate.")
+        refuse=REFUSE, note=f"Blue: p99 time to first token. Red dashes: p99 time between tokens. {SETUP}; 2,000 requests a rate.")
 
 
 @explorer
@@ -179,8 +171,7 @@ def continuous_batching(rate: float = 10) -> Explorer:
                            x_label="p99 time between tokens (ms)", y_label="reply tokens a second")
     panel.x_ticks = [(v, units.number(v)) for v in kit.round_steps(0, highest * 1e3 * 1.05)]
     panel.y_ticks = [(v, units.number(v)) for v in ticks]
-    drawn = "".join(panel.line(curves[p].tbt_p99 * 1e3, curves[p].tokens_per_second, POLICY_COLOURS[p])
-                    for p in POLICIES)
+    drawn = "".join(panel.line(curves[p].tbt_p99 * 1e3, curves[p].tokens_per_second, POLICY_COLOURS[p]) for p in POLICIES)
 
     def marks(rate):
         k = int(np.argmin(np.abs(rates - rate)))
