@@ -112,7 +112,7 @@ def test_fp8_halves_the_weights_and_runs_the_products_at_the_fp8_peak():
     a, b = S.StepClock(base).phases([500] * 8), S.StepClock(fp8).phases([500] * 8)
     assert b["matrix products"] == pytest.approx(a["matrix products"] / 2, rel=1e-3)   # memory-bound: half the bytes (less the new keys and values)
     big_a, big_b = S.StepClock(base).phases(pieces=[(4096, 0)]), S.StepClock(fp8).phases(pieces=[(4096, 0)])
-    assert big_b["matrix products"] == pytest.approx(big_a["matrix products"] / 2)   # compute-bound: twice the peak
+    assert big_b["matrix products"] == pytest.approx(big_a["matrix products"] / 2, rel=1e-3)   # compute-bound: twice the peak
     assert v1.server(M, G, kv_cache_dtype="fp8").kv_bits == 8
 
 
