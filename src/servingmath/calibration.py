@@ -41,6 +41,8 @@ LATENCIES = ("tpot_median", "ttft_median", "tpot_mean", "ttft_mean", "itl_median
 # TensorRT-LLM's runs in NVIDIA's performance overview are measured by trtllm-bench, in process:
 # no API server stands between the requests and the engine.
 IN_PROCESS_CLIENTS = ("trtllm-bench",)
+# Vidur (agrawal2024vidur, abstract): latency "with less than 9% error", its operators profiled on the card.
+VIDUR_ERROR = 0.09
 # Rows that repeat a figure measurements.yaml already holds (set against lesson 3 in the reality
 # check): a check of runs the project never saw leaves them out.
 REPEATED = ("trtllm10-h100-llama31-8b-fp8-128-128", "trtllm10-h100-llama31-8b-fp8-1000-1000",
@@ -173,19 +175,19 @@ def targets(run: Run) -> dict:
     return out
 
 
-# The parameters: kernels' shares of the peaks and the API server's cost, for all engines; a fixed
-# cost a step and a processor cost a user, for each group of versions. Starting values, and bounds
+# The parameters: kernels' shares of the peaks, for all engines (the same cuBLAS and attention
+# kernels); a fixed cost a step, a processor cost a user in a step and an API server's cost a
+# request, for each group of versions. Starting values, and bounds
 # (the fit stays inside what is physically plausible).
-GLOBAL = {"compute_efficiency": (0.7, 0.3, 1.0), "bandwidth_efficiency": (0.85, 0.5, 1.0),
-          "request_time": (1e-3, 1e-5, 2e-2)}
-PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "user_time": (10e-6, 1e-7, 2e-4)}
+GLOBAL = {"compute_efficiency": (0.7, 0.3, 1.0), "bandwidth_efficiency": (0.85, 0.5, 1.0)}
+PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "user_time": (10e-6, 1e-7, 2e-4), "request_time": (5e-3, 1e-5, 5e-2)}
 # How strongly a group's values are drawn to the other groups' (in squared natural logarithms):
 # a group with no run in the fit takes their geometric mean.
 PULL = 0.05
 
 
 def _overheads(params, group):
-    return engines.Overheads(params[(group, "step_time")], params[(group, "user_time")], params["request_time"],
+    return engines.Overheads(params[(group, "step_time")], params[(group, "user_time")], params[(group, "request_time")],
                              params["compute_efficiency"], params["bandwidth_efficiency"])
 
 
@@ -199,8 +201,8 @@ def _loss(runs, params, requests, cache):
     total = 0.0
     for run in runs:
         group = engines.engine(run.engine, run.version).group
-        key = (run.id, params["compute_efficiency"], params["bandwidth_efficiency"], params["request_time"],
-               params[(group, "step_time")], params[(group, "user_time")])
+        key = (run.id, params["compute_efficiency"], params["bandwidth_efficiency"],
+               *(params[(group, name)] for name in PER_GROUP))
         if key not in cache:
             cache[key] = _residuals(run, params, requests)
         total += sum(w * r * r for w, r in cache[key])
@@ -280,7 +282,7 @@ def sources(runs=None):
     return tuple(dict.fromkeys(r.source_group for r in runs))
 
 
-def compute(requests=REPLAY_REQUESTS, sweeps=3, steps=10, log=print) -> dict:
+def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print) -> dict:
     """The fit on every run, and for each publisher the fit without it and its runs predicted by that
     fit: what ``data/engine_fit.json`` holds (``scripts/engine_fit.py`` writes it)."""
     runs = load_runs()
@@ -313,3 +315,132 @@ def fitted_overheads() -> dict:
     """{group: Overheads} of the fit on every run."""
     params = _from_json(results()["fit"])
     return {g: _overheads(params, g) for g in engines.GROUPS}
+
+
+# -- The report -----------------------------------------------------------------------------------
+
+def _headline(run: Run, stem):
+    """The metric a run is judged on for ``stem``: "throughput" (output tokens a second, else requests
+    a second), "tpot" or "ttft" (the median, else the mean); None where the run published none."""
+    names = ("output_throughput", "request_throughput") if stem == "throughput" else (f"{stem}_median", f"{stem}_mean")
+    return next((n for n in names if n in run.metrics), None)
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """One run: its published figures over the predictions of the fit on every run (``fit``) and of
+    the fit without its publisher (``held_out``), for throughput, TPOT and TTFT (None: not published)."""
+
+    run: Run
+    fit: dict
+    held_out: dict
+
+    @property
+    def counts_as_unseen(self) -> bool:
+        """False for the runs that repeat a figure the course's reality check already sets against lesson 3."""
+        return self.run.id not in REPEATED
+
+
+def checks() -> list[RowCheck]:
+    """Every run's ratios, from the kept results (``data/engine_fit.json``)."""
+    kept = results()["rows"]
+    out = []
+    for run in load_runs():
+        fit_, held = {}, {}
+        for stem in ("throughput", "tpot", "ttft"):
+            name = _headline(run, stem)
+            for into, which in ((fit_, "fit"), (held, "held_out")):
+                into[stem] = None if name is None else run.metrics[name] / kept[run.id][which][name]
+        out.append(RowCheck(run, fit_, held))
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Published ÷ predicted over a set of runs: throughput's median, the share within 0.75 to 1.25, the
+    share within 0.5 to 1.5, its extremes; TPOT's and TTFT's medians; how many runs each."""
+
+    runs: int
+    throughput_median: float
+    within_25: float
+    within_50: float
+    lowest: float
+    highest: float
+    tpot_median: float
+    tpot_runs: int
+    ttft_median: float
+    ttft_runs: int
+
+
+def summary(which="held_out", engine=None, unseen=True) -> Summary:
+    """Ratios over the runs (of ``engine``, or all), ``which`` = "held_out" or "fit"; ``unseen`` leaves
+    out the runs the reality check already uses."""
+    rows = [c for c in checks() if (engine is None or c.run.engine == engine) and (c.counts_as_unseen or not unseen)]
+    pick = [getattr(c, which) for c in rows]
+    tp = np.array([p["throughput"] for p in pick if p["throughput"] is not None])
+    tpot = np.array([p["tpot"] for p in pick if p["tpot"] is not None])
+    ttft = np.array([p["ttft"] for p in pick if p["ttft"] is not None])
+
+    def median(values):
+        return float(np.median(values)) if len(values) else float("nan")
+    return Summary(len(tp), median(tp), float(np.mean((tp >= 0.75) & (tp <= 1.25))) if len(tp) else float("nan"),
+                   float(np.mean((tp >= 0.5) & (tp <= 1.5))) if len(tp) else float("nan"),
+                   float(tp.min()) if len(tp) else float("nan"), float(tp.max()) if len(tp) else float("nan"),
+                   median(tpot), len(tpot), median(ttft), len(ttft))
+
+
+def table() -> str:
+    """Every run's published ÷ predicted (fit, and held out), then the summaries by engine, as text."""
+    def cell(x):
+        return "    –" if x is None else f"{x:5.2f}"
+    lines = [f"{'run':48s} {'engine':>20s}  thr fit  held  tpot fit held  ttft fit held"]
+    for c in checks():
+        mark = "*" if not c.counts_as_unseen else " "
+        lines.append(f"{c.run.id[:47]:47s}{mark} {c.run.engine + ' ' + c.run.version:>20s}  "
+                     f"{cell(c.fit['throughput'])} {cell(c.held_out['throughput'])}  "
+                     f"{cell(c.fit['tpot'])} {cell(c.held_out['tpot'])}  {cell(c.fit['ttft'])} {cell(c.held_out['ttft'])}")
+    lines.append("* repeats a figure of measurements.yaml: left out of the summaries below")
+    lines.append("")
+    for engine in (None, "vllm", "sglang", "tensorrt-llm", "lmdeploy"):
+        for which in ("fit", "held_out"):
+            s = summary(which, engine)
+            lines.append(f"{engine or 'all':13s} {which:9s} throughput: {s.runs:2d} runs, median {s.throughput_median:.2f}, "
+                         f"{s.within_25:.0%} in 0.75-1.25, {s.within_50:.0%} in 0.5-1.5 ({s.lowest:.2f} to {s.highest:.2f}); "
+                         f"TPOT median {s.tpot_median:.2f} ({s.tpot_runs}); TTFT median {s.ttft_median:.2f} ({s.ttft_runs})")
+    params = results()["fit"]
+    lines.append("")
+    lines.append("fit on every run: " + ", ".join(f"{k} {v:.3g}" for k, v in params["global"].items()))
+    for g, values in params["groups"].items():
+        lines.append(f"  {g:13s} " + ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in values.items()))
+    return "\n".join(lines)
+
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy"}
+
+
+def markdown_table(engine=None) -> str:
+    """Every run (of ``engine``, or all) as a table: what was run, the published throughput, and
+    published ÷ predicted for throughput, TPOT and TTFT, by the fit on every run and by the fit
+    without the run's publisher."""
+    from . import units
+
+    def ratio(x):
+        return "–" if x is None else f"{x:.2f}"
+    head = ("| engine | model, card | requests | published | fit | held out | TPOT fit | held out "
+            "| TTFT fit | held out |")
+    lines = [head, "|---" * 10 + "|"]
+    for c in checks():
+        r = c.run
+        if engine is not None and r.engine != engine:
+            continue
+        a = r.arrivals
+        sent = {"all-at-once": "all at once", "poisson": f"{a.rate:g}/s", "concurrency": f"{a.concurrency} at a time"}[a.kind]
+        name = _headline(r, "throughput")
+        shown = ("–" if name is None else
+                 f"{units.number(round(r.metrics[name]))} tok/s" if name == "output_throughput"
+                 else f"{r.metrics[name]:.3g} req/s")
+        mark = "*" if not c.counts_as_unseen else ""
+        lines.append(f"| {ENGINE_NAMES[r.engine]} {r.version}{mark} | {r.shape.name}, {r.gpu_spec.name} | "
+                     f"{r.num_prompts:,}, {sent} | {shown} | {ratio(c.fit['throughput'])} | {ratio(c.held_out['throughput'])} | "
+                     f"{ratio(c.fit['tpot'])} | {ratio(c.held_out['tpot'])} | {ratio(c.fit['ttft'])} | {ratio(c.held_out['ttft'])} |")
+    return "\n".join(lines)

@@ -538,6 +538,7 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         out["block_tokens"] = d.block_tokens
         # Multi-step scheduling: the processor schedules and prepares once for `steps` steps.
         out["user_time"] = fields["user_time"] / steps
+        out["admit_every"] = steps           # and a waiting request joins only between such calls
     elif engine_.name == "sglang":
         size = flags.get("chunked_prefill_size", d.step_tokens)
         out["policy"] = "continuous" if size == -1 else "chunked"

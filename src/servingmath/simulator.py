@@ -40,6 +40,22 @@ fixed cost a pass. To run an hour of traffic in about a second, the simulator re
 from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
 tests set them against ``forward_pass`` and ``pass_time`` directly.
 
+A named engine (``engines.engine(name, version).server(model, gpu, **flags)``) times a step as
+the engine runs it, kernel after kernel (``clock="phases"``, ``StepClock.phases``): the matrix
+products with the weights read once, then the attention over each user's cache, each phase on its
+own roofline and the phases summed, not overlapped; then the fixed cost a step
+(``assumptions.overhead``), the processor's scheduling and input preparation for each user in the
+step (``user_time``), and, where the step is not captured as a CUDA graph, the wait for its kernel
+launches (``launch_time``). The API server's work on each request (``request_time``: HTTP, the chat
+template, tokenizing) delays the request before the engine sees it, one request after another;
+``admit_every`` lets waiting requests join only every so many steps (vLLM V0's multi-step
+scheduling). With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine
+the lessons teach, and plate XXIII.1's single pass keeps its own model (``serving.prefill``).
+
+``simulate(server, work, concurrency=C)`` keeps at most C requests in flight, each sent when one
+finishes and timed from then, as ``--max-concurrency`` does; ``Simulation.benchmark()`` gives the
+figures vLLM's ``benchmark_serving`` prints, computed as it computes them.
+
 The same workload and server always give the same result.
 """
 from __future__ import annotations
@@ -117,6 +133,7 @@ class Server:
     request_time: float = 0.0
     launch_time: float = 0.0
     linear_peak: float | None = None
+    admit_every: int = 1
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
@@ -153,6 +170,7 @@ class Server:
         _choice("clock", self.clock, CLOCKS)
         for name in ("user_time", "request_time", "launch_time"):
             _check.finite(name, _check.single(name, getattr(self, name)), minimum=0)
+        _whole("admit_every", self.admit_every, 1)
         if self.linear_peak is not None:
             _check.positive("linear_peak", _check.single("linear_peak", self.linear_peak))
         if self.clock == "overlap" and (self.user_time or self.launch_time or self.linear_peak is not None):
@@ -688,6 +706,7 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
     linear = clock.linear
     phased, per_linear_flop = clock.phased, clock.per_linear_flop
     user_time, launch_time = clock.user_time, clock.launch_time
+    admit_every = server.admit_every
     dec_att, read = clock.decode_attention, clock.read
     weights = clock.weights
     dense_weights = clock.weights(1) if clock._dense else None
@@ -855,7 +874,7 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
             kept_blocks = kept_places = 0
             promised, room = 0, free
         if not static or (d == 0 and not prefilling):
-            while waiting and running < max_running and budget > 0:
+            while waiting and running < max_running and budget > 0 and (d == 0 or g % admit_every == 0):
                 i = waiting[0]
                 if state[i] == 4:
                     length = start_len[i]
