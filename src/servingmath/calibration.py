@@ -181,14 +181,31 @@ def targets(run: Run) -> dict:
 # (the fit stays inside what is physically plausible).
 GLOBAL = {"compute_efficiency": (0.7, 0.3, 1.0), "bandwidth_efficiency": (0.85, 0.5, 1.0)}
 PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "user_time": (10e-6, 1e-7, 2e-4), "request_time": (5e-3, 1e-5, 5e-2)}
+# What each parameter means, and the range a physical reading allows (kept beside the values in the data).
+MEANINGS = {
+    "compute_efficiency": "share of the card's dense peak the matrix products reach (cuBLAS on large products: "
+                          "0.5 to 0.8 of the datasheet is what profiles show)",
+    "bandwidth_efficiency": "share of the card's memory bandwidth the memory-bound kernels reach (0.8 to 0.95 in "
+                            "stream benchmarks; near 1 here where the model counts bytes an engine does not read)",
+    "step_time": "seconds every step costs whatever it carries: sampling, the synchronisation of processor and card, "
+                 "the fixed part of preparing inputs (a millisecond or a few)",
+    "user_time": "seconds of processor work for each user in a step: scheduling it, its inputs, detokenizing and "
+                 "streaming its token (microseconds to a hundred, as Python goes)",
+    "request_time": "seconds the API server spends on each request before the engine sees it, one after another: "
+                    "HTTP, chat template, tokenizing; it also takes up any delay to the first token the model leaves out",
+}
 # How strongly a group's values are drawn to the other groups' (in squared natural logarithms):
 # a group with no run in the fit takes their geometric mean.
 PULL = 0.05
 
 
+def _value(params, group, name):
+    return params[(group, name)] if (group, name) in params else params[name]
+
+
 def _overheads(params, group):
-    return engines.Overheads(params[(group, "step_time")], params[(group, "user_time")], params[(group, "request_time")],
-                             params["compute_efficiency"], params["bandwidth_efficiency"])
+    return engines.Overheads(*(_value(params, group, name) for name in
+                               ("step_time", "user_time", "request_time", "compute_efficiency", "bandwidth_efficiency")))
 
 
 def _residuals(run: Run, params, requests):
@@ -201,8 +218,7 @@ def _loss(runs, params, requests, cache):
     total = 0.0
     for run in runs:
         group = engines.engine(run.engine, run.version).group
-        key = (run.id, params["compute_efficiency"], params["bandwidth_efficiency"],
-               *(params[(group, name)] for name in PER_GROUP))
+        key = (run.id, *(params[name] for name in GLOBAL), *(params[(group, name)] for name in PER_GROUP))
         if key not in cache:
             cache[key] = _residuals(run, params, requests)
         total += sum(w * r * r for w, r in cache[key])
@@ -302,7 +318,7 @@ def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print) -> dict:
                 group = engines.engine(run.engine, run.version).group
                 rows[run.id]["held_out"] = predict(run, requests, _overheads(params, group))
         log(f"held out {source}")
-    return {"requests": requests, "fit": _as_json(full), "held_out_fits": held, "rows": rows}
+    return {"requests": requests, "meanings": MEANINGS, "fit": _as_json(full), "held_out_fits": held, "rows": rows}
 
 
 @lru_cache(maxsize=1)
@@ -426,21 +442,24 @@ def markdown_table(engine=None) -> str:
 
     def ratio(x):
         return "–" if x is None else f"{x:.2f}"
-    head = ("| engine | model, card | requests | published | fit | held out | TPOT fit | held out "
+    head = ("| engine | model, card | weights, lengths | requests | published | fit | held out | TPOT fit | held out "
             "| TTFT fit | held out |")
-    lines = [head, "|---" * 10 + "|"]
+    lines = [head, "|---" * 11 + "|"]
     for c in checks():
         r = c.run
         if engine is not None and r.engine != engine:
             continue
         a = r.arrivals
-        sent = {"all-at-once": "all at once", "poisson": f"{a.rate:g}/s", "concurrency": f"{a.concurrency} at a time"}[a.kind]
+        sent = ("all at once" if a.kind == "all-at-once" else f"{a.rate:g} a second" if a.kind == "poisson"
+                else f"{a.concurrency} at a time")
         name = _headline(r, "throughput")
         shown = ("–" if name is None else
                  f"{units.number(round(r.metrics[name]))} tok/s" if name == "output_throughput"
                  else f"{r.metrics[name]:.3g} req/s")
         mark = "*" if not c.counts_as_unseen else ""
-        lines.append(f"| {ENGINE_NAMES[r.engine]} {r.version}{mark} | {r.shape.name}, {r.gpu_spec.name} | "
+        setup = r.precision + (", fp8 cache" if r.kv_cache_dtype else "") + (
+            f", {r.input_len:,} in {r.output_len:,} out" if r.input_len and r.output_len else f", {r.dataset}")
+        lines.append(f"| {ENGINE_NAMES[r.engine]} {r.version}{mark} | {r.shape.name}, {r.gpu_spec.name} | {setup} | "
                      f"{r.num_prompts:,}, {sent} | {shown} | {ratio(c.fit['throughput'])} | {ratio(c.held_out['throughput'])} | "
                      f"{ratio(c.fit['tpot'])} | {ratio(c.held_out['tpot'])} | {ratio(c.fit['ttft'])} | {ratio(c.held_out['ttft'])} |")
     return "\n".join(lines)
