@@ -199,3 +199,18 @@ def test_the_api_servers_time_delays_each_request_one_after_another():
     run = S.simulate(server, W.workload([0.0, 0.0], [10, 10], [2, 2]))
     assert run.ttft[0] == pytest.approx(0.01 + t)
     assert run.ttft[1] == pytest.approx(0.02 + t)      # waits for the first request's turn
+
+
+def test_an_engine_that_keeps_prompts_apart_runs_a_mixed_step_as_two():
+    v0 = E.engine("vllm", "0.6.0")
+    apart, chunked = v0.server(M, G), v0.server(M, G, enable_chunked_prefill=True)
+    assert (apart.mixed_steps, chunked.mixed_steps) == (False, True)
+    sg = E.engine("sglang", "0.5.3")
+    assert sg.server(M, G).mixed_steps is False and sg.server(M, G, enable_mixed_chunk=True).mixed_steps is True
+    clock = S.StepClock(dataclasses.replace(S.Server(M, G), clock="phases"))
+    both = S._phased_step(clock, 256 + 8, 8, 8 * 500, (), None, [(0, 256, 0)], mixed=False)
+    assert both == pytest.approx(clock.time(pieces=[(256, 0)]) + clock.time([500] * 8))
+    assert S._phased_step(clock, 256 + 8, 8, 8 * 500, (), None, [(0, 256, 0)]) == pytest.approx(
+        clock.time([500] * 8, [(256, 0)]))
+    with pytest.raises(ValueError, match="mixed_steps=False"):
+        S.Server(M, G, mixed_steps=False)

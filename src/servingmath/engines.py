@@ -416,7 +416,12 @@ class Engine:
     def server(self, model, gpu, **flags):
         """A ``simulator.Server`` for ``model`` on ``gpu`` as this engine runs it, with ``flags`` under
         the engine's own names (an unknown flag is an error naming the ones it takes). The ideal engine
-        takes the ``Server``'s own fields instead, and adds nothing."""
+        takes the ``Server``'s own fields instead, and adds nothing.
+
+        Flags that change what the simulator cannot see are taken, checked and change nothing: the
+        prefix cache (``enable_prefix_caching``, ``disable_radix_cache``: the simulator's requests share
+        no prompts), ``enable_torch_compile``, ``cuda_graph_max_bs``, ``backend`` and
+        ``cuda_graph_config``, and LMDeploy's cache settings."""
         return _build(self, model, gpu, flags)
 
 
@@ -532,6 +537,7 @@ def _schedule(engine_, d, gpu, model, flags, fields):
             raise ValueError(f"num_scheduler_steps is V0's multi-step scheduling, gone in {engine_.label}, got {steps!r}")
         chunked = flags.get("enable_chunked_prefill", d.chunked_prefill)
         out["policy"] = "chunked" if chunked else "continuous"
+        out["mixed_steps"] = bool(chunked) or v1    # V0 runs prompts in steps of their own unless it chunks them
         out["max_running"] = flags.get("max_num_seqs", d.max_running)
         out["step_tokens"] = flags.get("max_num_batched_tokens", d.step_tokens if chunked else None)
         out["reserve"] = 1 - flags.get("gpu_memory_utilization", d.memory_fraction)
@@ -543,6 +549,7 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         size = flags.get("chunked_prefill_size", d.step_tokens)
         out["policy"] = "continuous" if size == -1 else "chunked"
         out["step_tokens"] = None if size == -1 else size
+        out["mixed_steps"] = flags.get("enable_mixed_chunk", d.mixed_steps)
         out["max_running"] = flags.get("max_running_requests", 4096 if d.max_running is None else d.max_running)
         out["reserve"] = 1 - flags.get("mem_fraction_static", d.memory_fraction or 0.88)
         out["block_tokens"] = d.block_tokens

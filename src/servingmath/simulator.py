@@ -134,6 +134,7 @@ class Server:
     launch_time: float = 0.0
     linear_peak: float | None = None
     admit_every: int = 1
+    mixed_steps: bool = True
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
@@ -173,9 +174,12 @@ class Server:
         _whole("admit_every", self.admit_every, 1)
         if self.linear_peak is not None:
             _check.positive("linear_peak", _check.single("linear_peak", self.linear_peak))
-        if self.clock == "overlap" and (self.user_time or self.launch_time or self.linear_peak is not None):
-            raise ValueError("user_time, launch_time and linear_peak are a step timed by its phases: they need "
-                             f"clock='phases', got clock={self.clock!r}")
+        if not isinstance(self.mixed_steps, bool):
+            raise TypeError(f"mixed_steps must be True or False, got {self.mixed_steps!r}")
+        if self.clock == "overlap" and (self.user_time or self.launch_time or self.linear_peak is not None
+                                        or not self.mixed_steps):
+            raise ValueError("user_time, launch_time, linear_peak and mixed_steps=False are a step timed by its "
+                             f"phases: they need clock='phases', got clock={self.clock!r}")
         usable_memory(self.gpu, _check.single("reserve", self.reserve))
         if self.cache_room <= 0 or self.cache_blocks < 1:
             raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
@@ -599,10 +603,21 @@ def _with_extra(decodes, extra):
     return tokens
 
 
-def _phased_step(clock: StepClock, tokens, d, sum_c, decoding, cur_len, pieces):
-    """A step's seconds timed by its phases (``StepClock.phases``), from the loop's running sums."""
-    matrix = max(clock.flops_per_token * tokens * clock.per_linear_flop,
-                 (clock.weights(tokens) + clock.write_per_token * tokens) * clock.per_byte)
+def _matrix_time(clock: StepClock, tokens):
+    return max(clock.flops_per_token * tokens * clock.per_linear_flop,
+               (clock.weights(tokens) + clock.write_per_token * tokens) * clock.per_byte)
+
+
+def _phased_step(clock: StepClock, tokens, d, sum_c, decoding, cur_len, pieces, mixed=True):
+    """A step's seconds timed by its phases (``StepClock.phases``), from the loop's running sums. Where
+    prompts and next tokens may not share a step (``mixed`` False: SGLang without --enable-mixed-chunk,
+    vLLM V0 without chunked prefill), a step that has both is run as two, the prompts' then the next
+    tokens', each with its own weights read and fixed costs; the users decoding wait through both."""
+    if not mixed and d and pieces:
+        prompt_tokens = tokens - d
+        return (_phased_step(clock, prompt_tokens, 0, 0, (), cur_len, pieces)
+                + _phased_step(clock, d, d, sum_c, decoding, cur_len, ()))
+    matrix = _matrix_time(clock, tokens)
     if clock.linear:
         attention_flops_ = clock.attention_base * d + clock.attention_slope * sum_c
         cache_read = clock.read_slope * sum_c
@@ -706,7 +721,7 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
     linear = clock.linear
     phased, per_linear_flop = clock.phased, clock.per_linear_flop
     user_time, launch_time = clock.user_time, clock.launch_time
-    admit_every = server.admit_every
+    admit_every, mixed_steps = server.admit_every, server.mixed_steps
     dec_att, read = clock.decode_attention, clock.read
     weights = clock.weights
     dense_weights = clock.weights(1) if clock._dense else None
@@ -963,7 +978,7 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
             now = max(now, arrival[nxt])
             continue
         if phased:
-            step = _phased_step(clock, tokens, d, sum_c, decoding, cur_len, pieces) + extra
+            step = _phased_step(clock, tokens, d, sum_c, decoding, cur_len, pieces, mixed_steps) + extra
         elif linear:
             flops = fpt * tokens + a_base * d + a_slope * sum_c
             moved = (dense_weights if dense_weights is not None else weights(tokens)) + wpt * tokens + r_slope * sum_c
