@@ -108,12 +108,3 @@ def test_the_held_out_figures_the_page_reports():
         s = C.summary("held_out", engine)
         assert s.within_25 >= 0.8 and s.within_50 == 1 and 0.9 <= s.throughput_median <= 1.1, engine
     assert C.summary("held_out", "tensorrt-llm").within_50 < 1 and C.summary("held_out", "lmdeploy").within_25 == 0
-
-
-def test_the_figure_draws_a_point_for_each_unseen_run_with_an_output_throughput():
-    from servingmath.explorers import engines as figures
-    svg = str(figures.published_against_predicted())
-    shown = [c for c in C.checks() if c.counts_as_unseen and "output_throughput" in c.run.metrics]
-    assert svg.startswith("<svg") and svg.count("<circle") >= len(shown) > 15
-    for name in ("vLLM", "SGLang", "TensorRT-LLM", "LMDeploy"):
-        assert name in svg
