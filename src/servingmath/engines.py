@@ -550,6 +550,7 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         out["policy"] = "continuous" if size == -1 else "chunked"
         out["step_tokens"] = None if size == -1 else size
         out["mixed_steps"] = flags.get("enable_mixed_chunk", d.mixed_steps)
+        # Unset, SGLang sizes its running batch from the cache: memory, not a count, is the cap here.
         out["max_running"] = flags.get("max_running_requests", 4096 if d.max_running is None else d.max_running)
         out["reserve"] = 1 - flags.get("mem_fraction_static", d.memory_fraction or 0.88)
         out["block_tokens"] = d.block_tokens
@@ -560,10 +561,10 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         # The cache takes its share of what the weights leave: a reserve of the rest of the card.
         share = flags.get("kv_cache_free_gpu_memory_fraction", d.memory_fraction)
         out["reserve"] = (1 - share) * (1 - _weights_share(model, gpu, fields))
-        out["block_tokens"] = 32
+        out["block_tokens"] = 32            # tokens_per_block: unstated in the table, 32 taken
     else:   # lmdeploy's TurboMind: continuous batching, prompts whole, the cache set aside at start-up
         out["policy"] = "continuous"
         out["max_running"] = flags.get("max_batch_size", 128)
         out["reserve"] = 0.05
-        out["block_tokens"] = 64
+        out["block_tokens"] = 64            # unstated for 0.1: 64 taken; the cache share as vLLM's reserve
     return out
