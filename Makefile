@@ -38,7 +38,7 @@ UV = $(BIN)/uv pip
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
 .PHONY: help python-check lab book test unit lab-check notebooks-check book-check browser-check colab-check \
-	screenshots bench exercises grade notebooks pin pins clean
+	screenshots bench engine-fit exercises grade notebooks pin pins clean
 
 # One line: the interpreter's version and what is needed, before the environment is made.
 define check_python
@@ -142,6 +142,9 @@ pin: $(READY) ## pin the current commit as the package the Colab copies install,
 
 bench: $(READY) ## the speed figures, and each stage's time in the last make test
 	$(BIN)/python scripts/bench.py
+
+engine-fit: $(READY) ## fit the engines' overheads on the published runs again (minutes), print predicted against published
+	$(BIN)/python scripts/engine_fit.py
 
 # The students' notebooks, made from solutions/ (edit those, then run this): the practice release in
 # exercises/, the graded release (its cells record answers, show each student's own numbers) in

@@ -120,3 +120,162 @@ def test_vllm_version_boundaries_the_pages_name_agree_with_the_rows():
     assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) < E._parse(E.VLLM_V0_REMOVED) < E._parse(E.VLLM_SWAP_SPACE_REMOVED)
     assert E.row("vllm", E.VLLM_V1_CHUNKING_FORCED_LAST).name == "vLLM V1"
     assert E.defaults("vllm", "V1", gpu=sm.H100_SXM).chunked_prefill is True
+
+
+# -- engines as they run: the contract ---------------------------------------------------------------
+
+import dataclasses  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from servingmath import simulator as S  # noqa: E402
+from servingmath import workload as W  # noqa: E402
+
+M, G = sm.LLAMA_3_8B, sm.H100_SXM
+
+
+def test_a_version_takes_the_latest_profile_at_or_before_it():
+    assert E.engine("vllm", "0.9.2").version == "0.8" and E.engine("vllm", "0.9.2").group == "vllm-v1"
+    assert E.engine("vllm", "0.6.0").group == "vllm-v0" and E.engine("vllm", "0.7.3").version == "0.6"
+    assert E.engine("sglang", "0.5.3.post3").version == "0.5" and E.engine("sglang", "0.3.0").version == "0.3"
+    assert E.engine("tensorrt-llm", "1.2.0rc1").version == "1.0"
+    with pytest.raises(ValueError, match="'0.5.4' of vllm is before the first profiled, 0.6"):
+        E.engine("vllm", "0.5.4")
+    with pytest.raises(ValueError, match="name must be one of .*'llamacpp'"):
+        E.engine("llamacpp", "1.0")
+    with pytest.raises(ValueError, match="version must be a release"):
+        E.engine("vllm", "latest")
+
+
+def test_the_ideal_engine_is_todays_server_exactly():
+    assert E.engine("ideal").server(M, G) == S.Server(M, G)
+    assert E.engine("ideal").server(M, G, policy="chunked") == S.Server(M, G, policy="chunked")
+    assert E.engine("ideal").overheads == E.IDEAL
+    work = W.poisson_workload(5, 60, seed=3, model=M)
+    a, b = S.simulate(E.engine("ideal").server(M, G), work), S.simulate(S.Server(M, G), work)
+    assert np.array_equal(a.step_end, b.step_end) and np.array_equal(a.finish, b.finish)
+
+
+def test_a_named_engine_takes_its_defaults_from_the_table_and_its_flags_by_their_names():
+    v1 = E.engine("vllm", "0.9.2")
+    server = v1.server(M, G)
+    d = E.defaults("vllm", "0.9.2", gpu=G)
+    assert (server.policy, server.max_running, server.step_tokens) == ("chunked", d.max_running, d.step_tokens)
+    assert server.reserve == pytest.approx(1 - d.memory_fraction) and server.clock == "phases"
+    small = v1.server(M, G, max_num_seqs=64, max_num_batched_tokens=4096, gpu_memory_utilization=0.8,
+                      max_model_len=4096)
+    assert (small.max_running, small.step_tokens, small.window) == (64, 4096, 4096)
+    assert small.reserve == pytest.approx(0.2)
+    sg = E.engine("sglang", "0.5.3").server(M, G, chunked_prefill_size=-1, max_running_requests=48, mem_fraction_static=0.7)
+    assert (sg.policy, sg.max_running, sg.reserve) == ("continuous", 48, pytest.approx(0.3))
+
+
+def test_fp8_halves_the_weights_and_runs_the_products_at_the_fp8_peak():
+    v1 = E.engine("vllm", "0.9.2")
+    base, fp8 = v1.server(M, G), v1.server(M, G, quantization="fp8")
+    assert fp8.weight_bits == base.weight_bits / 2 and fp8.linear_peak == G.dense_flops["fp8"]
+    a, b = S.StepClock(base).phases([500] * 8), S.StepClock(fp8).phases([500] * 8)
+    assert b["matrix products"] == pytest.approx(a["matrix products"] / 2, rel=1e-3)   # memory-bound: half the bytes (less the new keys and values)
+    big_a, big_b = S.StepClock(base).phases(pieces=[(4096, 0)]), S.StepClock(fp8).phases(pieces=[(4096, 0)])
+    assert big_b["matrix products"] == pytest.approx(big_a["matrix products"] / 2, rel=1e-3)   # compute-bound: twice the peak
+    assert v1.server(M, G, kv_cache_dtype="fp8").kv_bits == 8
+
+
+def test_eager_mode_adds_the_launches_cuda_graphs_save_where_kernels_are_short():
+    v1 = E.engine("vllm", "0.9.2")
+    graph, eager = S.StepClock(v1.server(M, G)), S.StepClock(v1.server(M, G, enforce_eager=True))
+    one = graph.phases([100])
+    assert eager.phases([100])["launch wait"] == pytest.approx(M.layers * E.KERNELS_PER_LAYER * E.LAUNCH_SECONDS
+                                                               - sum(one[k] for k in ("matrix products", "decode attention", "prompt attention")))
+    assert eager.time([100]) > graph.time([100])
+    assert eager.phases(pieces=[(8000, 0)])["launch wait"] == 0      # a long step hides its launches
+    sg = E.engine("sglang", "0.4.6")
+    assert S.StepClock(sg.server(M, G, disable_cuda_graph=True)).time([100]) > S.StepClock(sg.server(M, G)).time([100])
+
+
+def test_unknown_and_bad_flags_are_refused_by_name():
+    with pytest.raises(ValueError, match="max_num_seq is not a flag of vllm 0.9.2: it takes max_num_seqs"):
+        E.engine("vllm", "0.9.2").server(M, G, max_num_seq=8)
+    with pytest.raises(ValueError, match="max_num_seqs is not a flag of sglang 0.5"):
+        E.engine("sglang", "0.5").server(M, G, max_num_seqs=8)
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        E.engine("vllm", "0.9.2").server(M, G, quantization="awq")
+    with pytest.raises(ValueError, match="gpu_memory_utilization must be a share"):
+        E.engine("vllm", "0.9.2").server(M, G, gpu_memory_utilization=1.5)
+    with pytest.raises(TypeError, match="enforce_eager must be True or False"):
+        E.engine("vllm", "0.9.2").server(M, G, enforce_eager="yes")
+    with pytest.raises(ValueError, match="num_scheduler_steps is V0's"):
+        E.engine("vllm", "0.9.2").server(M, G, num_scheduler_steps=8)
+    assert E.engine("vllm", "0.6.0").server(M, G, num_scheduler_steps=10).user_time == pytest.approx(
+        E.engine("vllm", "0.6.0").server(M, G).user_time / 10)
+
+
+def test_a_phased_step_is_its_phases_summed_and_never_shorter_than_the_overlapped_one():
+    server = dataclasses.replace(S.Server(M, G), clock="phases")
+    phased, overlap = S.StepClock(server), S.StepClock(S.Server(M, G))
+    for caches, pieces in (([500] * 256, [(256, 0)]), ([1000] * 8, []), ([], [(2048, 0)])):
+        parts = phased.phases(caches, pieces)
+        assert phased.time(caches, pieces) == pytest.approx(sum(parts.values()))
+        assert phased.time(caches, pieces) >= overlap.time(caches, pieces) - 1e-12
+    # The step behind the chunked headline: a 256-token piece beside 256 users at about 500 tokens.
+    assert phased.time([500] * 256, [(256, 0)]) > 1.2 * overlap.time([500] * 256, [(256, 0)])
+
+
+# -- the benchmark's definitions on a run small enough to check by hand ------------------------------
+
+def _flat_server():
+    """Every step takes the same time t: weights only, memory-bound, no overhead."""
+    return S.Server(M, G, assumptions=sm.LESSON)
+
+
+def test_benchmark_figures_are_vllms_on_a_run_checked_by_hand():
+    server = _flat_server()
+    t = S.StepClock(server).time([1])
+    work = W.workload([0.0, 0.0], [10, 10], [3, 1])
+    b = S.simulate(server, work).benchmark()
+    # Step 1 reads both prompts (each request's first token at t); B's only token ends it; A's next two
+    # tokens come at 2t and 3t.
+    assert b.duration == pytest.approx(3 * t)
+    assert b.output_throughput == pytest.approx(4 / (3 * t)) and b.request_throughput == pytest.approx(2 / (3 * t))
+    assert b.total_token_throughput == pytest.approx(24 / (3 * t))
+    assert b.ttft_p50 == pytest.approx(t) and b.ttft_p99 == pytest.approx(t)
+    assert list(b.tpots) == pytest.approx([t])              # B, one token, has no TPOT
+    assert b.tpot_p50 == pytest.approx(t) and b.tpot_p99 == pytest.approx(t)
+    assert sorted(b.itls) == pytest.approx([t, t]) and b.itl_p99 == pytest.approx(t)
+    assert b.e2e_p50 == pytest.approx(2 * t)                # numpy's median of t and 3t
+
+
+def test_a_concurrency_cap_sends_the_next_request_as_one_finishes_and_times_it_from_then():
+    server = _flat_server()
+    t = S.StepClock(server).time([1])
+    work = W.workload([0.0, 0.0], [10, 10], [3, 2])
+    run = S.simulate(server, work, concurrency=1)
+    assert run.workload.arrival[1] == pytest.approx(3 * t)        # sent when A's third token came
+    assert run.ttft[1] == pytest.approx(t) and run.finish[1] == pytest.approx(5 * t)
+    b = run.benchmark()
+    assert b.duration == pytest.approx(5 * t) and b.ttft_p99 == pytest.approx(t)
+    with pytest.raises(ValueError, match="concurrency"):
+        S.simulate(server, work, concurrency=0)
+
+
+def test_the_api_servers_time_delays_each_request_one_after_another():
+    server = dataclasses.replace(_flat_server(), request_time=0.01)
+    t = S.StepClock(server).time([1])
+    run = S.simulate(server, W.workload([0.0, 0.0], [10, 10], [2, 2]))
+    assert run.ttft[0] == pytest.approx(0.01 + t)
+    assert run.ttft[1] == pytest.approx(0.02 + t)      # waits for the first request's turn
+
+
+def test_an_engine_that_keeps_prompts_apart_runs_a_mixed_step_as_two():
+    v0 = E.engine("vllm", "0.6.0")
+    apart, chunked = v0.server(M, G), v0.server(M, G, enable_chunked_prefill=True)
+    assert (apart.mixed_steps, chunked.mixed_steps) == (False, True)
+    sg = E.engine("sglang", "0.5.3")
+    assert sg.server(M, G).mixed_steps is False and sg.server(M, G, enable_mixed_chunk=True).mixed_steps is True
+    clock = S.StepClock(dataclasses.replace(S.Server(M, G), clock="phases"))
+    both = S._phased_step(clock, 256 + 8, 8, 8 * 500, (), None, [(0, 256, 0)], mixed=False)
+    assert both == pytest.approx(clock.time(pieces=[(256, 0)]) + clock.time([500] * 8))
+    assert S._phased_step(clock, 256 + 8, 8, 8 * 500, (), None, [(0, 256, 0)]) == pytest.approx(
+        clock.time([500] * 8, [(256, 0)]))
+    with pytest.raises(ValueError, match="mixed_steps=False"):
+        S.Server(M, G, mixed_steps=False)

@@ -118,6 +118,8 @@ VLLM_V0_SCHEDULER_CONFIG = "vllm-project/vllm v0.5-v0.6, vllm/config.py, Schedul
 VLLM_ENGINE_ARGS_DOC = "https://docs.vllm.ai/en/v0.8.1/serving/engine_args.html"
 SGLANG_SERVER_ARGS = "sgl-project/sglang, python/sglang/srt/server_args.py, ServerArgs"
 TGI_LAUNCHER_DOC = "https://huggingface.co/docs/text-generation-inference/basic_tutorials/launcher"
+SGLANG_V03_SERVER_ARGS = "sgl-project/sglang v0.3, python/sglang/srt/server_args.py, ServerArgs"
+TRTLLM_BUILD_CONFIG = "NVIDIA/TensorRT-LLM, tensorrt_llm/builder.py, BuildConfig"
 TRTLLM_DOC = "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html"
 
 # V0's budget is a chunk's only with chunked prefill on; off, it is the model's window, at least 2,048 tokens.
@@ -220,6 +222,19 @@ TABLE = (
         "the H100 and H200", "1,024 on every card until version 0.8.4")}),
     Row("vllm", "vLLM V1", "0.8.4", "0.21", _V1),
     Row("vllm", "vLLM V1", "0.21", None, _V1_FROM_0_21),
+    Row("sglang", "SGLang 0.3", "0.3", "0.4", {
+        "block_tokens": Cell("", 1, SGLANG_V03_SERVER_ARGS, "a token a slot of the pool"),
+        "max_running": Cell("--max-running-requests", None, SGLANG_V03_SERVER_ARGS, "set from the cache's size"),
+        "step_tokens": Cell("--chunked-prefill-size", 8192, SGLANG_V03_SERVER_ARGS,
+                            "the most prompt tokens a prefill step carries, on every card"),
+        "chunked_prefill": Cell("--chunked-prefill-size", True, SGLANG_V03_SERVER_ARGS, "-1 turns it off"),
+        "mixed_steps": Cell("--enable-mixed-chunk", False, SGLANG_V03_SERVER_ARGS),
+        "preemption": Cell("", "recompute", SGLANG_V03_SERVER_ARGS.replace("server_args.py, ServerArgs",
+                           "managers/schedule_batch.py, ScheduleBatch.retract_decode")),
+        "prefix_caching": Cell("--disable-radix-cache", True, SGLANG_V03_SERVER_ARGS),
+        "memory_fraction": Cell("--mem-fraction-static", None, SGLANG_V03_SERVER_ARGS, "set from the card's memory"),
+        "total_tokens": Cell("--max-total-tokens", None, SGLANG_V03_SERVER_ARGS, "set from memory"),
+    }),
     Row("sglang", "SGLang", "0.4", None, {
         "block_tokens": Cell("--page-size", 1, SGLANG_SERVER_ARGS),
         "max_running": Cell("--max-running-requests", None, SGLANG_SERVER_ARGS, "set from the cache's size"),
@@ -257,8 +272,8 @@ TABLE = (
     }),
     Row("tensorrt-llm", "TensorRT-LLM", "0.12", None, {
         "block_tokens": Cell("tokens_per_block", UNSTATED, TRTLLM_DOC),
-        "max_running": Cell("max_batch_size", UNSTATED, TRTLLM_DOC),
-        "step_tokens": Cell("max_num_tokens", UNSTATED, TRTLLM_DOC),
+        "max_running": Cell("max_batch_size", 2048, TRTLLM_BUILD_CONFIG),
+        "step_tokens": Cell("max_num_tokens", 8192, TRTLLM_BUILD_CONFIG, "tokens a step, prompts and next tokens together"),
         "chunked_prefill": Cell("enable_chunked_context", False, TRTLLM_DOC),
         "mixed_steps": Cell("", True, TRTLLM_DOC, "in-flight batching: context and generation requests in one step"),
         "preemption": Cell("capacity_scheduler_policy", "GUARANTEED_NO_EVICT", TRTLLM_DOC,
@@ -379,3 +394,261 @@ def markdown_table(gpu: GPU, rows=(("vllm", "0.6"), ("vllm", "V1"), ("sglang", "
             cells.append(text or "–")
         lines.append(f"| {MEANINGS[setting]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# -- Engines as they run: defaults from the table above, and what they do beside arithmetic ---------
+
+# Kernels a decoder layer launches, one by one, when a step is not replayed as a CUDA graph (norms,
+# the query-key-value product, rotary embedding, attention, the output product, the residual add and
+# norm, the gate-up product, the activation, the down product, and a few copies), and the processor's
+# time to launch one from PyTorch: the course's estimates, stated as such. A captured graph replays
+# them all in one launch, which is what vLLM's --enforce-eager and SGLang's --disable-cuda-graph undo.
+KERNELS_PER_LAYER = 12
+LAUNCH_SECONDS = 15e-6
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What an engine version does beside arithmetic, in seconds, and how near its kernels come to
+    the datasheet's peaks. Fitted on the published runs of ``data/serving_runs.yaml`` (see
+    ``servingmath.calibration`` for the fit and its leave-one-publisher-out check):
+
+    - ``step_time``: every step, whatever it carries: sampling, the step's synchronisation between
+      the processor and the GPU, the fixed part of preparing its inputs. A millisecond or two is
+      what profiles of vLLM and SGLang show for a small batch.
+    - ``user_time``: every user in a step, on the processor: scheduling it, building its part of
+      the inputs (positions, block tables), turning its new token into text and streaming it. Tens
+      of microseconds a user, as Python code costs; vLLM's v0.6.0 post measured the GPU idle more
+      than half the time before that version moved such work out of the step's way.
+    - ``request_time``: each request, once, in the API server (HTTP, chat template, tokenizing),
+      one request after another.
+    - ``compute_efficiency``, ``bandwidth_efficiency``: the share of the datasheet's dense peak the
+      matrix-product kernels reach, and of its memory bandwidth the memory-bound kernels reach.
+    """
+
+    step_time: float
+    user_time: float
+    request_time: float
+    compute_efficiency: float
+    bandwidth_efficiency: float
+    fitted_on: str = ""
+
+
+# No overheads, the datasheet's peaks: today's lesson 3 server, the floor the lessons teach.
+IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, "none: the roofline")
+
+# Each engine's flags, under its own names, as ``Engine.server`` takes them.
+VLLM_FLAGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "max_model_len",
+              "enable_chunked_prefill", "num_scheduler_steps", "enable_prefix_caching", "enforce_eager",
+              "quantization", "kv_cache_dtype")
+SGLANG_FLAGS = ("chunked_prefill_size", "mem_fraction_static", "max_running_requests", "disable_radix_cache",
+                "disable_cuda_graph", "enable_mixed_chunk", "enable_torch_compile", "cuda_graph_max_bs",
+                "quantization", "kv_cache_dtype", "context_length")
+TRTLLM_FLAGS = ("max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction", "enable_chunked_context",
+                "backend", "cuda_graph_config", "quantization", "kv_cache_dtype", "max_seq_len")
+LMDEPLOY_FLAGS = ("max_batch_size", "cache_max_entry_count", "max_context_token_num", "cache_chunk_size",
+                  "quantization")
+# The versions profiled, each with the group whose overheads it takes (one fit a group).
+PROFILED = {
+    "vllm": (("0.6", "vllm-v0"), ("0.8", "vllm-v1")),
+    "sglang": (("0.3", "sglang"), ("0.4", "sglang"), ("0.5", "sglang")),
+    "tensorrt-llm": (("1.0", "tensorrt-llm"),),
+    "lmdeploy": (("0.1", "lmdeploy"),),
+}
+GROUPS = tuple(dict.fromkeys(group for versions in PROFILED.values() for _, group in versions))
+
+
+def overheads(group: str) -> Overheads:
+    """The fitted overheads of a group of engine versions (``GROUPS``), read from the fit's data file."""
+    from .calibration import fitted_overheads
+    if group not in GROUPS:
+        raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
+    return fitted_overheads()[group]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine at one version, as it runs: ``server(model, gpu, **flags)`` gives a lesson 3 ``Server``
+    with the engine's defaults (from ``TABLE``), its flags under its own names, and its overheads.
+    ``version`` is the profiled version taken (the latest at or before the one asked, ``asked``)."""
+
+    name: str
+    version: str
+    asked: str
+    group: str
+    given: Overheads | None = None
+
+    @property
+    def overheads(self) -> Overheads:
+        return self.given if self.given is not None else (IDEAL if self.name == "ideal" else overheads(self.group))
+
+    @property
+    def flags(self) -> tuple:
+        return {"vllm": VLLM_FLAGS, "sglang": SGLANG_FLAGS, "tensorrt-llm": TRTLLM_FLAGS,
+                "lmdeploy": LMDEPLOY_FLAGS}.get(self.name, ())
+
+    @property
+    def label(self) -> str:
+        return "ideal engine" if self.name == "ideal" else f"{self.name} {self.asked}"
+
+    def with_overheads(self, given: Overheads) -> "Engine":
+        """The same engine with other overheads (a fit tries them)."""
+        if not isinstance(given, Overheads):
+            raise TypeError(f"given must be Overheads, got {given!r}")
+        return Engine(self.name, self.version, self.asked, self.group, given)
+
+    def server(self, model, gpu, **flags):
+        """A ``simulator.Server`` for ``model`` on ``gpu`` as this engine runs it, with ``flags`` under
+        the engine's own names (an unknown flag is an error naming the ones it takes). The ideal engine
+        takes the ``Server``'s own fields instead, and adds nothing.
+
+        Flags that change what the simulator cannot see are taken, checked and change nothing: the
+        prefix cache (``enable_prefix_caching``, ``disable_radix_cache``: the simulator's requests share
+        no prompts), ``enable_torch_compile``, ``cuda_graph_max_bs``, ``backend`` and
+        ``cuda_graph_config``, and LMDeploy's cache settings."""
+        return _build(self, model, gpu, flags)
+
+
+def engine(name: str, version: str = "") -> Engine:
+    """``name`` (``"vllm"``, ``"sglang"``, ``"tensorrt-llm"``, ``"lmdeploy"``, or ``"ideal"``) at
+    ``version``: the latest profiled version at or before it. An unknown engine, or a version before
+    the first profiled, is an error naming it."""
+    if name == "ideal":
+        return Engine("ideal", "", str(version), "ideal")
+    if name not in PROFILED:
+        raise ValueError(f"name must be one of {('ideal',) + tuple(PROFILED)}, got {name!r}")
+    if not isinstance(version, str) or not version:
+        raise ValueError(f"version must name a release of {name}, such as '{PROFILED[name][-1][0]}', got {version!r}")
+    from .runs import version_key
+    try:
+        wanted = version_key(version.lstrip("v"))
+    except ValueError:
+        raise ValueError(f"version must be a release such as '0.9.2', got {version!r}") from None
+    found = [(v, g) for v, g in PROFILED[name] if _parse(v) <= wanted]
+    if not found:
+        raise ValueError(f"version {version!r} of {name} is before the first profiled, "
+                         f"{PROFILED[name][0][0]}: the profiled versions are "
+                         f"{', '.join(v for v, _ in PROFILED[name])}")
+    taken, group = found[-1]
+    return Engine(name, taken, version, group)
+
+
+def _flag(engine_, name, value, kind):
+    """A flag's value checked: ``kind`` is bool, int, float (a share of memory) or a tuple of strings."""
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False for {engine_.label}, got {value!r}")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < (-1 if name == "chunked_prefill_size" else 1):
+            raise ValueError(f"{name} must be a whole number of at least 1 for {engine_.label}, got {value!r}")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ValueError(f"{name} must be a share of the card's memory between 0 and 1 for {engine_.label}, got {value!r}")
+    elif isinstance(kind, tuple) and value not in kind:
+        raise ValueError(f"{name} must be one of {kind} for {engine_.label}, got {value!r}")
+    return value
+
+
+# Each flag: what kind of value it takes. Flags that change nothing the simulator models (the prefix
+# cache, with no shared prompts in its workloads; torch.compile; the backend's name) are taken and
+# checked, and leave the server as it was.
+_KINDS = {
+    "max_num_seqs": int, "max_num_batched_tokens": int, "gpu_memory_utilization": float, "max_model_len": int,
+    "enable_chunked_prefill": bool, "num_scheduler_steps": int, "enable_prefix_caching": bool, "enforce_eager": bool,
+    "quantization": (None, "fp8"), "kv_cache_dtype": ("auto", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    "chunked_prefill_size": int, "mem_fraction_static": float, "max_running_requests": int,
+    "disable_radix_cache": bool, "disable_cuda_graph": bool, "enable_mixed_chunk": bool, "enable_torch_compile": bool,
+    "cuda_graph_max_bs": int, "context_length": int,
+    "max_batch_size": int, "max_num_tokens": int, "kv_cache_free_gpu_memory_fraction": float,
+    "enable_chunked_context": bool, "backend": ("pytorch", "tensorrt"), "cuda_graph_config": object, "max_seq_len": int,
+    "cache_max_entry_count": object, "max_context_token_num": int, "cache_chunk_size": object,
+}
+
+
+def _build(engine_: Engine, model, gpu, flags):
+    import dataclasses
+
+    from .models import Model
+    from .roofline import Assumptions
+    from .simulator import Server
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a Model from servingmath.models, got {model!r}")
+    if not isinstance(gpu, GPU):
+        raise TypeError(f"gpu must be a GPU from servingmath.hardware, got {gpu!r}")
+    if engine_.name == "ideal":
+        return Server(model, gpu, **flags)
+    unknown = sorted(set(flags) - set(engine_.flags))
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not a flag of {engine_.label}: it takes {', '.join(engine_.flags)}")
+    for name, value in flags.items():
+        _flag(engine_, name, value, _KINDS[name])
+    o = engine_.overheads
+    d = defaults(engine_.name, engine_.version, gpu=gpu) if engine_.name in ENGINES else None
+    window = flags.get("max_model_len", flags.get("context_length", flags.get("max_seq_len")))
+    if window is not None:
+        model = dataclasses.replace(model, context_window=min(window, model.context_window or window))
+    fields = {"memory": "paged", "clock": "phases", "preemption": "recompute",
+              "assumptions": Assumptions(o.compute_efficiency, o.bandwidth_efficiency, o.step_time,
+                                         attention="causal", kv_cache=True, label=engine_.label),
+              "user_time": o.user_time, "request_time": o.request_time}
+    eager = flags.get("enforce_eager", False) or flags.get("disable_cuda_graph", False)
+    if eager:
+        fields["launch_time"] = model.layers * KERNELS_PER_LAYER * LAUNCH_SECONDS
+    if flags.get("quantization") == "fp8":
+        fields["weight_bits"] = 8
+        if "fp8" in gpu.dense_flops:       # FP8 products where the card has them; else weights only (Marlin)
+            fields["linear_peak"] = gpu.dense_flops["fp8"]
+    if flags.get("kv_cache_dtype", "auto") != "auto":
+        fields["kv_bits"] = 8
+    fields.update(_schedule(engine_, d, gpu, model, flags, fields))
+    if fields.get("policy") == "continuous":
+        fields["step_tokens"] = None if fields.get("step_tokens") is None else max(fields["step_tokens"], model.context_window)
+    return Server(model, gpu, **fields)
+
+
+def _weights_share(model, gpu, fields):
+    from .memory import weight_bytes
+    return float(weight_bytes(model.parameters, fields.get("weight_bits", 16))) / gpu.memory_bytes
+
+
+def _schedule(engine_, d, gpu, model, flags, fields):
+    """The server's batching and memory under ``engine_``'s defaults and ``flags``."""
+    out = {}
+    if engine_.name == "vllm":
+        v1 = engine_.group == "vllm-v1"
+        steps = flags.get("num_scheduler_steps", 1)
+        if steps > 1 and v1:
+            raise ValueError(f"num_scheduler_steps is V0's multi-step scheduling, gone in {engine_.label}, got {steps!r}")
+        chunked = flags.get("enable_chunked_prefill", d.chunked_prefill)
+        out["policy"] = "chunked" if chunked else "continuous"
+        out["mixed_steps"] = bool(chunked) or v1    # V0 runs prompts in steps of their own unless it chunks them
+        out["max_running"] = flags.get("max_num_seqs", d.max_running)
+        out["step_tokens"] = flags.get("max_num_batched_tokens", d.step_tokens if chunked else None)
+        out["reserve"] = 1 - flags.get("gpu_memory_utilization", d.memory_fraction)
+        out["block_tokens"] = d.block_tokens
+        # Multi-step scheduling: the processor schedules and prepares once for `steps` steps.
+        out["user_time"] = fields["user_time"] / steps
+        out["admit_every"] = steps           # and a waiting request joins only between such calls
+    elif engine_.name == "sglang":
+        size = flags.get("chunked_prefill_size", d.step_tokens)
+        out["policy"] = "continuous" if size == -1 else "chunked"
+        out["step_tokens"] = None if size == -1 else size
+        out["mixed_steps"] = flags.get("enable_mixed_chunk", d.mixed_steps)
+        # Unset, SGLang sizes its running batch from the cache: memory, not a count, is the cap here.
+        out["max_running"] = flags.get("max_running_requests", 4096 if d.max_running is None else d.max_running)
+        out["reserve"] = 1 - flags.get("mem_fraction_static", d.memory_fraction or 0.88)
+        out["block_tokens"] = d.block_tokens
+    elif engine_.name == "tensorrt-llm":
+        out["policy"] = "chunked"
+        out["max_running"] = flags.get("max_batch_size", d.max_running)
+        out["step_tokens"] = flags.get("max_num_tokens", d.step_tokens)
+        # The cache takes its share of what the weights leave: a reserve of the rest of the card.
+        share = flags.get("kv_cache_free_gpu_memory_fraction", d.memory_fraction)
+        out["reserve"] = (1 - share) * (1 - _weights_share(model, gpu, fields))
+        out["block_tokens"] = 32            # tokens_per_block: unstated in the table, 32 taken
+    else:   # lmdeploy's TurboMind: continuous batching, prompts whole, the cache set aside at start-up
+        out["policy"] = "continuous"
+        out["max_running"] = flags.get("max_batch_size", 128)
+        out["reserve"] = 0.05
+        out["block_tokens"] = 64            # unstated for 0.1: 64 taken; the cache share as vLLM's reserve
+    return out

@@ -45,6 +45,22 @@ compute-bound step runs about that much long. To run an hour of traffic in about
 from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
 tests set them against ``forward_pass`` and ``pass_time`` directly.
 
+A named engine (``engines.engine(name, version).server(model, gpu, **flags)``) times a step as
+the engine runs it, kernel after kernel (``clock="phases"``, ``StepClock.phases``): the matrix
+products with the weights read once, then the attention over each user's cache, each phase on its
+own roofline and the phases summed, not overlapped; then the fixed cost a step
+(``assumptions.overhead``), the processor's scheduling and input preparation for each user in the
+step (``user_time``), and, where the step is not captured as a CUDA graph, the wait for its kernel
+launches (``launch_time``). The API server's work on each request (``request_time``: HTTP, the chat
+template, tokenizing) delays the request before the engine sees it, one request after another;
+``admit_every`` lets waiting requests join only every so many steps (vLLM V0's multi-step
+scheduling). With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine
+the lessons teach, and plate XXIII.1's single pass keeps its own model (``serving.prefill``).
+
+``simulate(server, work, concurrency=C)`` keeps at most C requests in flight, each sent when one
+finishes and timed from then, as ``--max-concurrency`` does; ``Simulation.benchmark()`` gives the
+figures vLLM's ``benchmark_serving`` prints, computed as it computes them.
+
 The same workload and server always give the same result.
 """
 from __future__ import annotations
@@ -69,6 +85,11 @@ from .workload import Workload, context_window
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
 PREEMPTION = ("recompute", "swap")
+# How a step is timed: "overlap", the larger of its arithmetic's time and its memory traffic's (the
+# lessons' roofline, as if every kernel of the step overlapped every other); "phases", as an engine
+# runs it, kernel after kernel: the matrix products (the weights read once), the attention over each
+# user's cache, each on its own roofline and summed, then the fixed cost and the processor's work.
+CLOCKS = ("overlap", "phases")
 # The lesson's server takes vLLM V0's defaults of versions 0.4 to 0.6.4 (servingmath.engines, where
 # each is sourced): blocks of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows
 # 1,024 on a card of 70 GiB or more other than the A100, such as the H100), and, with chunked prefill
@@ -112,6 +133,14 @@ class Server:
     weight_bits: float = 16
     kv_bits: float = 16
     reserve: float = RESERVE
+    # What a named engine adds (servingmath.engines; the defaults are the ideal engine the lessons teach):
+    clock: str = "overlap"
+    user_time: float = 0.0
+    request_time: float = 0.0
+    launch_time: float = 0.0
+    linear_peak: float | None = None
+    admit_every: int = 1
+    mixed_steps: bool = True
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
@@ -145,6 +174,18 @@ class Server:
                                  f"of {self.window:,} tokens, got {self.max_reply_tokens!r}")
         for name in ("weight_bits", "kv_bits"):
             _check.finite(name, _check.single(name, getattr(self, name)), above=0)
+        _choice("clock", self.clock, CLOCKS)
+        for name in ("user_time", "request_time", "launch_time"):
+            _check.finite(name, _check.single(name, getattr(self, name)), minimum=0)
+        _whole("admit_every", self.admit_every, 1)
+        if self.linear_peak is not None:
+            _check.positive("linear_peak", _check.single("linear_peak", self.linear_peak))
+        if not isinstance(self.mixed_steps, bool):
+            raise TypeError(f"mixed_steps must be True or False, got {self.mixed_steps!r}")
+        if self.clock == "overlap" and (self.user_time or self.launch_time or self.linear_peak is not None
+                                        or not self.mixed_steps):
+            raise ValueError("user_time, launch_time, linear_peak and mixed_steps=False are a step timed by its "
+                             f"phases: they need clock='phases', got clock={self.clock!r}")
         usable_memory(self.gpu, _check.single("reserve", self.reserve))
         if self.cache_room <= 0 or self.cache_blocks < 1:
             raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
@@ -242,6 +283,13 @@ class StepClock:
                            and self.read[0] == 0)
         self._weights = {}
         self._dense = not model.mixture_of_experts
+        # A step timed by its phases (server.clock == "phases"): the matrix products run at
+        # ``linear_peak`` where one is set (8-bit weights on a card with an 8-bit peak).
+        self.phased = server.clock == "phases"
+        self.per_linear_flop = self.per_flop if server.linear_peak is None else \
+            float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time)
+        self.user_time = float(server.user_time)
+        self.launch_time = float(server.launch_time)
 
     def weights(self, tokens):
         """Bytes of weights a step of ``tokens`` tokens reads (every weight once, in a dense model)."""
@@ -269,6 +317,8 @@ class StepClock:
         tokens = len(decode_caches) + sum(n for n, _ in pieces)
         if tokens == 0:
             raise ValueError("a step must carry at least one token, got none")
+        if self.phased:
+            return sum(self.phases(decode_caches, pieces).values())
         flops = self.flops_per_token * tokens + sum(self.decode_attention[c] for c in decode_caches)
         moved = self.weights(tokens) + self.write_per_token * tokens + sum(self.read[c] for c in decode_caches)
         for n, c in pieces:
@@ -276,6 +326,31 @@ class StepClock:
             flops += attention
             moved += read
         return max(flops * self.per_flop, moved * self.per_byte) + self.overhead
+
+    def phases(self, decode_caches=(), pieces=()):
+        """Seconds of each phase of a step timed as an engine runs it, kernel after kernel (their sum is
+        the step): ``matrix products`` (every token through the weights, the weights read once, the new
+        keys and values written), ``decode attention`` (each running user's next token over its cache,
+        one memory-bound pass), ``prompt attention`` (each prompt piece over itself and its cache), each
+        on its own roofline; ``launch wait`` (time the processor takes to launch the kernels beyond the
+        time they run, where the step is not captured as a CUDA graph); ``fixed`` (the server's
+        ``assumptions.overhead``: the sampler and the step's synchronisation); ``processor`` (the
+        engine's scheduling and input preparation, ``user_time`` for each user in the step)."""
+        decode_caches = [int(c) for c in decode_caches]
+        pieces = [(int(n), int(c)) for n, c in pieces]
+        tokens = len(decode_caches) + sum(n for n, _ in pieces)
+        matrix = max(self.flops_per_token * tokens * self.per_linear_flop,
+                     (self.weights(tokens) + self.write_per_token * tokens) * self.per_byte)
+        decode = max(sum(self.decode_attention[c] for c in decode_caches) * self.per_flop,
+                     sum(self.read[c] for c in decode_caches) * self.per_byte)
+        prompt = 0.0
+        for n, c in pieces:
+            attention, read = self.piece(n, c)
+            prompt += max(attention * self.per_flop, read * self.per_byte)
+        gpu = matrix + decode + prompt
+        return {"matrix products": matrix, "decode attention": decode, "prompt attention": prompt,
+                "launch wait": max(0.0, self.launch_time - gpu), "fixed": self.overhead,
+                "processor": self.user_time * (len(decode_caches) + len(pieces))}
 
     def check(self, decode_caches=(), pieces=()):
         """The same step's time straight from ``passes.forward_pass`` and ``roofline.pass_time``."""
@@ -447,6 +522,19 @@ class Simulation:
         held = float((self.step_held_tokens * durations).sum())
         return float((self.step_used_tokens * durations).sum()) / held if held else float("nan")
 
+    def benchmark(self) -> Benchmark:
+        """The run's figures as vLLM's benchmark prints them (``Benchmark``)."""
+        w = self.workload
+        reply = w.reply
+        e2e = self.finish - w.arrival
+        ttft = self.ttft
+        many = reply > 1
+        tpots = (e2e[many] - ttft[many]) / (reply[many] - 1)
+        values, weights = self._tbt()
+        itls = np.repeat(values, np.rint(weights).astype(np.int64))
+        duration = float(self.finish.max() - w.arrival[0])
+        return Benchmark(len(w), duration, int(w.prompt.sum()), int(reply.sum()), ttft, tpots, itls, e2e)
+
     def summary(self) -> dict:
         """The run in a few figures: tokens a second, TTFT and TBT at p50 and p99, preemptions."""
         return {
@@ -462,6 +550,53 @@ class Simulation:
         }
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """A run's figures as vLLM's ``benchmark_serving`` (``vllm bench serve``, vllm/benchmarks/serve.py,
+    ``calculate_metrics``) computes them: throughputs over the benchmark's duration (first request sent
+    to last token), in tokens or requests a second; each request's TTFT (sent to first token), E2E (sent
+    to last token) and TPOT ((E2E − TTFT) ÷ (output − 1), only for requests of more than one output
+    token); ITL, every gap between two tokens of a request, pooled over all requests; medians and
+    percentiles with numpy's default (linear) interpolation, in seconds. Empty lists count as 0, as
+    there. Each token is taken as streamed on its own (an engine running several steps a call streams
+    them together: its ITL is then longer than here)."""
+
+    completed: int
+    duration: float
+    total_input: int
+    total_output: int
+    ttfts: np.ndarray
+    tpots: np.ndarray
+    itls: np.ndarray
+    e2els: np.ndarray
+
+    @property
+    def request_throughput(self):
+        return self.completed / self.duration
+
+    @property
+    def output_throughput(self):
+        return self.total_output / self.duration
+
+    @property
+    def total_token_throughput(self):
+        return (self.total_input + self.total_output) / self.duration
+
+    def _stat(self, name, q):
+        values = getattr(self, name)
+        values = values if len(values) else np.zeros(1)
+        return float(np.mean(values)) if q == "mean" else float(np.percentile(values, q))
+
+    def __getattr__(self, name):
+        # ttft_p50, tpot_p99, itl_mean, e2e_p90... as the benchmark prints them (in seconds here).
+        stem, _, stat = name.rpartition("_")
+        lists = {"ttft": "ttfts", "tpot": "tpots", "itl": "itls", "e2e": "e2els"}
+        if stem in lists and (stat == "mean" or stat == "median" or (stat[:1] == "p" and stat[1:].isdigit())):
+            q = "mean" if stat == "mean" else 50 if stat == "median" else int(stat[1:])
+            return self._stat(lists[stem], q)
+        raise AttributeError(name)
+
+
 # What a ``Simulation`` holds beyond its server and its requests: its records, as arrays.
 SIMULATION_ARRAYS = tuple(f.name for f in fields(Simulation) if f.name not in ("server", "workload", "_cache"))
 
@@ -474,14 +609,94 @@ def _with_extra(decodes, extra):
     return tokens
 
 
-def simulate(server: Server, work: Workload) -> Simulation:
-    """Serve ``work`` on ``server`` and record every step and every request (see the module's docstring)."""
+def _matrix_time(clock: StepClock, tokens):
+    return max(clock.flops_per_token * tokens * clock.per_linear_flop,
+               (clock.weights(tokens) + clock.write_per_token * tokens) * clock.per_byte)
+
+
+def _phased_step(clock: StepClock, tokens, d, sum_c, decoding, cur_len, pieces, mixed=True):
+    """A step's seconds timed by its phases (``StepClock.phases``), from the loop's running sums. Where
+    prompts and next tokens may not share a step (``mixed`` False: SGLang without --enable-mixed-chunk,
+    vLLM V0 without chunked prefill), a step that has both is run as two, the prompts' then the next
+    tokens', each with its own weights read and fixed costs; the users decoding wait through both."""
+    if not mixed and d and pieces:
+        prompt_tokens = tokens - d
+        return (_phased_step(clock, prompt_tokens, 0, 0, (), cur_len, pieces)
+                + _phased_step(clock, d, d, sum_c, decoding, cur_len, ()))
+    matrix = _matrix_time(clock, tokens)
+    if clock.linear:
+        attention_flops_ = clock.attention_base * d + clock.attention_slope * sum_c
+        cache_read = clock.read_slope * sum_c
+    else:
+        attention_flops_ = cache_read = 0.0
+        for i in decoding:
+            c = cur_len(i)
+            attention_flops_ += clock.decode_attention[c]
+            cache_read += clock.read[c]
+    step = matrix + max(attention_flops_ * clock.per_flop, cache_read * clock.per_byte)
+    for _, take, cached in pieces:
+        attention, read = clock.piece(take, cached)
+        step += max(attention * clock.per_flop, read * clock.per_byte)
+    if step < clock.launch_time:
+        step = clock.launch_time
+    return step + clock.overhead + clock.user_time * (d + len(pieces))
+
+
+def _sent(work: Workload, client) -> Workload:
+    """``work`` as the client sent it: each request's time is when it left the client."""
+    from .workload import workload
+    return workload(client.sent, work.prompt, work.reply, work.label)
+
+
+class _Client:
+    """The benchmark's client and the engine's API server in front of the engine.
+
+    The client sends each request at its time in the workload, or, with ``concurrency``, once fewer
+    than that many of its requests are in flight (as ``--max-concurrency`` does in vLLM's and SGLang's
+    benchmarks: a request waits for a free place, and its clock starts when it is sent). The API server
+    takes ``request_time`` seconds for each request (HTTP, the chat template, tokenizing), one request
+    after another, before the engine sees it. ``entry`` is when each request reaches the engine
+    (infinite while not yet sent); ``sent`` when each left the client."""
+
+    def __init__(self, work: Workload, concurrency, request_time):
+        self.arrival = work.arrival.tolist()
+        self.sent = list(self.arrival)
+        self.entry = [math.inf] * len(work)
+        self.request_time = request_time
+        self.api_free = 0.0
+        self.next = len(work) if concurrency is None else min(concurrency, len(work))
+        for k in range(self.next):
+            self._send(k, self.arrival[k])
+
+    def _send(self, k, at):
+        self.sent[k] = at
+        self.api_free = max(at, self.api_free) + self.request_time
+        self.entry[k] = self.api_free
+
+    def finished(self, now):
+        """A request has finished at ``now``: under a concurrency cap the next one is sent."""
+        if self.next < len(self.entry):
+            self._send(self.next, max(now, self.arrival[self.next]))
+            self.next += 1
+
+
+def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
+    """Serve ``work`` on ``server`` and record every step and every request (see the module's docstring).
+    With ``concurrency``, at most that many requests are in flight, each sent when one finishes (or at
+    its own time, if later) and timed from when it is sent, as ``--max-concurrency`` does."""
     _check.instance("server", server, Server)
     _check.instance("work", work, Workload)
+    if concurrency is not None:
+        concurrency = _whole("concurrency", concurrency, 1)
     work.check_window(server.model)
     clock = StepClock(server)
     n = len(work)
-    arrival = work.arrival.tolist()
+    client = None
+    if concurrency is not None or server.request_time:
+        client = _Client(work, concurrency, server.request_time)
+        arrival = client.entry
+    else:
+        arrival = work.arrival.tolist()
     prompt = work.prompt.tolist()
     reply = work.reply.tolist()
     bt = server.block_tokens
@@ -510,6 +725,9 @@ def simulate(server: Server, work: Workload) -> Simulation:
     fpt, wpt = clock.flops_per_token, clock.write_per_token
     a_base, a_slope, r_slope = clock.attention_base, clock.attention_slope, clock.read_slope
     linear = clock.linear
+    phased, per_linear_flop = clock.phased, clock.per_linear_flop
+    user_time, launch_time = clock.user_time, clock.launch_time
+    admit_every, mixed_steps = server.admit_every, server.mixed_steps
     dec_att, read = clock.decode_attention, clock.read
     weights = clock.weights
     dense_weights = clock.weights(1) if clock._dense else None
@@ -594,6 +812,8 @@ def simulate(server: Server, work: Workload) -> Simulation:
             held[i] = 0
             done += 1
             runs.append((i, run_start[i], g))
+            if client is not None:
+                client.finished(now)
 
     while done < n:
         while nxt < n and arrival[nxt] <= now:
@@ -608,6 +828,9 @@ def simulate(server: Server, work: Workload) -> Simulation:
             next_arrival = arrival[nxt] if nxt < n else math.inf
             weights_read = (dense_weights if dense_weights is not None else weights(d)) + wpt * d
             flops_fixed = (fpt + a_base) * d
+            if phased:
+                matrix_time = max(fpt * d * per_linear_flop, weights_read * per_byte)
+                attention_fixed = a_base * d * per_flop
             blocked = False
             while True:
                 if paged:
@@ -616,11 +839,21 @@ def simulate(server: Server, work: Workload) -> Simulation:
                         blocked = True     # the step below preempts someone
                         break
                     free -= need
-                step = (flops_fixed + a_slope * sum_c) * per_flop
-                memory_time = (weights_read + r_slope * sum_c) * per_byte
-                if memory_time > step:
-                    step = memory_time
-                step += overhead
+                if phased:
+                    step = a_slope * sum_c * per_flop + attention_fixed
+                    memory_time = r_slope * sum_c * per_byte
+                    if memory_time > step:
+                        step = memory_time
+                    step += matrix_time
+                    if step < launch_time:
+                        step = launch_time
+                    step += overhead + user_time * d
+                else:
+                    step = (flops_fixed + a_slope * sum_c) * per_flop
+                    memory_time = (weights_read + r_slope * sum_c) * per_byte
+                    if memory_time > step:
+                        step = memory_time
+                    step += overhead
                 now += step
                 step_end.append(now)
                 step_time.append(step)
@@ -662,7 +895,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
             kept_blocks = kept_places = 0
             promised, room = 0, free
         if not static or (d == 0 and not prefilling):
-            while waiting and running < max_running and budget > 0:
+            while waiting and running < max_running and budget > 0 and (d == 0 or g % admit_every == 0):
                 i = waiting[0]
                 if state[i] == 4:
                     length = start_len[i]
@@ -750,7 +983,9 @@ def simulate(server: Server, work: Workload) -> Simulation:
                 raise AssertionError("the engine stalled with nothing to run")
             now = max(now, arrival[nxt])
             continue
-        if linear:
+        if phased:
+            step = _phased_step(clock, tokens, d, sum_c, decoding, cur_len, pieces, mixed_steps) + extra
+        elif linear:
             flops = fpt * tokens + a_base * d + a_slope * sum_c
             moved = (dense_weights if dense_weights is not None else weights(tokens)) + wpt * tokens + r_slope * sum_c
         else:
@@ -760,15 +995,16 @@ def simulate(server: Server, work: Workload) -> Simulation:
                 c = cur_len(i)
                 flops += dec_att[c]
                 moved += read[c]
-        for i, take, cached in pieces:
-            attention, cache_read = clock.piece(take, cached)
-            flops += attention
-            moved += cache_read
-        step = flops * per_flop
-        memory_time = moved * per_byte
-        if memory_time > step:
-            step = memory_time
-        step += overhead + extra
+        if not phased:
+            for i, take, cached in pieces:
+                attention, cache_read = clock.piece(take, cached)
+                flops += attention
+                moved += cache_read
+            step = flops * per_flop
+            memory_time = moved * per_byte
+            if memory_time > step:
+                step = memory_time
+            step += overhead + extra
         now += step
         step_end.append(now)
         step_time.append(step)
@@ -800,6 +1036,8 @@ def simulate(server: Server, work: Workload) -> Simulation:
                 held[i] = 0
                 done += 1
                 runs.append((i, g, g))
+                if client is not None:
+                    client.finished(now)
             else:
                 start_decoding(i, need_tokens[i], g + 1)
         if finishing and finishing[0][0] <= g:
@@ -810,7 +1048,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
 
     runs_array = np.asarray(runs, dtype=np.int64).reshape(-1, 3)
     return Simulation(
-        server=server, workload=work,
+        server=server, workload=work if client is None else _sent(work, client),
         first_token=np.asarray(first_token), finish=np.asarray(finish), preemptions=np.asarray(preempt),
         step_end=np.frombuffer(step_end, dtype=float), step_time=np.frombuffer(step_time, dtype=float),
         step_decodes=np.frombuffer(step_decodes, dtype=np.int64),

@@ -1,0 +1,110 @@
+"""Engines' overheads fitted on published runs (servingmath.calibration), checked on publishers held out.
+
+The fit itself takes minutes (``make engine-fit``); these tests read its kept results and replay every
+run once with the kept parameters, so a change to the simulator or the engines that moves a prediction
+fails here until the fit is run again and its figures are looked at."""
+import math
+
+import numpy as np
+import pytest
+
+import servingmath as sm
+from servingmath import calibration as C
+from servingmath import engines as E
+from servingmath import simulator as S
+from servingmath import workload as W
+from servingmath.runs import load_runs
+
+RUNS = load_runs()
+KEPT = C.results()
+
+
+def _params(data):
+    return C._from_json(data)
+
+
+@pytest.mark.parametrize("which", ["fit", "held_out"])
+def test_the_kept_predictions_are_what_the_package_predicts_now(which):
+    for run in RUNS:
+        data = KEPT["fit"] if which == "fit" else KEPT["held_out_fits"][run.source_group]
+        group = E.engine(run.engine, run.version).group
+        got = C.predict(run, KEPT["requests"], C._overheads(_params(data), group))
+        kept = KEPT["rows"][run.id][which]
+        for name, value in kept.items():
+            assert got[name] == pytest.approx(value, rel=1e-9), (run.id, name)
+
+
+def test_every_run_is_predicted_by_a_fit_that_never_saw_its_publisher():
+    assert set(KEPT["held_out_fits"]) == set(C.sources(RUNS)) and len(KEPT["held_out_fits"]) >= 6
+    assert set(KEPT["rows"]) == {r.id for r in RUNS}
+    for run in RUNS:
+        assert set(KEPT["rows"][run.id]["held_out"]) == set(run.metrics)
+
+
+def test_the_fitted_parameters_are_physically_plausible():
+    for group, o in C.fitted_overheads().items():
+        assert 0 < o.step_time < 0.02 and 0 < o.user_time < 2e-4 and 0 < o.request_time < 0.05, group
+        assert 0.3 <= o.compute_efficiency <= 1 and 0.5 <= o.bandwidth_efficiency <= 1
+    assert E.engine("vllm", "0.9.2").overheads == C.fitted_overheads()["vllm-v1"]
+    assert set(KEPT["meanings"]) == set(C.GLOBAL) | set(C.PER_GROUP)
+
+
+def test_the_repeated_trtllm_rows_are_left_out_of_the_unseen_summaries():
+    ids = {r.id for r in RUNS}
+    assert set(C.REPEATED) <= ids and len(C.REPEATED) == 6
+    assert C.summary("held_out").runs == C.summary("held_out", unseen=False).runs - len(C.REPEATED)
+
+
+def _held(run_id, name):
+    return KEPT["rows"][run_id]["held_out"][name]
+
+
+def test_predicted_throughput_rises_with_load_then_saturates():
+    # The L4 runs at 1, 4, 16 and 64 requests in flight, and the A100 runs at 8, 16 and 32 a second.
+    ladder = [f"inferencebench-l4-qwen25-7b-vllm-short-c{c}" for c in (1, 4, 16, 64)]
+    values = [_held(i, "output_throughput") for i in ladder]
+    assert values == sorted(values) and values[-1] > 10 * values[0]
+    rates = [_held(f"kvcached-a100-llama32-3b-sglang-rps{r}", "output_throughput") for r in (8, 16, 32)]
+    assert rates == sorted(rates)
+    # Past the engine's cap on users a step, more requests in flight add nothing.
+    engine = E.engine("vllm", "0.8.5")
+    server = engine.server(sm.MODELS["qwen2.5-7b"], sm.CATALOG["l4"], max_num_seqs=64)
+    work = W.workload(np.zeros(512), np.full(512, 100), np.full(512, 128))
+    at = {c: S.simulate(server, work, concurrency=c).benchmark().output_throughput for c in (32, 128, 256)}
+    assert at[128] > 1.2 * at[32] and at[256] == pytest.approx(at[128], rel=0.05)
+
+
+def test_predicted_ttft_grows_with_prompt_length_and_load():
+    short, long_ = "inferencebench-l4-qwen25-7b-vllm-short-c64", "inferencebench-l4-qwen25-7b-vllm-long-c64"
+    assert _held(long_, "ttft_median") > _held(short, "ttft_median")
+    loads = [_held(f"inferencebench-l4-qwen25-7b-vllm-short-c{c}", "ttft_median") for c in (1, 4, 16, 64)]
+    assert loads == sorted(loads)
+    rates = [_held(f"kvcached-a100-llama32-3b-sglang-rps{r}", "ttft_median") for r in (8, 16, 32)]
+    assert rates == sorted(rates)
+
+
+def test_chunked_prefill_lowers_the_p99_time_between_tokens():
+    engine = E.engine("vllm", "0.6.0")
+    model, gpu = sm.LLAMA_3_8B, sm.H100_SXM
+    work = W.poisson_workload(4, 300, W.LengthDistribution("long prompts", 3000, 200), seed=1, model=model)
+    whole = S.simulate(engine.server(model, gpu), work).benchmark()
+    chunked = S.simulate(engine.server(model, gpu, enable_chunked_prefill=True), work).benchmark()
+    assert chunked.itl_p99 < 0.8 * whole.itl_p99
+
+
+def test_the_held_out_figures_the_page_reports():
+    """The figures reached on runs whose publisher the fit never saw (the six runs that repeat the
+    reality check's figures left out), as reported; the issue's targets are 0.9 to 1.1 for the median,
+    80 % within 0.75 to 1.25 and all within 0.5 to 1.5, and 0.7 to 1.4 for the TPOT and TTFT medians."""
+    held = C.summary("held_out")
+    assert held.runs == 25 and held.tpot_runs == 24 and held.ttft_runs == 29
+    assert held.throughput_median == pytest.approx(1.07, abs=0.005)
+    assert 0.9 <= held.throughput_median <= 1.1                        # met
+    assert held.within_25 == pytest.approx(17 / 25) and held.within_50 == pytest.approx(22 / 25)  # below 80 % and 100 %
+    assert held.tpot_median == pytest.approx(1.11, abs=0.005) and 0.7 <= held.tpot_median <= 1.4
+    assert held.ttft_median == pytest.approx(0.74, abs=0.005) and 0.7 <= held.ttft_median <= 1.4
+    # By engine: vLLM and SGLang meet the throughput targets held out; TensorRT-LLM and LMDeploy do not.
+    for engine in ("vllm", "sglang"):
+        s = C.summary("held_out", engine)
+        assert s.within_25 >= 0.8 and s.within_50 == 1 and 0.9 <= s.throughput_median <= 1.1, engine
+    assert C.summary("held_out", "tensorrt-llm").within_50 < 1 and C.summary("held_out", "lmdeploy").within_25 == 0
