@@ -279,3 +279,12 @@ def test_an_engine_that_keeps_prompts_apart_runs_a_mixed_step_as_two():
         clock.time([500] * 8, [(256, 0)]))
     with pytest.raises(ValueError, match="mixed_steps=False"):
         S.Server(M, G, mixed_steps=False)
+
+
+def test_a_profile_serves_with_the_defaults_of_the_release_asked_for():
+    # vLLM 0.8.2 and 0.9.2 share the 0.8 profile's overheads but not its defaults: 1,024 users a step on an A100
+    # until 0.8.4, 256 after; a release named with a suffix ("0.5.3.post3") reads its numbers' row.
+    a100 = sm.CATALOG["a100-80gb"]
+    assert E.engine("vllm", "0.8.2").server(sm.LLAMA_3_8B, a100).max_running == 1024
+    assert E.engine("vllm", "0.9.2").server(sm.LLAMA_3_8B, a100).max_running == 256
+    assert E.engine("sglang", "0.5.3.post3").server(sm.LLAMA_3_8B, sm.H100_SXM).step_tokens == 8192

@@ -21,6 +21,7 @@ version number gives V1, and ``"V0"`` or ``"V1"`` picks the latest row of either
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .hardware import GPU
@@ -583,7 +584,9 @@ def _build(engine_: Engine, model, gpu, flags):
     for name, value in flags.items():
         _flag(engine_, name, value, _KINDS[name])
     o = engine_.overheads
-    d = defaults(engine_.name, engine_.version, gpu=gpu) if engine_.name in ENGINES else None
+    # The defaults of the release asked for (0.9.2's, not the profile's 0.8), its numbers without "post3" or "rc1".
+    release = re.match(r"\d+(\.\d+)*", engine_.asked or "").group(0) if re.match(r"\d", engine_.asked or "") else engine_.version
+    d = defaults(engine_.name, release, gpu=gpu) if engine_.name in ENGINES else None
     window = flags.get("max_model_len", flags.get("context_length", flags.get("max_seq_len")))
     if window is not None:
         model = dataclasses.replace(model, context_window=min(window, model.context_window or window))
