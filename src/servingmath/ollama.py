@@ -39,6 +39,7 @@ FULL_PROMPT_TIMING_FROM = "0.12.7"
 # with a warning in the server's log only ("truncating input prompt").
 DEFAULT_CONTEXT_SMALL_MACHINES = 4096
 SMALL_MACHINE_GPU_MEMORY = 24 * 2**30   # bytes: below it, v0.15.5 and later keep the 4,096 default
+TIERED_CONTEXT_FROM = "0.15.5"          # pull request #13946: before it, 4,096 on every machine
 # The context the lesson asks for before pasting an article of a few thousand tokens.
 ARTICLE_CONTEXT = 8192
 
