@@ -84,3 +84,16 @@ def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
 def test_v1_became_vllm_s_default_at_its_first_row():
     # The budget dates V1 from the table's first V1 row, not from the latest one.
     assert sm.memory.VLLM_V1_DEFAULT_SINCE == "0.8" == E.row("vllm", "0.8").since
+
+
+def test_v1s_profiling_pass_is_bounded_by_version_on_the_a100():
+    """V1 gave the small cards' pass to the A100 by name until pull request 17073 went by memory, and again from
+    pull request 17885 (version 0.9): the page states the A100's figures from that version, read from here."""
+    from servingmath import engines
+    first_v1, latest_v1 = engines.row("vllm", "0.8").since, engines.row("vllm", "V1").since
+    assert engines._parse(first_v1) < engines._parse(latest_v1) < engines._parse(engines.VLLM_V1_A100_SMALL_SINCE)
+    note = engines.row("vllm", "V1").cells["step_tokens"].note
+    assert all(pr in note for pr in ("12369", "17073", "17885")) and engines.VLLM_V1_A100_SMALL_SINCE in note
+    # The memory share: 0.9 in every vLLM row the course models, 0.92 only as the current source's.
+    assert {r.cells["memory_fraction"].value for r in engines.TABLE if r.engine == "vllm"} == {0.9}
+    assert engines.row("vllm", "V1").cells["memory_fraction_current"].value == 0.92

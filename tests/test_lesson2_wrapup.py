@@ -179,3 +179,15 @@ def test_every_glued_value_is_formatted_by_units_so_it_shows_without_quotes():
     for page in pages:
         for call in re.findall(r"glue\(f?\"[^\"]+\",\s*([^\n]+)", page.read_text(encoding="utf-8")):
             assert call.startswith(("units.", "Markdown(")), (page.name, call)
+
+
+def test_ollamas_working_buffer_is_its_graph_size_estimate():
+    """fs/ggml/ggml.go, GraphSize, the "llama" case: 4·batch·(1 + 4·embedding + context·(1 + heads)), or the
+    output layer's 4·batch·(embedding + vocab) where larger (a short window)."""
+    from servingmath import ollama
+    small = sm.MODELS["llama-3.2-1b"]
+    assert ollama.graph_bytes(small, 32768) == 4 * 512 * (1 + 4 * 2048 + 32768 * 33) == 2_231_371_776
+    assert ollama.graph_bytes(small, 1) == 4 * 512 * (2048 + 128256)
+    assert ollama.graph_bytes(small, 32768) / kv_cache_bytes(small, 32768) == pytest.approx(2.078, abs=1e-3)
+    with pytest.raises(ValueError, match="context"):
+        ollama.graph_bytes(small, 0)

@@ -157,7 +157,8 @@ _V1 = {
                         "than the A100; 2,048 and 8,192 on the rest. Before that rule: the large figures on the "
                         "H100 and H200 by name (pull request 12369, January 2025), on every card of 70 GiB or more "
                         "from pull request 17073 (April 2025), the A100 set back to the small ones by pull request "
-                        "17885 (May 2025, version 0.9)"),
+                        "17885 (May 2025, version 0.9). Pull request 51726 (August 2026) raises the large cards' "
+                        "8,192 to 16,384; the first version with it was not read"),
     "chunked_prefill": Cell("", True, "vllm-project/vllm, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
                             "always on; --enable-chunked-prefill is V0's"),

@@ -266,7 +266,7 @@ def this_machine(bandwidth, flops, memory_bytes=None, name=None, measured_format
         memory_bytes=memory_bytes,
         price_per_hour=None,
         source=f"measured by servingmath.lab: vector-matrix reads and {measured_format} matrix products, "
-               f"median of runs{standing_in}",
+               f"the figures passed in (the lab passes each test's best run){standing_in}",
         as_of=datetime.date.today().isoformat(),
         price_source="owned, not rented",
     )
