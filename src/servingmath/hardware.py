@@ -395,8 +395,13 @@ def catalog_markdown(ridge=True) -> str:
             + f" {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
                        f"price: {entry.price_source}.")
+    ecc = [entry for entry in _ENTRIES if entry.listed_memory_bytes is not None
+           and entry.memory_bytes == entry.listed_memory_bytes * ECC_LEFT]
+    names = [entry.name.removeprefix("NVIDIA ") for entry in ecc]
     note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "
-            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere.")
+            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere. "
+            f"On the {', '.join(names[:-1])} and {names[-1]}, error correction (on as the clouds run them) keeps a "
+            f"sixteenth of it, and the course counts the rest.")
     return "\n".join(lines) + "\n\n" + note + "\n\nSources:\n\n" + "\n".join(sources)
 
 
