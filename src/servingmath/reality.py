@@ -649,6 +649,12 @@ def counted_range(among: PromptsAmongSteps) -> str:
     return " to ".join(dict.fromkeys(units.percent(share) for share in among.shares))
 
 
+def prompts_counted_note(floor_: Floor) -> str:
+    """``, or 34 % to 58 % with the other users' prompts counted`` for a row whose floor leaves them out; else ``""``."""
+    among = prompts_left_out(floor_)
+    return "" if among is None else f", or {counted_range(among)} with the other users' prompts counted"
+
+
 def floors(measurements=None) -> list[Floor]:
     """Every row's floor (the data file's rows unless others are given)."""
     return [floor(m) for m in (load() if measurements is None else measurements)]
