@@ -399,3 +399,25 @@ def test_cache_sizes_as_the_system_writes_them(text, size):
     assert lab._cache_size(text) == size
     with pytest.raises(ValueError, match="cache size must read like"):
         lab._cache_size("big")
+
+
+def test_a_decode_step_is_never_above_100_percent_of_its_floor_by_construction():
+    """The floor rests on the fastest read seen (the bandwidth test's best run, or the step's own fastest
+    where that read faster), so the median step can never beat it, however the runs spread."""
+    work = 1e9
+    spread_read = lab.Rate(work, lab.Timing((0.5, 0.2, 0.1, 0.3)))     # 2 to 10 GB/s
+    assert spread_read.best == 10e9 and spread_read.per_second == 4e9
+    for steps in [(0.3, 0.25, 0.4), (0.05, 0.5, 0.08), (0.01, 0.01, 0.01), (1.0,)]:
+        decode = lab.DecodeTiming(1, lab.Timing(steps))
+        against = lab.against_floor(work, spread_read, decode)
+        assert 0 < against.share <= 1
+        assert against.floor <= decode.fastest <= decode.seconds
+        assert against.step_set_ceiling == (work / min(steps) > spread_read.best)
+    # A median-based floor could read 207 %; the best-run one cannot.
+    fast = lab.DecodeTiming(1, lab.Timing((0.05, 0.06, 0.07)))
+    assert work / spread_read.per_second / fast.seconds > 2
+    assert lab.against_floor(work, spread_read, fast).share <= 1
+    with pytest.raises(ValueError, match="bytes_moved"):
+        lab.against_floor(0, spread_read, fast)
+    with pytest.raises(TypeError, match="read"):
+        lab.against_floor(work, 1e9, fast)

@@ -52,7 +52,6 @@ def test_the_script_prints_the_published_figures(script_source):
         "first token after 49 ms; later ones at 209 tokens/s",
         "all 250 tokens: 1.24 s, 96 % of it decoding",
         "batch of  1: $3.995 a million tokens",
-        "batch of  8: $0.499 a million tokens",
         "batch of 32: $0.125 a million tokens",
     ]
 

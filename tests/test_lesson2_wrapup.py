@@ -62,8 +62,8 @@ def test_the_script_prints_the_published_figures(script_source):
     assert run_script(script_source) == [
         "cache: 131,072 bytes a token",
         " 1,000 tokens each: 500 users fit",
-        " 4,000 tokens each: 125 users fit",
         " 8,000 tokens each: 62 users fit",
+        "32,000 tokens each: past the model's 8,192-token window",
         "32 users of 3,000 tokens: 8.55 ms a step, $0.223 a million tokens",
     ]
 
@@ -74,14 +74,14 @@ def test_the_script_agrees_with_the_package_on_other_gpus(script_source, gpu_key
     call = (f"estimate(gpu_memory={gpu.memory_bytes!r}, gpu_flops={gpu.peak_flops!r}, "
             f"gpu_bandwidth={gpu.memory_bandwidth!r}, price_per_hour={gpu.price_per_hour!r}, users=64)")
     lines = run_script(script_source, call)
-    assert lines[3] == f" 8,000 tokens each: {units.number(max_batch(M, gpu, 8000))} users fit"
+    assert lines[2] == f" 8,000 tokens each: {units.number(max_batch(M, gpu, 8000))} users fit"
     served = cache.cached_decode(M, gpu, 64, 3000)
     assert lines[-1] == (f"64 users of 3,000 tokens: {units.ms(served.step_time)} a step, "
                          f"{units.dollars(served.cost_per_million_tokens, 3)} a million tokens")
 
 
 def test_the_script_with_an_8_bit_cache_fits_twice_the_users(script_source):
-    assert run_script(script_source, "estimate(bits_per_cached_value=8)")[3] == " 8,000 tokens each: 125 users fit"
+    assert run_script(script_source, "estimate(bits_per_cached_value=8)")[2] == " 8,000 tokens each: 125 users fit"
 
 
 def test_the_script_refuses_a_length_past_the_window(script_source):
@@ -106,7 +106,7 @@ def test_four_questions_each_with_one_right_answer_and_feedback_for_every_option
 def test_the_quizs_feedback_quotes_the_packages_figures():
     text = quiz.markdown(LESSON_2_QUESTIONS)
     for figure in ("2,900", "512 KiB", "128 KiB", "62", units.number(max_batch(M, G, 4000)),
-                   units.dollars(cache.cached_decode(M, G, 64, 3000).cost_per_million_tokens, 3).replace("$", r"\$")):
+                   units.dollars(cache.cached_decode(M, G, 48, 3000).cost_per_million_tokens, 3).replace("$", r"\$")):
         assert figure in text
 
 
@@ -114,8 +114,11 @@ def test_the_quizs_batches_name_their_model_and_fit_its_memory():
     """Question 4's answers hold for the model it names (a latent-attention model would differ), and its
     larger batch fits beside the weights, inside the model's window."""
     asked = LESSON_2_QUESTIONS[3].prompt
-    assert asked.startswith(M.name) and "128" in asked
-    assert max_batch(M, G, 3000) >= 128 and 3000 < M.context_window
+    assert asked.startswith(M.name) and "from 48 to 96" in asked
+    assert max_batch(M, G, 3000) >= 96 and 3000 < M.context_window
+    # Neither batch is one of Part 4's table (1, 4, 32, 128, 512 users), which prints its price.
+    table = (ROOT / "chapters" / "lesson-2" / "part-4-decode-and-price.md").read_text(encoding="utf-8")
+    assert "batches = (1, 4, 32, 128, 512)" in table
 
 
 def test_the_quiz_widget_answers_a_click():
@@ -176,3 +179,15 @@ def test_every_glued_value_is_formatted_by_units_so_it_shows_without_quotes():
     for page in pages:
         for call in re.findall(r"glue\(f?\"[^\"]+\",\s*([^\n]+)", page.read_text(encoding="utf-8")):
             assert call.startswith(("units.", "Markdown(")), (page.name, call)
+
+
+def test_ollamas_working_buffer_is_its_graph_size_estimate():
+    """fs/ggml/ggml.go, GraphSize, the "llama" case: 4·batch·(1 + 4·embedding + context·(1 + heads)), or the
+    output layer's 4·batch·(embedding + vocab) where larger (a short window)."""
+    from servingmath import ollama
+    small = sm.MODELS["llama-3.2-1b"]
+    assert ollama.graph_bytes(small, 32768) == 4 * 512 * (1 + 4 * 2048 + 32768 * 33) == 2_231_371_776
+    assert ollama.graph_bytes(small, 1) == 4 * 512 * (2048 + 128256)
+    assert ollama.graph_bytes(small, 32768) / kv_cache_bytes(small, 32768) == pytest.approx(2.078, abs=1e-3)
+    with pytest.raises(ValueError, match="context"):
+        ollama.graph_bytes(small, 0)

@@ -150,3 +150,24 @@ def test_a_shared_prefix_is_refused_past_the_window_and_past_a_sliding_window():
         memory.max_batch_sharing_prefix(gemma, sm.H100_SXM, 5000, 1000)
     # Inside its sliding window every layer holds every token, and the count stands.
     assert memory.max_batch_sharing_prefix(gemma, sm.H100_SXM, 4000, 1000) > memory.max_batch(gemma, sm.H100_SXM, 4000)
+
+
+def test_usable_memory_never_exceeds_what_cuda_reports_on_any_card():
+    # What the lessons count as usable (95 % of memory_bytes) must be memory a program can have:
+    # below CUDA's total wherever the catalog knows it; GDDR6 cards with ECC on count what is left.
+    from servingmath import hardware
+    known = [gpu for gpu in sm.CATALOG.values() if gpu.cuda_reported_bytes is not None]
+    assert {gpu.key for gpu in known} >= {"h100-sxm", "a100-80gb", "l4", "l40s", "t4"}
+    for gpu in known:
+        assert memory.usable_memory(gpu) < gpu.cuda_reported_bytes, gpu.key
+        users = memory.max_batch(sm.LLAMA_3_8B, gpu, 1000)
+        if users:   # the batch the lessons say fits, weights and caches, is within what CUDA shows
+            assert users * memory.kv_cache_bytes(sm.LLAMA_3_8B, 1000) \
+                + memory.weight_bytes(sm.LLAMA_3_8B.parameters) <= gpu.cuda_reported_bytes, gpu.key
+    for key, listed in (("t4", 16), ("l4", 24), ("l40s", 48)):
+        gpu = sm.CATALOG[key]
+        assert gpu.memory_bytes == listed * hardware.GiB * hardware.ECC_LEFT
+        assert gpu.listed_memory == f"{listed} GB"
+    # Without the ECC share the L4 would be counted with more than it shows.
+    assert memory.usable_memory(sm.CATALOG["l4"].with_changes(memory_bytes=24 * hardware.GiB)) \
+        > sm.CATALOG["l4"].cuda_reported_bytes

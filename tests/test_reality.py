@@ -720,3 +720,19 @@ def test_the_other_users_prompts_explain_most_of_the_crowded_servers_drop():
     assert among.apart == pytest.approx(row.time + 0.1 * prefill.time, rel=1e-12)
     with pytest.raises(ValueError, match="several users"):
         reality.prompts_among_steps(BY_ID["nim-llama33-70b-5000-500-itl"].measurement)
+
+
+def test_a_many_user_row_whose_floor_leaves_out_prompts_is_marked_with_its_counted_share():
+    from servingmath.explorers import reality_check
+    floors_ = reality.floors()
+    left_out = [f for f in floors_ if reality.prompts_left_out(f) is not None]
+    assert left_out and all(f.measurement.batch > 1 and f.measurement.metric == "itl" for f in left_out)
+    table = reality.table_markdown(floors_)
+    marked = [line for line in table.splitlines() if line.startswith("|") and " §" in line]
+    assert len(marked) == len(left_out)
+    for f in left_out:
+        among = reality.prompts_left_out(f)
+        assert all(share > f.share for share in among.shares)    # counting more work raises the floor
+        assert reality.counted_range(among) in table
+        assert reality.counted_range(among) in reality_check._note(f)
+    assert all(reality.prompts_left_out(f) is None for f in floors_ if f.measurement.batch in (None, 1))

@@ -165,7 +165,11 @@ _V1 = {
     "step_tokens": Cell("--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384})),
                                                            excluded=("a100",)), VLLM_ARG_UTILS,
                         "8,192 under `vllm serve` and 16,384 under `LLM(...)` on cards of 70 GiB or more other "
-                        "than the A100; 2,048 and 8,192 on the rest"),
+                        "than the A100; 2,048 and 8,192 on the rest. Before that rule: the large figures on the "
+                        "H100 and H200 by name (pull request 12369, January 2025), on every card of 70 GiB or more "
+                        "from pull request 17073 (April 2025), the A100 set back to the small ones by pull request "
+                        "17885 (May 2025, version 0.9). Pull request 51726 (August 2026) raises the large cards' "
+                        "8,192 to 16,384; the first version with it was not read"),
     "chunked_prefill": Cell("--enable-chunked-prefill", True, "vllm-project/vllm v0.8, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_args_v1; vllm-project/vllm, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
@@ -208,6 +212,9 @@ VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunk
 # --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
 # (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
 VLLM_SWAP_SPACE_REMOVED = "0.18"
+# The version from which V1 gives the A100 80 GB the small cards' profiling pass again (pull request 17885):
+# between pull requests 17073 and 17885 its 80 GB earned it the H100's figures.
+VLLM_V1_A100_SMALL_SINCE = "0.9"
 
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),

@@ -4,9 +4,18 @@ Inside the package every figure is in SI units: FLOP/s, bytes/s, bytes, US dolla
 an hour. Memory is the exception in how spec sheets write it: the "80 GB" of an H100
 counts binary gigabytes (2^30 bytes), as memory chips are made, so ``memory_bytes``
 is the listed figure × 2^30 (nvidia-smi reports 81,559 MiB, 79.6 × 2^30 bytes, on an
-H100; the driver keeps the rest) and ``listed_memory`` shows it as the sheet does. Peak arithmetic is always the *dense* rate. Spec sheets often headline a
-figure that assumes 2:4 structured sparsity, twice the dense one; it is kept apart,
-in ``listed_with_sparsity``, so the two cannot be confused.
+H100; the driver keeps the rest) and ``listed_memory`` shows it as the sheet does.
+Where the card's own error correction takes part of that memory before any program
+sees it (the GDDR6 of the T4, L4 and L40S, with ECC on as the clouds ship them),
+``memory_bytes`` is what is left, the total nvidia-smi reports, and the sheet's figure
+moves to ``listed_memory_bytes``: so the share the lessons count as usable
+(``memory.usable_memory``, 95 %) stays below what CUDA reports on every card whose
+report the catalog holds (a test checks the whole catalog).
+
+Peak arithmetic is kept per number format, each the *dense* rate: ``peak_flops``, which
+the lessons' arithmetic uses, is the 16-bit one; ``flops("fp8")`` the FP8 one. Spec
+sheets often headline a figure that assumes 2:4 structured sparsity, twice the dense
+one; it is kept apart, in ``listed_with_sparsity``, so the two cannot be confused.
 """
 from __future__ import annotations
 
@@ -40,8 +49,9 @@ class GPU:
     key: str = field(default="", compare=False)
     source_url: str = ""
     # The spec sheet's memory where a program gets less of it: a T4 lists 16 GB of GDDR6, but
-    # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB;
-    # a 16 GB Mac lets its GPU use two thirds (``metal_working_set``).
+    # with ECC on, as in the clouds and Colab, the check bits take a sixteenth, leaving 15 GB
+    # (the L4's 24 leave 22.5, the L40S's 48 leave 45); a 16 GB Mac lets its GPU use two
+    # thirds (``metal_working_set``).
     listed_memory_bytes: float | None = None
     # The memory CUDA reports for the card (``torch.cuda.mem_get_info``'s total, what vLLM
     # multiplies by ``gpu_memory_utilization``): less than ``memory_bytes``, the driver keeping
@@ -126,6 +136,11 @@ GiB = 2**30  # a spec sheet's memory "GB"
 HBM2E_H100_PCIE = 5120 / 8 * 2 * 1593e6   # 2,039 GB/s: 5,120-bit HBM2e at 1,593 MHz (double data rate)
 LPDDR5_6400_512_BIT = 512 / 8 * 6400e6     # 409.6 GB/s: Apple's "400 GB/s" (M1 Max)
 LPDDR5_6400_1024_BIT = 1024 / 8 * 6400e6   # 819.2 GB/s: Apple's "800 GB/s" (M1 Ultra, M2 Ultra)
+LPDDR5_6400_128_BIT = 128 / 8 * 6400e6     # 102.4 GB/s: Apple's "100 GB/s" (M2)
+# The share of a GDDR6 card's memory left to programs with ECC on: the check bits take a
+# sixteenth (NVIDIA's CUDA C++ Best Practices Guide), so 16, 24 and 48 GB show as 15,360,
+# 23,040 and 46,080 MiB, less a few the driver keeps.
+ECC_LEFT = 15 / 16
 
 
 
@@ -211,9 +226,10 @@ _ENTRIES = [
         key="l4", source_url="https://www.nvidia.com/en-us/data-center/l4/",
         name="NVIDIA L4",
         dense_flops={"bf16": 121 * T, "fp16": 121 * T, "fp8": 242 * T, "fp32": 30.3 * T},
-        memory_bandwidth=300e9, memory_bytes=24 * GiB, price_per_hour=0.70,
+        memory_bandwidth=300e9, memory_bytes=24 * GiB * ECC_LEFT, listed_memory_bytes=24 * GiB, price_per_hour=0.70,
         listed_with_sparsity=242 * T,
-        source="NVIDIA L4 Tensor Core GPU datasheet", as_of="2023-03",
+        source="NVIDIA L4 Tensor Core GPU datasheet: 24 GB of GDDR6, of which ECC, on in the clouds, keeps a "
+               "sixteenth, leaving 23,040 MiB (nvidia-smi reports 23,034 MiB on the clouds' L4s)", as_of="2023-03",
         cuda_reported_bytes=22.03 * GiB,
         cuda_reported_source=(
             "PyTorch's out-of-memory message on an L4, 2025-11: 'GPU 0 has a total capacity of 22.03 GiB', "
@@ -225,9 +241,10 @@ _ENTRIES = [
         key="l40s", source_url="https://www.nvidia.com/en-us/data-center/l40s/",
         name="NVIDIA L40S",
         dense_flops={"bf16": 362.05 * T, "fp16": 362.05 * T, "fp8": 733 * T, "fp32": 91.6 * T},
-        memory_bandwidth=864e9, memory_bytes=48 * GiB, price_per_hour=1.40,
+        memory_bandwidth=864e9, memory_bytes=48 * GiB * ECC_LEFT, listed_memory_bytes=48 * GiB, price_per_hour=1.40,
         listed_with_sparsity=733 * T,
-        source="NVIDIA L40S GPU datasheet", as_of="2023-08",
+        source="NVIDIA L40S GPU datasheet: 48 GB of GDDR6, of which ECC, on as the clouds ship it, keeps a "
+               "sixteenth, leaving 46,080 MiB (nvidia-smi reports 46,068 MiB on an L40S)", as_of="2023-08",
         cuda_reported_bytes=44.53 * GiB,
         cuda_reported_source=(
             "PyTorch's out-of-memory message on an L40S 48GB, 2025-03: 'GPU 0 has a total capacity of 44.53 GiB', "
@@ -257,7 +274,7 @@ _ENTRIES = [
         key="t4", source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/",
         name="NVIDIA T4",
         dense_flops={"fp16": 65 * T, "fp32": 8.1 * T},
-        memory_bandwidth=320e9, memory_bytes=15 * GiB, listed_memory_bytes=16 * GiB, price_per_hour=0.35,
+        memory_bandwidth=320e9, memory_bytes=16 * GiB * ECC_LEFT, listed_memory_bytes=16 * GiB, price_per_hour=0.35,
         source="NVIDIA T4 Tensor Core GPU datasheet (the GPU of Colab's free tier): 16 GB of GDDR6, of which "
                "ECC, on in the clouds and Colab, keeps 6.25 % (CUDA C++ Best Practices Guide), leaving "
                "15,360 MiB, as nvidia-smi reports", as_of="2019-03",
@@ -378,8 +395,13 @@ def catalog_markdown(ridge=True) -> str:
             + f" {cell(entry.price_per_hour, units.dollars)} | {number} |")
         sources.append(f"{number}. {entry.name}: {entry.source} ({entry.as_of}), <{entry.source_url}>; "
                        f"price: {entry.price_source}.")
+    ecc = [entry for entry in _ENTRIES if entry.listed_memory_bytes is not None
+           and entry.memory_bytes == entry.listed_memory_bytes * ECC_LEFT]
+    names = [entry.name.removeprefix("NVIDIA ") for entry in ecc]
     note = (f"Memory as the spec sheets list it, in gigabytes of 2^30 bytes: the H100's {H100_SXM.listed_memory} "
-            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere.")
+            f"hold {units.gb(H100_SXM.memory_bytes)} in the 10^9-byte gigabytes the course uses elsewhere. "
+            f"On the {', '.join(names[:-1])} and {names[-1]}, error correction (on as the clouds run them) keeps a "
+            f"sixteenth of it, and the course counts the rest.")
     return "\n".join(lines) + "\n\n" + note + "\n\nSources:\n\n" + "\n".join(sources)
 
 

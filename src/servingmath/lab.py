@@ -76,6 +76,15 @@ class Rate:
         """The rate of every run, to show how much they spread."""
         return self.work / np.asarray(self.timing.seconds)
 
+    @property
+    def best(self) -> float:
+        """The fastest run's rate: what the machine demonstrably reaches, so the ceiling a floor rests on.
+
+        A run can be slowed (another program, a page fault, a clock still rising) but not sped up past
+        the hardware, so the best run is the nearest to the machine's limit; the median is the typical one.
+        """
+        return float(self.runs.max())
+
 
 def time_runs(action: Callable[[], object], repeats, enough=math.inf, synchronize: Callable | None = None) -> Timing:
     """Run ``action`` ``repeats`` times (fewer once ``enough`` seconds are spent, at least once) and time each run.
@@ -257,7 +266,7 @@ def this_machine(bandwidth, flops, memory_bytes=None, name=None, measured_format
         memory_bytes=memory_bytes,
         price_per_hour=None,
         source=f"measured by servingmath.lab: vector-matrix reads and {measured_format} matrix products, "
-               f"median of runs{standing_in}",
+               f"the figures passed in (the lab passes each test's best run){standing_in}",
         as_of=datetime.date.today().isoformat(),
         price_source="owned, not rented",
     )
@@ -528,6 +537,60 @@ class DecodeTiming:
     @property
     def seconds(self) -> float:
         return self.timing.median
+
+    @property
+    def fastest(self) -> float:
+        """The quickest step's seconds."""
+        return min(self.timing.seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class AgainstFloor:
+    """A decode step timed against the floor its bytes set: bytes ÷ the fastest read this machine showed.
+
+    The ceiling is the best run of the bandwidth test, or the step's own fastest run where that read
+    its bytes faster still (the test then fell short of the machine, and the step proves more). So the
+    floor is never above the fastest step, and ``share``, the floor over the median step, is at most
+    100 % by construction.
+    """
+
+    bytes_moved: float
+    read: Rate
+    decode: DecodeTiming
+
+    @property
+    def tested_bandwidth(self) -> float:
+        return self.read.best
+
+    @property
+    def step_bandwidth(self) -> float:
+        """The bytes a second of the fastest step."""
+        return self.bytes_moved / self.decode.fastest
+
+    @property
+    def ceiling(self) -> float:
+        return max(self.tested_bandwidth, self.step_bandwidth)
+
+    @property
+    def step_set_ceiling(self) -> bool:
+        """True where the step read faster than every run of the bandwidth test."""
+        return self.step_bandwidth > self.tested_bandwidth
+
+    @property
+    def floor(self) -> float:
+        return self.bytes_moved / self.ceiling
+
+    @property
+    def share(self) -> float:
+        return self.floor / self.decode.seconds
+
+
+def against_floor(bytes_moved, read: Rate, decode: DecodeTiming) -> AgainstFloor:
+    """``decode`` against the floor of reading ``bytes_moved`` at the best bandwidth ``read`` or the step showed."""
+    bytes_moved = _check.positive("bytes_moved", bytes_moved)
+    _check.instance("read", read, Rate)
+    _check.instance("decode", decode, DecodeTiming)
+    return AgainstFloor(float(bytes_moved), read, decode)
 
 
 def _prompt(decoder, length, seed=1):

@@ -101,7 +101,7 @@ def machine_for(ops: TorchOps, processor: GPU, settings: lab.Settings) -> GPU:
     if known is not None:
         return known
     return lab.this_machine(
-        lab.measure_bandwidth(settings.read_bytes, settings.measure_repeats, ops).per_second,
-        lab.measure_matmul_flops(settings.matmul_size, settings.measure_repeats, ops).per_second,
+        lab.measure_bandwidth(settings.read_bytes, settings.measure_repeats, ops).best,
+        lab.measure_matmul_flops(settings.matmul_size, settings.measure_repeats, ops).best,
         memory_bytes=torch.cuda.get_device_properties(ops.device).total_memory,
         name=f"{name} (measured)", measured_format="fp16")

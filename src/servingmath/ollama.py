@@ -39,8 +39,28 @@ FULL_PROMPT_TIMING_FROM = "0.12.7"
 # with a warning in the server's log only ("truncating input prompt").
 DEFAULT_CONTEXT_SMALL_MACHINES = 4096
 SMALL_MACHINE_GPU_MEMORY = 24 * 2**30   # bytes: below it, v0.15.5 and later keep the 4,096 default
+TIERED_CONTEXT_FROM = "0.15.5"          # pull request #13946: before it, 4,096 on every machine
 # The context the lesson asks for before pasting an article of a few thousand tokens.
 ARTICLE_CONTEXT = 8192
+
+# Tokens llama.cpp takes into one pass of a prompt: Ollama's default batch (num_batch).
+BATCH = 512
+
+
+def graph_bytes(model, context, batch=BATCH):
+    """The working buffer Ollama sets aside for a Llama-family model run whole on the GPU with flash
+    attention off, as its estimate counts it (fs/ggml/ggml.go, GraphSize, the "llama" case's
+    fullOffload): 4 bytes × batch × (1 + 4 × embedding + context × (1 + heads)), or the output
+    layer's 4 × batch × (embedding + vocab) where that is larger. The context term is the batch's
+    attention scores held whole, one per head and position, and one row more."""
+    from .models import Model
+
+    _check.instance("model", model, Model)
+    context = _check.count("context", context, minimum=1)
+    batch = _check.count("batch", batch, minimum=1)
+    embedding, heads, vocab = model.hidden, model.heads, model.vocab
+    return max(4 * batch * (1 + 4 * embedding + context * (1 + heads)), 4 * batch * (embedding + vocab))
+
 
 HOW_TO_PASTE = ("paste every line Ollama prints after a reply when run with --verbose, "
                 "from 'total duration:' to 'eval rate:'")

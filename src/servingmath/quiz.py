@@ -234,9 +234,9 @@ def _lesson_2_questions():
     gqa = units.kib(kv_cache_bytes(model, 1))
     mha = units.kib(kv_cache_bytes(replace(model, kv_heads=model.heads), 1))
     users_8000, users_4000 = (units.number(max_batch(model, gpu, tokens)) for tokens in (8000, 4000))
-    fewer, more = (cached_decode(model, gpu, users, 3000) for users in (64, 128))
-    cost_64, cost_128 = (units.dollars(b.cost_per_million_tokens, 3) for b in (fewer, more))
-    rate_64, rate_128 = (units.number(b.tokens_per_second_per_user) for b in (fewer, more))
+    fewer, more = (cached_decode(model, gpu, users, 3000) for users in (48, 96))   # not Part 4's table's 128
+    cost_fewer, cost_more = (units.dollars(b.cost_per_million_tokens, 3) for b in (fewer, more))
+    rate_fewer, rate_more = (units.number(b.tokens_per_second_per_user) for b in (fewer, more))
     return (
         Question(
             prompt="Why does a decode step that uses the KV cache do so much less arithmetic than one without it?",
@@ -291,7 +291,7 @@ def _lesson_2_questions():
         ),
         Question(
             prompt=f"{model.name} on an H100, with conversations of 3,000 tokens. You double the users sharing "
-                   "each decode step from 64 to 128. What happens?",
+                   "each decode step from 48 to 96. What happens?",
             options=(
                 "The cost of a million tokens halves and each user's speed stays the same, as in lesson 1.",
                 "The cost falls a little, and every user's tokens come more slowly.",
@@ -303,7 +303,7 @@ def _lesson_2_questions():
                 "That holds only while the weights are most of what a step reads. Here every user adds their own "
                 "cache to each step's reading.",
                 f"The weights are shared by more users, but each user brings their own cache to read: the cost goes "
-                f"from {cost_64} to {cost_128} a million, and each user's speed from {rate_64} to {rate_128} tokens "
+                f"from {cost_fewer} to {cost_more} a million, and each user's speed from {rate_fewer} to {rate_more} tokens "
                 "a second.",
                 "Each user brings far fewer operations per byte of cache than the ridge point: at this length no "
                 "batch turns the step compute-bound.",

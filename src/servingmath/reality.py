@@ -635,6 +635,26 @@ def prompts_among_steps(measurement: Measurement) -> PromptsAmongSteps:
     return PromptsAmongSteps(m, per_step * m.prompt_tokens, float(mixed), float(apart))
 
 
+def prompts_left_out(floor_: Floor) -> PromptsAmongSteps | None:
+    """The row's floor with the other users' prompts counted, where its floor leaves them out (a decode
+    row of several users with stated lengths, whose finished requests are replaced); None elsewhere."""
+    m = floor_.measurement
+    if m.metric != "itl" or m.batch is None or m.batch < 2 or not m.prompt_tokens or not m.reply_tokens:
+        return None
+    return prompts_among_steps(m)
+
+
+def counted_range(among: PromptsAmongSteps) -> str:
+    """The share of a row once its users' prompts are counted, mixed into the steps to run apart: ``34 % to 58 %``."""
+    return " to ".join(dict.fromkeys(units.percent(share) for share in among.shares))
+
+
+def prompts_counted_note(floor_: Floor) -> str:
+    """``, or 34 % to 58 % with the other users' prompts counted`` for a row whose floor leaves them out; else ``""``."""
+    among = prompts_left_out(floor_)
+    return "" if among is None else f", or {counted_range(among)} with the other users' prompts counted"
+
+
 def floors(measurements=None) -> list[Floor]:
     """Every row's floor (the data file's rows unless others are given)."""
     return [floor(m) for m in (load() if measurements is None else measurements)]
@@ -765,10 +785,15 @@ def table_markdown(floors_) -> str:
     order = list(dict.fromkeys(f.measurement.source.key for f in floors_))
     lines = ["| model | weights | bits | hardware | users | prompt → reply | published | floor | share | source |",
              "|---|---|--:|---|--:|--:|--:|--:|--:|--:|"]
+    counted = []
     for f in floors_:
         m = f.measurement
         bits = units.number(m.weight_bits, 2).rstrip("0").rstrip(".")
         mark = " ‡" if f.beats else ""
+        among = prompts_left_out(f)
+        if among is not None:
+            mark += " §"
+            counted.append(f"{model_name(m.model)} on {m.hardware_short} with {m.users} users, {counted_range(among)}")
         lines.append(
             f"| {model_name(m.model)} | {m.weights} | {bits} | {m.hardware_short} | {m.users} | {m.lengths} "
             f"| {m.published} | {units.ms_significant(f.time)} | {units.percent(f.share)} {f.share_name}{mark} "
@@ -778,9 +803,12 @@ def table_markdown(floors_) -> str:
         first.setdefault(f.measurement.source.key, f.measurement)
     sources = [f"{number}. [{first[key].source.title}]({first[key].source.url}), {first[key].source.publisher}: "
                f"{first[key].software}." for number, key in enumerate(order, start=1)]
+    left_out = ("" if not counted else
+                "; § marks a row of many users whose floor leaves out the prompts of the requests that replace "
+                "finished ones: counted, mixed into the steps or run apart, its share is " + "; ".join(counted))
     return ("\n".join(lines) + "\n\nThe floor is for one token, or for the whole prompt where the figure is a "
-            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file.\n\nSources:\n\n"
-            + "\n".join(sources))
+            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file" + left_out
+            + ".\n\nSources:\n\n" + "\n".join(sources))
 
 
 SHARE_GUIDES = (0.5, 0.1)  # dotted lines on the chart: a dot on one ran at that share of peak

@@ -541,7 +541,12 @@ def _draw_2_3(rng):
 
 
 def _derive_2_3(n):
-    return {"room_gpu_memory": _decimal(CATALOG[n["room_gpu"]].memory_bytes / 2**30),
+    room = CATALOG[n["room_gpu"]]
+    # A GDDR6 card counts what ECC leaves to programs (servingmath.hardware); the sheet's figure beside it.
+    room_memory = f"{_decimal(room.memory_bytes / 2**30)} GB"
+    if room.listed_memory != room_memory:
+        room_memory += f" of its {room.listed_memory} left with ECC on"
+    return {"room_gpu_memory": room_memory,
             "big_gpu_memory": _decimal(CATALOG[n["big_gpu"]].memory_bytes / 2**30),
             "window_model_window": MODELS[n["window_model"]].context_window}
 
@@ -556,7 +561,7 @@ LESSON_2_PART_3 = Template(
     statements={
         "3.1": "Store Llama 3 8B's cache in {bits} bits on the H100 SXM, keeping the weights in 16 bits. What is the "
                "largest batch of users with {bits_context} tokens each?",
-        "3.2": 'On the {room_gpu_short} (`sm.CATALOG["{room_gpu}"]`, {room_gpu_memory} GB) with Llama 3 8B\'s '
+        "3.2": 'On the {room_gpu_short} (`sm.CATALOG["{room_gpu}"]`, {room_gpu_memory}) with Llama 3 8B\'s '
                "16-bit weights, how many gigabytes (1e9 bytes) are left for the caches?",
         "3.3": "How many users of Llama 3 8B, each with {context:a}-token conversation, fit on the {fit_gpu_named}?",
         "3.4": "An engine without paging sets aside the whole window for every user. Serving {window_model_named}, "

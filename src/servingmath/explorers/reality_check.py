@@ -17,7 +17,7 @@ def _note(f) -> str:
             f"{users}, {m.lengths}: {m.published}; floor {units.ms_significant(f.time)}, "
             f"measured {units.ms_significant(m.measured_time)} {m.unit_of_work}; {units.percent(f.share)} "
             f"{f.share_name}" + (" (faster than its floor, with a reason)" if f.beats else "")
-            + f". {m.source.publisher}, {m.date}.")
+            + f"{reality.prompts_counted_note(f)}. {m.source.publisher}, {m.date}.")
 
 
 @explorer
