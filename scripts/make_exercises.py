@@ -33,7 +33,9 @@ fresh copy of the package's check against the student's own variant, worth the r
 
 Usage: ``python scripts/make_exercises.py`` (what ``make exercises`` runs) writes
 exercises/ and exercises/graded/ and removes any exercise whose solution is gone;
-``--check`` writes nothing and exits 1 if either is out of date.
+``--check`` writes nothing and exits 1 if either is out of date. Writing, it also writes
+``src/servingmath/data/leaks.yaml`` (``scripts/pages_seen.py``): the pages as a reader sees them and each
+problem's check, from which ``servingmath.variants`` keeps every student's draw off answers the pages give away.
 """
 from __future__ import annotations
 
@@ -443,6 +445,14 @@ def main(argv: list[str]) -> int:
     for path in orphans:
         path.unlink()
     print(f"make_exercises: {len(made)} notebooks, {len(different)} written, {len(orphans)} removed")
+    # What the variants keep students' draws off: the pages as seen, each problem's check (tests/test_answer_leak.py
+    # holds it to the pages and the solutions).
+    import pages_seen
+
+    wanted = pages_seen.text()
+    if not pages_seen.DATA.is_file() or pages_seen.DATA.read_text(encoding="utf-8") != wanted:
+        pages_seen.DATA.write_text(wanted, encoding="utf-8")
+        print(f"make_exercises: wrote {pages_seen.DATA.relative_to(ROOT)}")
     return 0
 
 

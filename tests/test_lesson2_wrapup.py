@@ -105,7 +105,7 @@ def test_four_questions_each_with_one_right_answer_and_feedback_for_every_option
 
 def test_the_quizs_feedback_quotes_the_packages_figures():
     text = quiz.markdown(LESSON_2_QUESTIONS)
-    for figure in ("2,900", "512 KiB", "128 KiB", "62", units.number(max_batch(M, G, 4000)),
+    for figure in ("2,900", "512 KiB", "128 KiB", units.number(max_batch(M, G, 6000)), units.number(max_batch(M, G, 3000)),
                    units.dollars(cache.cached_decode(M, G, 48, 3000).cost_per_million_tokens, 3).replace("$", r"\$")):
         assert figure in text
 

@@ -233,7 +233,7 @@ def _lesson_2_questions():
     saved = units.number(units.round_to(decode_with_and_without_cache(model, 3000).flops_saved, 2))
     gqa = units.kib(kv_cache_bytes(model, 1))
     mha = units.kib(kv_cache_bytes(replace(model, kv_heads=model.heads), 1))
-    users_8000, users_4000 = (units.number(max_batch(model, gpu, tokens)) for tokens in (8000, 4000))
+    users_6000, users_3000 = (units.number(max_batch(model, gpu, tokens)) for tokens in (6000, 3000))
     fewer, more = (cached_decode(model, gpu, users, 3000) for users in (48, 96))   # not Part 4's table's 128
     cost_fewer, cost_more = (units.dollars(b.cost_per_million_tokens, 3) for b in (fewer, more))
     rate_fewer, rate_more = (units.number(b.tokens_per_second_per_user) for b in (fewer, more))
@@ -275,14 +275,14 @@ def _lesson_2_questions():
             ),
         ),
         Question(
-            prompt=f"An H100 holds {users_8000} users of Llama 3 8B whose conversations are 8,000 tokens long. "
-                   "About how many fit if each holds 4,000 tokens?",
+            prompt=f"An H100 holds {users_6000} users of Llama 3 8B whose conversations are 6,000 tokens long. "
+                   "About how many fit if each holds 3,000 tokens?",
             options=("About twice as many.", "The same number: the weights take the same room.",
                      "About half as many.", "About four times as many."),
             correct=0,
             feedback=(
                 f"Each user's cache is half the size, and the room left after the weights is unchanged: "
-                f"{users_4000} users.",
+                f"{users_3000} users.",
                 "The weights do take the same room, but the rest is shared out among the caches, and each is now "
                 "half the size.",
                 "Shorter conversations take less room each, so more of them fit, not fewer.",

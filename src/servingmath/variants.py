@@ -93,36 +93,6 @@ def _steps(rng: random.Random, low: int, high: int, step: int, but: tuple = ()) 
     return rng.choice([value for value in range(low, high + 1, step) if value not in but])
 
 
-# The cases the lesson pages and plate XXIII.1 work out themselves, each with its answer printed on the
-# page: a student's draw never lands on one, or the page would answer their problem above it.
-PAGE_CASES = {
-    "lesson-1-part-1": {"reply": (300, 1000),     # Example 1.1's reply; the Your turn's reply
-                        "summary": (100,),        # the page's 8,000-token report, summarised in 100 tokens
-                        "story": (2000,)},        # the page's 2,000-token story
-    "lesson-1-part-2": {"prompt": (200,)},        # the Your turn's 200-token prompt
-    "lesson-1-part-3": {"bits": (8,),             # the Your turn's 8-bit weights
-                        "prompt": (3000,),        # Example 3.1's 3,000-token prompt
-                        "request_prompt": (3000,)},   # Example 3.1's request
-    "lesson-1-part-4": {"users": (8,)},           # the Your turn's eight users
-    "plate-xxiii-1": {"cache": (1000,),           # the plate's decode step over 1,000 cached tokens
-                      "ridge_gpu": ("h100-sxm",)},    # the plate's H100, compute-bound from 222 tokens
-    # Lesson 3's practice problems open with the part's own Your turn; its graded draws keep off it too.
-    "lesson-3-part-2": {"rate": (4, 10),          # the Your turn's 4 requests a second; the page's table at 10
-                        "median_rate": (10,), "static_rate": (10,)},
-    "lesson-3-part-3": {"prompt": (4000,)},       # the page's 4,000-token prompt
-    "lesson-3-part-4": {"rate": (100,),           # the page's 100 requests a second, at its targets and the turn's
-                        ("good_ttft", "good_tpot"): ((0.5, 0.050), (0.2, 0.010)),   # the page's goodput; the turn's
-                        "knee_rate": (80,)},      # the page's p99 at 80 requests a second
-}
-# Notebooks whose practice numbers are the part's own Your turn (answered on the page, in its solution).
-PRACTICE_IS_THE_TURN = ("lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4")
-
-
-def _off_page(name: str, key, options) -> list:
-    """``options`` without the cases the page ``name`` works out for ``key``."""
-    return [option for option in options if option not in PAGE_CASES[name].get(key, ())]
-
-
 def _n(value) -> str:
     """A number as a statement prints it: thousands separated; a price's cents, or no needless decimals."""
     if isinstance(value, float) and not value.is_integer():
@@ -178,17 +148,16 @@ def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1, kv_bits=16)
 
 # -- Lesson 1, Part 1: passes ---------------------------------------------------------
 def _draw_1_1(rng):
-    shown = PAGE_CASES["lesson-1-part-1"]
-    return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10, shown["reply"]),
-            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10, shown["summary"]),
-            "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100, shown["story"]),
+    return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10),
+            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10),
+            "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100),
             "requests": _steps(rng, 5000, 20000, 1000), "day_prompt": _steps(rng, 1000, 4000, 100),
             "day_reply": _steps(rng, 100, 600, 10)}
 
 
 LESSON_1_PART_1 = Template(
     draw=_draw_1_1,
-    practice={"prompt": 800, "reply": 1500, "report": 6000, "summary": 150, "short": 30, "story": 1200,
+    practice={"prompt": 800, "reply": 1500, "report": 6000, "summary": 150, "short": 30, "story": 1300,
               "requests": 10_000, "day_prompt": 2000, "day_reply": 300},
     statements={
         "1.1": "Someone sends {prompt:a}-token prompt, and the model answers it with {reply} tokens. Count the "
@@ -210,15 +179,25 @@ LESSON_1_PART_1 = Template(
 
 
 # -- Lesson 1, Part 2: the roofline ----------------------------------------------------
+def _efficiencies(rng, compute: str, memory_: str) -> dict:
+    """The shares of a GPU's peak arithmetic and bandwidth its kernels reach, in per cent, never equal (where
+    the two are equal the ridge is the peak ridge every catalog prints)."""
+    pairs = [(c, m) for c in range(50, 90, 5) for m in range(60, 100, 5) if c != m]
+    drawn = rng.choice(pairs)
+    return {compute: drawn[0], memory_: drawn[1]}
+
+
 WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "llama-3-70b", "qwen3-8b")
 
 
 def _draw_1_2(rng):
-    return {"prompt": _steps(rng, 50, 400, 10, PAGE_CASES["lesson-1-part-2"]["prompt"]),
+    return {"prompt": _steps(rng, 50, 400, 10),
             "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            **_efficiencies(rng, "ridge_compute", "ridge_memory"),
             "decode_bits": rng.choice((3, 4, 5, 6, 8)),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            **_efficiencies(rng, "turn_compute", "turn_memory"),
             "pace_prompt": _steps(rng, 100, 500, 10)}
 
 
@@ -229,8 +208,9 @@ def _derive_1_2(n):
 
 LESSON_1_PART_2 = Template(
     draw=_draw_1_2,
-    practice={"prompt": 120, "model": "llama-3-70b", "bits": 16, "ridge_gpu": "a100-80gb", "decode_bits": 4,
-              "turn_gpu": "l4", "pace_prompt": 300},
+    practice={"prompt": 120, "model": "llama-3-70b", "bits": 8, "ridge_gpu": "a100-80gb", "ridge_compute": 70,
+              "ridge_memory": 90, "decode_bits": 4,
+              "turn_gpu": "l4", "turn_compute": 70, "turn_memory": 90, "pace_prompt": 300},
     derive=_derive_1_2,
     statements={
         "2.1": "Llama 3 8B, its weights in 16 bits, still runs on the H100 SXM, but this time the prompt is only "
@@ -241,10 +221,13 @@ LESSON_1_PART_2 = Template(
         "2.3": "How many gigabytes do {model_name}'s weights take in {bits} bits? Count a gigabyte as 10⁹ bytes, "
                'as spec sheets do, and take the parameter count from `sm.MODELS["{model}"].parameters`.',
         "2.4": "The {ridge_gpu_named} does {ridge_gpu_tflops} trillion dense 16-bit FLOPs a second and reads "
-               "{ridge_gpu_tbps} TB a second. How many FLOPs can it do in the time it reads one byte?",
+               "{ridge_gpu_tbps} TB a second at its peaks; its kernels reach {ridge_compute} % of the first and "
+               "{ridge_memory} % of the second. At the rates they reach, how many FLOPs can it do in the time it "
+               "reads one byte?",
         "2.5": "Store Llama 3 8B's weights in {decode_bits} bits each instead. How many FLOPs does one decode step "
                "for one user now do for each byte of weights it reads?",
-        "2.6": "On the {turn_gpu_named}, with 16-bit weights, what is the shortest prompt, in whole tokens, whose "
+        "2.6": "On the {turn_gpu_named}, with 16-bit weights, its arithmetic at {turn_compute} % of its peak and its "
+               "memory at {turn_memory} % of its bandwidth, what is the shortest prompt, in whole tokens, whose "
                "prefill pass spends longer on arithmetic than on reading the weights?",
         "2.7": 'An NVIDIA L40S (`sm.CATALOG["l40s"]`) runs Llama 3 8B with its weights stored in 8 bits, widened '
                "to 16 bits for the arithmetic, so the GPU computes at its dense 16-bit rate (`peak_flops`), as "
@@ -262,16 +245,15 @@ LESSON_1_PART_2 = Template(
 # -- Lesson 1, Part 3: time ------------------------------------------------------------
 BIG_MODEL_GPUS = ("mi300x", "b200", "h200")
 # A weight of so many bits, in bytes, as the problem says it in words.
-BYTES_IN_WORDS = {3: "three eighths of a byte", 4: "half a byte", 5: "five eighths of a byte",
-                  6: "three quarters of a byte", 8: "one byte"}
+BYTES_IN_WORDS = {2: "a quarter of a byte", 3: "three eighths of a byte", 4: "half a byte",
+                  5: "five eighths of a byte", 6: "three quarters of a byte", 7: "seven eighths of a byte", 8: "one byte"}
 
 
 def _draw_1_3(rng):
-    shown = PAGE_CASES["lesson-1-part-3"]
-    return {"bits": rng.choice([bits for bits in BYTES_IN_WORDS if bits not in shown["bits"]]),
-            "prompt": _steps(rng, 500, 4000, 100, shown["prompt"]),
+    return {"bits": rng.choice(list(BYTES_IN_WORDS)),
+            "prompt": _steps(rng, 500, 4000, 100),
             "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
-            "request_prompt": _steps(rng, 500, 3000, 100, shown["request_prompt"]),
+            "request_prompt": _steps(rng, 500, 3000, 100),
             "request_reply": _steps(rng, 100, 1000, 50),
             # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
             # MI300X, both $3 an hour, would both be right.
@@ -280,7 +262,7 @@ def _draw_1_3(rng):
 
 LESSON_1_PART_3 = Template(
     draw=_draw_1_3,
-    practice={"bits": 4, "prompt": 2000, "gpu": "h200", "big_gpu": "mi300x", "request_prompt": 1000,
+    practice={"bits": 6, "prompt": 2000, "gpu": "mi300x", "big_gpu": "mi300x", "request_prompt": 1000,
               "request_reply": 500, "speed": 100},
     derive=lambda n: {"bits_in_bytes": BYTES_IN_WORDS[n["bits"]]},
     statements={
@@ -320,11 +302,11 @@ def _one_cheapest(speed: float) -> list[str]:
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
 def _draw_1_4(rng):
-    return {"users": rng.choice([users for users in (4, 6, 8, 10, 12, 16, 24)
-                                 if users not in PAGE_CASES["lesson-1-part-4"]["users"]]), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+    return {"users": rng.choice((4, 6, 8, 10, 12, 16, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             "gpu_users": rng.choice((16, 24, 32, 48, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
             "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            **_efficiencies(rng, "flip_compute", "flip_memory"),
             "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100)}
 
 
@@ -339,7 +321,7 @@ def _derive_1_4(n):
 LESSON_1_PART_4 = Template(
     draw=_draw_1_4,
     practice={"users": 16, "gpu": "h200", "gpu_users": 32, "bits_users": 32, "bits": 4, "target": 0.10,
-              "flip_gpu": "a100-80gb", "plate_users": 32, "plate_cache": 1000},
+              "flip_gpu": "a100-80gb", "flip_compute": 65, "flip_memory": 80, "plate_users": 32, "plate_cache": 1000},
     derive=_derive_1_4,
     statements={
         "4.1": "The H100 SXM still rents for ${h100_price} an hour, and now {users} users share every decode pass. "
@@ -352,7 +334,9 @@ LESSON_1_PART_4 = Template(
                "{bits} bits. What does a million tokens cost now?",
         "4.5": "On the H100 SXM at ${h100_price} an hour, with 16-bit weights, what is the fewest users per pass "
                "that brings a million tokens to ${target} or less?",
-        "4.6": "Count the weights alone, as Example 4.1 does. Each user added to a pass then adds arithmetic but no "
+        "4.6": "Count the weights alone, as Example 4.1 does, with the arithmetic at {flip_compute} % of its peak and "
+               "memory at {flip_memory} % of its bandwidth. Each user added to a pass then adds "
+               "arithmetic but no "
                "bytes, so at some batch size the arithmetic takes longer than the read and every further user "
                "slows each step. On the {flip_gpu_named} with 16-bit weights, what is the smallest number of users "
                "per pass at which a decode step is compute-bound?",
@@ -371,10 +355,20 @@ LESSON_1_PART_4 = Template(
 # -- Plate XXIII.1 -------------------------------------------------------------------------
 def _draw_plate_1(rng):
     weight_bits, kv_bits = rng.choice([(weights, kv) for _, weights, kv in PLATE_1_BITS])
-    shown = PAGE_CASES["plate-xxiii-1"]
-    return {"cache": _steps(rng, 1000, 8000, 100, shown["cache"]), "prompt": _steps(rng, 1000, 8000, 100),
+    # Another GPU than the practice's, and a batch: one user's step barely moves with its cache.
+    users, gpu = rng.choice(_batches_that_fit())
+    return {"users": users, "plate_gpu": gpu, "cache": _steps(rng, 1000, 8000, 100),
+            "prompt": _steps(rng, 1000, 8000, 100),
             "long_cache": _steps(rng, 10_000, 120_000, 1000), "weight_bits": weight_bits, "kv_bits": kv_bits,
-            "ridge_gpu": rng.choice([key for key in RENTED if key not in shown["ridge_gpu"]])}
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"])}
+
+
+@functools.cache
+def _batches_that_fit() -> list:
+    """(users, GPU) for plate XXIII.1's batch: 2 to 16 users whose longest caches fit beside the weights, on a GPU
+    other than the practice's H100."""
+    return [(users, gpu) for users in range(2, 17) for gpu in RENTED if gpu != "h100-sxm"
+            and memory.fit(MODELS["llama-3-8b"], CATALOG[gpu], 8001, users).fits]
 
 
 def _derive_plate_1(n):
@@ -397,14 +391,15 @@ PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 
 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
-    practice={"cache": 7000, "prompt": 3000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
+    practice={"users": 4, "plate_gpu": "h100-sxm", "cache": 6000, "prompt": 6000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
               "ridge_gpu": "h200"},
     derive=_derive_plate_1,
     statements={
-        "1": "One user of Llama 3 8B, weights and cache in 16 bits, has {cache} tokens in the KV cache. How many "
-             "milliseconds does the next decode step take?",
-        "2": "How many tokens a second does that user get, one token per decode step?",
-        "3": "{prompt:A}-token prompt is prefilled in one pass. How many milliseconds does that pass take for each "
+        "1": "{users} users of Llama 3 8B share each decode step on the {plate_gpu_named}, weights and cache in 16 "
+             "bits, each with {cache} tokens in the KV cache. How many milliseconds does their next decode step take?",
+        "2": "How many tokens a second does each of those users get, one token per decode step?",
+        "3": "{prompt:A}-token prompt is prefilled in one pass on the same GPU. How many milliseconds does that pass "
+             "take for each "
              "prompt token?",
         "4": "The conversation has grown past Llama 3 8B's {short_window}-token window. Llama 3.1 8B "
              '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it, '
@@ -421,7 +416,7 @@ PLATE_XXIII_1 = Template(
     sense=lambda n: (_within(n, "llama-3-8b", "cache", plus=1) + _within(n, "llama-3-8b", "prompt")
                      + _within(n, "llama-3.1-8b", "long_cache", plus=1)
                      + _fits("llama-3.1-8b", "h100-sxm", 16, n["long_cache"] + 1)
-                     + _fits("llama-3-8b", n["ridge_gpu"])
+                     + _fits("llama-3-8b", n["ridge_gpu"]) + _fits("llama-3-8b", n["plate_gpu"], 16, n["cache"] + 1, n["users"])
                      + ([] if _outweighs("llama-3.1-8b", n["weight_bits"], n["kv_bits"])
                         <= MODELS["llama-3.1-8b"].context_window
                         else ["Llama 3.1 8B's cache never outweighs its weights within its window"])),
@@ -444,7 +439,7 @@ def _derive_2_1(n):
 
 LESSON_2_PART_1 = Template(
     draw=_draw_2_1,
-    practice={"context": 2000, "long": 8000, "gpu": "h100-sxm", "clock_context": 3000, "prompt": 2000, "reply": 300},
+    practice={"context": 2000, "long": 8000, "gpu": "a100-80gb", "clock_context": 3000, "prompt": 2000, "reply": 300},
     derive=_derive_2_1,
     statements={
         "1.1": "Llama 3 8B has read {context} tokens. How many times the arithmetic does the next decode step take "
@@ -498,9 +493,9 @@ def _draw_2_2(rng):
 
 LESSON_2_PART_2 = Template(
     draw=_draw_2_2,
-    practice={"small": "qwen3-8b", "large": "llama-3-70b", "latent": "deepseek-v2", "small_bits": 16, "large_bits": 16,
-              "latent_bits": 16, "mha_context": 4000, "outweigh": "llama-3.2-3b", "outweigh_bits": 16,
-              "outweigh_kv_bits": 16, "long_bits": 8, "long_context": 32_000},
+    practice={"small": "qwen3-8b", "large": "llama-3-70b", "latent": "deepseek-v2", "small_bits": 8, "large_bits": 16,
+              "latent_bits": 8, "mha_context": 3000, "outweigh": "llama-3.2-3b", "outweigh_bits": 16,
+              "outweigh_kv_bits": 16, "long_bits": 8, "long_context": 40_000},
     derive=lambda n: _shapes(n, "small", "large", "latent"),
     statements={
         "2.1": "{small_named} has {small_layers} layers, {small_kv_heads} key-value heads and a head dim of "
@@ -602,8 +597,8 @@ def _draw_2_4(rng):
 
 LESSON_2_PART_4 = Template(
     draw=_draw_2_4,
-    practice={"users": 16, "context": 3000, "step_users": 48, "step_context": 4000, "many": 128, "many_context": 3000,
-              "match_context": 8000, "floor_context": 6000, "full_context": 8000},
+    practice={"users": 12, "context": 3000, "step_users": 48, "step_context": 4000, "many": 96, "many_context": 3000,
+              "match_context": 8000, "floor_context": 5500, "full_context": 8000},
     derive=lambda n: {"h100_price": CATALOG["h100-sxm"].price_per_hour},
     statements={
         "4.1": "The H100 SXM at ${h100_price} an hour, {users} users in each pass, each holding {context} tokens. "
@@ -640,8 +635,8 @@ def _draw_plate_2(rng):
 
 PLATE_XXIII_2 = Template(
     draw=_draw_plate_2,
-    practice={"latent": "deepseek-v3", "latent_bits": 16, "gpu": "h100-sxm", "mha_context": 2000, "lite_context": 8000,
-              "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 24_000},
+    practice={"latent": "deepseek-v3", "latent_bits": 16, "gpu": "h100-sxm", "mha_context": 3000, "lite_context": 5000,
+              "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 20_000},
     derive=lambda n: {**_shapes(n, "latent"), "reserve_percent": f"{n['reserve'] * 100:g} %",
                       "long_window": MODELS["llama-3.1-8b"].context_window},
     statements={
@@ -681,7 +676,7 @@ def _draw_3_1(rng):
 
 LESSON_3_PART_1 = Template(
     draw=_draw_3_1,
-    practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h100-sxm"},
+    practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h200"},
     derive=lambda n: {"block": memory.BLOCK_TOKENS, "held_back": units.percent(memory.RESERVE),
                       "window": _n(MODELS["llama-3-8b"].context_window)},
     statements={
@@ -702,22 +697,40 @@ LESSON_3_PART_1 = Template(
                      + _fits("llama-3-8b", n["gpu"], 16, MODELS["llama-3-8b"].context_window)),
 )
 
-# Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from.
-STATIC_RATES = (2, 4, 6, 8, 10, 14, 18)
-MEDIAN_RATES = (4, 6, 8, 10, 14, 18, 24)
+def _off_chart(low: float, high: float, step: float = 1) -> tuple:
+    """Request rates from ``low`` to ``high`` in steps of ``step``, none of them a rate the lesson's charts and
+    tables run (``load.PLATE_RATES``): every figure the pages print for a rate is at one of those, so a draw
+    off them asks for a figure no page prints. (A run of 2,000 requests takes a few hundredths of a second, so
+    a class can have many rates.)"""
+    from .load import PLATE_RATES
+
+    count = round((high - low) / step) + 1
+    return tuple(rate for rate in (low + index * step for index in range(count)) if rate not in PLATE_RATES)
+
+
+# Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from: static batching's
+# queue at rates where its p99 wait still grows; its throughput below saturation; continuous batching's gaps
+# below the knee; rates past the knee.
+STATIC_RATES = _off_chart(11, 39)
+THROUGHPUT_RATES = _off_chart(4.5, 19.5, 0.5)
+MEDIAN_RATES = _off_chart(4, 49)
 
 
 def _draw_3_2(rng):
-    off = functools.partial(_off_page, "lesson-3-part-2")
-    return {"rate": rng.choice(off("rate", STATIC_RATES[:5])), "a_prompt": _steps(rng, 5, 200, 5),
-            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 5, 200, 5),
-            "median_rate": rng.choice(off("median_rate", MEDIAN_RATES)),
-            "static_rate": rng.choice(off("static_rate", STATIC_RATES[2:]))}
+    return {"rate": rng.choice(STATIC_RATES), "a_prompt": _steps(rng, 5, 200, 5),
+            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 500, 4000, 100),
+            "median_rate": rng.choice(MEDIAN_RATES), "static_rate": rng.choice(THROUGHPUT_RATES)}
+
+
+def _rates_shown(*names):
+    """Each rate as a statement shows it: 12, 12.5."""
+    return lambda n: {f"{name}_shown": _decimal(n[name]) for name in names}
 
 
 LESSON_3_PART_2 = Template(
     draw=_draw_3_2,
-    practice={"rate": 4, "a_prompt": 10, "a_reply": 50, "b_prompt": 10, "median_rate": 10, "static_rate": 10},
+    practice={"rate": 4, "a_prompt": 10, "a_reply": 50, "b_prompt": 1200, "median_rate": 16, "static_rate": 14},
+    derive=_rates_shown("static_rate"),
     statements={
         "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching). What is the p99 time to "
                "first token, in seconds?",
@@ -725,15 +738,15 @@ LESSON_3_PART_2 = Template(
                "prompt and {a_reply:a}-token reply. When, in milliseconds after it arrives, is its last token made?",
         "2.3": "B ({b_prompt}-token prompt) arrives 1 ms after A. Under continuous batching, when does B's first token "
                "come, in milliseconds after time 0?",
-        "2.4": "At {median_rate} requests a second under continuous batching, what is the p50 time to first token, in "
+        "2.4": "At {median_rate} requests a second under continuous batching, what is the p99 time between tokens, in "
                "milliseconds?",
-        "2.5": "At {static_rate} requests a second under static batching, how many reply tokens a second does the "
+        "2.5": "At {static_rate_shown} requests a second under static batching, how many reply tokens a second does the "
                "server make?",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "a_prompt", "a_reply") + _within(n, "llama-3-8b", "b_prompt", plus=5)
                      + [f"{name} = {n[name]} is not among the rates {rates}" for name, rates in (
-                         ("rate", STATIC_RATES), ("median_rate", MEDIAN_RATES), ("static_rate", STATIC_RATES))
-                        if n[name] not in rates]),
+                         ("rate", STATIC_RATES + (4,)), ("median_rate", MEDIAN_RATES),
+                         ("static_rate", THROUGHPUT_RATES + (14,))) if n[name] not in rates]),
 )
 
 # Token budgets a step for chunked prefill.
@@ -741,7 +754,7 @@ BUDGETS = (256, 384, 512, 768, 1024)
 
 
 def _draw_3_3(rng):
-    prompt = _steps(rng, 3000, 7000, 100, PAGE_CASES["lesson-3-part-3"]["prompt"])
+    prompt = _steps(rng, 3000, 7000, 100)
     return {"prompt": prompt, "budget": rng.choice(BUDGETS), "steps_budget": rng.choice(BUDGETS),
             "steps_prompt": _steps(rng, 1000, 8000, 100), "whole_prompt": _steps(rng, 1000, prompt - 500, 100),
             "swap_tokens": _steps(rng, 100, 8000, 10)}
@@ -755,7 +768,7 @@ def _derive_3_3(n):
 
 LESSON_3_PART_3 = Template(
     draw=_draw_3_3,
-    practice={"prompt": 4000, "budget": 384, "steps_budget": 512, "steps_prompt": 4000, "whole_prompt": 2000,
+    practice={"prompt": 4000, "budget": 384, "steps_budget": 512, "steps_prompt": 3000, "whole_prompt": 2000,
               "swap_tokens": 500},
     derive=_derive_3_3,
     statements={
@@ -779,28 +792,28 @@ LESSON_3_PART_3 = Template(
 # Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for.
 # Looser targets than these bind on the engine's 256 users a step, within 2 % of the page's goodput.
 TARGETS = ((0.2, 0.010), (0.3, 0.020), (0.5, 0.050), (0.2, 0.011), (0.2, 0.012), (0.2, 0.013))
-# Rates past the knee of continuous batching on the lesson's server.
-KNEE_RATES = (60, 65, 70, 75, 80)
+# Rates past the knee of continuous batching on the lesson's server (off the chart's rates).
+KNEE_RATES = _off_chart(60.5, 79.5, 0.5)
 
 
 def _draw_3_4(rng):
-    off = functools.partial(_off_page, "lesson-3-part-4")
     ttft, tpot = rng.choice(TARGETS[:3])
-    good_ttft, good_tpot = rng.choice(off(("good_ttft", "good_tpot"), TARGETS))
-    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10, PAGE_CASES["lesson-3-part-4"]["rate"]),
+    good_ttft, good_tpot = rng.choice(TARGETS)
+    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10),
             "good_ttft": good_ttft, "good_tpot": good_tpot, "many": _steps(rng, 200, 5000, 100),
-            "price": rng.choice((2, 2.5, 3, 3.5, 4)), "knee_rate": rng.choice(off("knee_rate", KNEE_RATES))}
+            "price": rng.choice((2, 2.5, 3, 3.5, 4)), "knee_rate": rng.choice(KNEE_RATES)}
 
 
 def _derive_3_4(n):
-    return {"ttft_s": _decimal(n["ttft"]), "tpot_ms": _decimal(n["tpot"] * 1e3),
+    return {"knee_rate_shown": _decimal(n["knee_rate"]),
+            "ttft_s": _decimal(n["ttft"]), "tpot_ms": _decimal(n["tpot"] * 1e3),
             "good_ttft_s": _decimal(n["good_ttft"]), "good_tpot_ms": _decimal(n["good_tpot"] * 1e3)}
 
 
 LESSON_3_PART_4 = Template(
     draw=_draw_3_4,
-    practice={"ttft": 0.2, "tpot": 0.010, "rate": 100, "good_ttft": 0.5, "good_tpot": 0.05, "many": 1000, "price": 3,
-              "knee_rate": 60},
+    practice={"ttft": 0.2, "tpot": 0.010, "rate": 100, "good_ttft": 0.2, "good_tpot": 0.012, "many": 1000, "price": 3,
+              "knee_rate": 70},
     derive=_derive_3_4,
     statements={
         "4.1": "With targets of {ttft_s} s to the first token and {tpot_ms} ms a token after it, how many H100s do "
@@ -808,51 +821,56 @@ LESSON_3_PART_4 = Template(
         "4.2": "What is one H100's goodput with targets of {good_ttft_s} s and {good_tpot_ms} ms, in requests a second?",
         "4.3": "At the same targets, how many H100s do {many} requests a second need?",
         "4.4": "At that goodput and ${price} an hour, what does a million reply tokens cost, in dollars?",
-        "4.5": "Under continuous batching at {knee_rate} requests a second, what is the p99 time to first token, in "
+        "4.5": "Under continuous batching at {knee_rate_shown} requests a second, what is the p99 time to first token, in "
                "seconds?",
     },
     sense=lambda n: ([f"targets {pair} are not among {TARGETS}" for pair in ((n["ttft"], n["tpot"]),
                                                                           (n["good_ttft"], n["good_tpot"]))
                       if pair not in TARGETS]
-                     + ([] if n["knee_rate"] in KNEE_RATES else [f"{n['knee_rate']} is not past the knee"])),
+                     + ([] if n["knee_rate"] in KNEE_RATES + (70,) else [f"{n['knee_rate']} is not past the knee"])),
 )
 
-# The plate's runs are those of its chart, at ``load.PLATE_RATES``: limits a run crosses between two of them.
-# Time to first token, seconds, as the problem says it.
-TTFT_LIMITS = {0.036: "36 ms", 0.041: "41 ms", 1.0: "one second", 2.0: "two seconds"}
-TBT_LIMITS_MS = (10, 15, 20, 25, 30)
+# The plate's runs are those of its chart, at ``load.PLATE_RATES``; a limit is read off the chart's line, straight
+# between two of them, where the line rises (milliseconds): each limit gives its own rate.
+TTFT_LIMITS_MS = tuple(limit / 2 for limit in range(59, 84))     # 29.5 to 41.5 ms, below the knee's jump
+TBT_LIMITS_MS = tuple(limit / 2 for limit in range(14, 57))      # 7 to 28 ms
+
+
+# Rates for the plate's problems 3 to 5, between the chart's: a student runs the server (``load.run``) there.
+PLATE_4_RATES = _off_chart(25, 79)
+STATIC_QUEUE_RATES = _off_chart(3, 79)
 
 
 def _draw_plate_4(rng):
-    return {"ttft_limit": rng.choice(tuple(TTFT_LIMITS)), "tbt_limit": rng.choice(TBT_LIMITS_MS),
-            "chunked_rate": rng.choice((30, 40, 50, 60, 80)), "static_rate": rng.choice((10, 14, 18, 24, 30)),
-            "ratio_rate": rng.choice((40, 50, 60, 80))}
+    return {"ttft_limit": rng.choice(TTFT_LIMITS_MS), "tbt_limit": rng.choice(TBT_LIMITS_MS),
+            "chunked_rate": rng.choice(PLATE_4_RATES), "static_rate": rng.choice(STATIC_QUEUE_RATES),
+            "ratio_rate": rng.choice(PLATE_4_RATES)}
 
 
 def _plate_rates(n):
     from .load import PLATE_RATES
 
-    return [f"{name} = {n[name]} is not one of the plate's rates" for name in ("chunked_rate", "static_rate",
-                                                                             "ratio_rate")
-            if n[name] not in PLATE_RATES]
+    return [f"{name} = {n[name]} is not a rate the problem runs" for name, rates in (
+        ("chunked_rate", PLATE_4_RATES), ("static_rate", STATIC_QUEUE_RATES), ("ratio_rate", PLATE_4_RATES))
+        if n[name] not in rates + PLATE_RATES]
 
 
 PLATE_XXIII_4 = Template(
     draw=_draw_plate_4,
-    practice={"ttft_limit": 1.0, "tbt_limit": 20, "chunked_rate": 80, "static_rate": 24, "ratio_rate": 80},
-    derive=lambda n: {"ttft_limit_words": TTFT_LIMITS[n["ttft_limit"]]},
+    practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "ratio_rate": 30},
+    derive=lambda n: {"ttft_limit_ms": _decimal(n["ttft_limit"]), "tbt_limit_ms": _decimal(n["tbt_limit"])},
     statements={
-        "1": "At which of the plate's rates (`load.PLATE_RATES`) does continuous batching's p99 time to first token "
-             "first pass {ttft_limit_words}, in requests a second?",
-        "2": "What is the highest of the plate's rates at which continuous batching keeps its p99 time between tokens "
-             "within {tbt_limit} ms?",
+        "1": "Draw continuous batching's p99 time to first token as the chart does, straight between the plate's rates "
+             "(`load.PLATE_RATES`). At what rate, in requests a second, does the line first reach {ttft_limit_ms} ms?",
+        "2": "Drawn the same way, at what rate does continuous batching's p99 time between tokens first reach "
+             "{tbt_limit_ms} ms?",
         "3": "At {chunked_rate} requests a second, how many tokens a second does chunked prefill make?",
-        "4": "At {static_rate} requests a second, what is static batching's p99 time between tokens, in milliseconds?",
+        "4": "At {static_rate} requests a second, what is static batching's p99 time to first token, in seconds?",
         "5": "At {ratio_rate} requests a second, how many times longer is continuous batching's p99 time between "
              "tokens than chunked prefill's?",
     },
-    sense=lambda n: (_plate_rates(n) + ([] if n["ttft_limit"] in TTFT_LIMITS else ["a limit without its words"])
-                     + ([] if n["tbt_limit"] in TBT_LIMITS_MS else [f"{n['tbt_limit']} ms is not a listed limit"])),
+    sense=lambda n: (_plate_rates(n) + [f"{n[name]} ms is not a listed limit" for name, listed in (
+        ("ttft_limit", TTFT_LIMITS_MS), ("tbt_limit", TBT_LIMITS_MS)) if n[name] not in listed]),
 )
 
 TEMPLATES: dict[str, Template] = {
@@ -895,10 +913,96 @@ def practice(notebook: str) -> dict:
 
 
 def numbers(notebook: str, student_id) -> dict:
-    """The numbers of ``student_id``'s variant of ``notebook`` (KeyError names a notebook with none)."""
+    """The numbers of ``student_id``'s variant of ``notebook`` (KeyError names a notebook with none).
+
+    The seed's generator draws again while a draw would give some problem the practice's answer, or an answer
+    the lesson's pages give away (``given_away``): the first draw that does neither is the student's."""
     if notebook not in TEMPLATES:
         raise KeyError(f"notebook {notebook!r} has no variants; those with variants: {sorted(TEMPLATES)}")
-    return _complete(notebook, TEMPLATES[notebook].draw(random.Random(seed(notebook, student_id))))
+    return dict(_numbers(notebook, student_key(student_id)))
+
+
+# A draw that gives some problem away is drawn again, up to this many times.
+DRAWS = 40
+
+
+@functools.lru_cache(maxsize=4096)
+def _numbers(notebook: str, key: str) -> tuple:
+    rng = random.Random(seed(notebook, key))
+    tried = []
+    for _ in range(DRAWS):
+        drawn = _complete(notebook, TEMPLATES[notebook].draw(rng))
+        found = {entry.split(":")[0] for entry in given_away(notebook, drawn)}
+        if not found:
+            return tuple(drawn.items())
+        tried.append((found, drawn))
+    # None clean: some problem gives its answer away in every draw (its answers are few); the first draw that
+    # gives away nothing else (tests/test_answer_leak.py lists what is still given away).
+    always = set.intersection(*(found for found, _ in tried))
+    return tuple(min(tried, key=lambda pair: len(pair[0] - always))[1].items())
+
+
+@functools.cache
+def _seen() -> dict:
+    """The lessons' pages as a reader sees them and each problem's check (``scripts/pages_seen.py`` writes it)."""
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).with_name("data") / "leaks.yaml").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _printed(lesson: str):
+    from .leaks import Printed
+
+    return Printed(_seen()["lessons"][lesson])
+
+
+@functools.cache
+def _above(notebook: str, label: str):
+    from .leaks import Printed
+
+    return Printed({"the notebook above": _seen()["checks"][notebook][label]["above"]})
+
+
+@functools.lru_cache(maxsize=65536)
+def _on_pages(lesson: str, answer: float, rel: float, units: str) -> bool:
+    printed = _printed(lesson)
+    return bool(printed.direct(answer, rel, units) or printed.one_step(answer, rel, units))
+
+
+def given_away(notebook: str, drawn: dict, first_only: bool = False) -> list[str]:
+    """Each problem of ``notebook`` whose answer, for the numbers ``drawn``, is the practice's (within its check's
+    tolerance) or is given away by the lesson's pages or the notebook's fixed text above it (``servingmath.leaks``);
+    words (which bound, which GPU) are a few for everyone and are not held to it. (The figures of a student's
+    own statements above a problem are held to it by ``tests/test_answer_leak.py``.)"""
+    from . import answers
+
+    found = []
+    for label in TEMPLATES[notebook].statements:
+        why = _verdict(notebook, label, answers.answer(notebook, label, drawn))
+        if why:
+            found.append(f"{label}: {why}")
+            if first_only:
+                break
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _verdict(notebook: str, label: str, ours) -> str:
+    """Why the answer ``ours`` to ``label`` gives it away, or nothing."""
+    from . import answers
+
+    theirs = answers.answer(notebook, label, practice(notebook))
+    if isinstance(ours, str):
+        return ""
+    check = _seen()["checks"][notebook][label]
+    rel, units = check["rel"], check["units"]
+    if abs(ours - theirs) <= max(rel, 1e-9) * abs(theirs):
+        return "the practice's answer"
+    if _on_pages(_seen()["lesson_of"][notebook], ours, rel, units) or _above(notebook, label).direct(ours, rel, units):
+        return "given away by the pages"
+    return ""
 
 
 def _placed(value) -> _Place:

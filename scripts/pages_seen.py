@@ -1,0 +1,261 @@
+"""What a reader sees of the course: each page's visible text, each problem notebook's text above a problem.
+
+``page_text(path)`` runs a page's code as the book does (glue captured, printed and displayed output kept, cells
+tagged ``remove-output`` or ``remove-cell`` dropped, solution and quiz dropdowns left folded) and returns its
+text, kept on disk under ``SERVINGMATH_RESULTS`` (filed under a digest of the page and the package) so that a
+later run reads it back. ``notebook_parts`` is a problem notebook as its reader sees it, piece by piece.
+
+``python scripts/pages_seen.py`` (run by ``make exercises``) writes ``src/servingmath/data/leaks.yaml``: each
+lesson's pages as seen, each problem's check (tolerance, units) and the notebook's fixed text above it, from
+which ``servingmath.variants`` draws no student a problem whose answer is given away (``servingmath.leaks``).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import jupytext
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_exercises import checks_in  # noqa: E402
+
+from servingmath import variants  # noqa: E402
+from servingmath._kept import package_digest  # noqa: E402
+
+DATA = ROOT / "src" / "servingmath" / "data" / "leaks.yaml"
+
+FRONT_PAGE = "index.md"
+LESSON_PAGES = {
+    "lesson-1": sorted((ROOT / "chapters/lesson-1").glob("*.md")) + [ROOT / "chapters/plates/xxiii-1-prefill-and-decode.md"],
+    "lesson-2": sorted((ROOT / "chapters/lesson-2").glob("*.md")) + [ROOT / "chapters/plates/xxiii-2-the-kv-cache.md"],
+    "lesson-3": sorted((ROOT / "chapters/lesson-3").glob("*.md"))
+    + [ROOT / "chapters/plates/xxiii-4-continuous-batching.md"],
+}
+PLATE_LESSON = {"plate-xxiii-1": "lesson-1", "plate-xxiii-2": "lesson-2", "plate-xxiii-4": "lesson-3"}
+NOTEBOOKS = sorted(path.stem for path in (ROOT / "solutions").glob("*.md"))
+
+
+def lesson_of(notebook: str) -> str:
+    return PLATE_LESSON.get(notebook) or notebook.rsplit("-part-", 1)[0]
+
+
+# -- what a reader sees --------------------------------------------------------------------------------
+GLUE_INLINE = re.compile(r"\{glue(?::text|:md|:)?\}`([^`]+)`")
+GLUE_BLOCK = re.compile(r"^```\{glue(?::md|:figure)?\}\s*(\S+)[^\n]*\n(?::[^\n]*\n)*```", flags=re.M)
+ROLE = re.compile(r"\{(?:term|doc|ref|numref|eq|math|abbr)\}`([^`<]*?)(?:\s*<[^`]*>)?`")
+CITE = re.compile(r"\{cite(?::[a-z]+)?\}`[^`]*`")
+FOLDED = [re.compile(r"```\{solution-start\}.*?```\{solution-end\}\s*```", flags=re.S),
+          re.compile(r"^(:{3,})\{dropdown\}.*?^\1\s*$", flags=re.S | re.M),
+          re.compile(r"^```\{dropdown\}.*?^```\s*$", flags=re.S | re.M),
+          re.compile(r"^```\{admonition\}[^\n]*\n:class: dropdown.*?^```\s*$", flags=re.S | re.M)]
+LINK_TARGET = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+
+
+def _text_of(value) -> str:
+    """What a cell's value shows as text: Markdown, HTML without tags, a chart's readouts, a number."""
+    if value is None:
+        return ""
+    readouts = getattr(value, "readouts_at", None)
+    if readouts is not None and hasattr(value, "default"):
+        return "\n".join(f"{name}: {text}" for name, text in readouts(**value.default).items())
+    for method in ("_repr_markdown_", "_repr_html_"):
+        shown = getattr(value, method, None)
+        if shown is not None:
+            try:
+                text = shown()
+            except Exception:  # noqa: BLE001 - a value that cannot show itself shows nothing
+                continue
+            if isinstance(text, tuple):
+                text = text[0]
+            if isinstance(text, str):
+                return re.sub(r"<[^>]+>", " ", text) if method == "_repr_html_" else text
+    data = getattr(value, "data", None)
+    if isinstance(data, str):
+        return data
+    if isinstance(value, (int, float, str, tuple, list, np.number)):
+        return str(value)
+    return ""
+
+
+def _cell_tags(cell) -> set:
+    return set(cell.metadata.get("tags", []))
+
+
+def _run_cell(source: str, namespace: dict, shown: list):
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    tree = ast.parse("\n".join(lines))
+    last = tree.body[-1] if tree.body else None
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if isinstance(last, ast.Expr):
+            exec(compile(ast.Module(tree.body[:-1], []), "<cell>", "exec"), namespace)
+            value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
+        else:
+            exec(compile(tree, "<cell>", "exec"), namespace)
+            value = None
+    return printed.getvalue() + "\n".join(shown) + "\n" + _text_of(value)
+
+
+def _render(path: Path) -> dict:
+    """The page as read: its blocks of prose and output in order, glue in place, folded parts left out."""
+    import IPython.display
+    import myst_nb
+
+    glued, blocks, shown = {}, [], []
+
+    def glue(name, value, display=True):
+        glued[name] = _text_of(value)
+        if display:
+            shown.append(glued[name])
+
+    def display(*values, **_):
+        shown.extend(_text_of(value) for value in values)
+
+    saved = myst_nb.glue, IPython.display.display
+    myst_nb.glue, IPython.display.display = glue, display
+    namespace = {"__name__": "__page__"}
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type == "markdown":
+                blocks.append(["md", cell.source])
+                continue
+            shown.clear()
+            output = _run_cell(cell.source, namespace, shown)
+            tags = _cell_tags(cell)
+            if not tags & {"remove-cell", "remove-input"}:
+                blocks.append(["code", cell.source])
+            if not tags & {"remove-cell", "remove-output"}:
+                blocks.append(["out", output])
+    finally:
+        myst_nb.glue, IPython.display.display = saved
+        os.chdir(cwd)
+    text = "\n".join(text for kind, text in blocks if kind != "code")
+    # Folded parts hold their glue too: fill in glue first, then fold what the reader must click to open.
+    for _ in range(2):
+        text = GLUE_BLOCK.sub(lambda match: glued.get(match.group(1), ""), text)
+        text = GLUE_INLINE.sub(lambda match: glued.get(match.group(1), match.group(0)), text)
+    return {"text": visible(text), "code": "\n".join(text for kind, text in blocks if kind == "code")}
+
+
+def visible(text: str) -> str:
+    """Markdown as the reader sees it: no folded dropdowns, roles as their words, no link targets or citations."""
+    for folded in FOLDED:
+        text = folded.sub("\n", text)
+    text = ROLE.sub(lambda match: match.group(1), text)
+    text = CITE.sub("", text)
+    text = LINK_TARGET.sub("]", text)
+    return re.sub(r"^:[a-z-]+:.*$", "", text, flags=re.M)   # a directive's options
+
+
+def _kept_folder() -> Path | None:
+    folder = os.environ.get("SERVINGMATH_RESULTS")
+    return Path(folder) / "pages" if folder and os.path.isabs(folder) else None
+
+
+@lru_cache(maxsize=None)
+def page_text(path: Path) -> str:
+    """A page's visible text, read back from disk when this page and the package have run before."""
+    digest = hashlib.sha256(path.read_bytes() + package_digest().encode()).hexdigest()[:20]
+    folder = _kept_folder()
+    kept = folder / f"{path.stem}-{digest}.json" if folder else None
+    if kept is not None and kept.is_file():
+        return json.loads(kept.read_text(encoding="utf-8"))["text"]
+    text = _render(path)["text"]
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        for old in kept.parent.glob(f"{path.stem}-*.json"):
+            old.unlink(missing_ok=True)
+        temporary = kept.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"page": str(path.relative_to(ROOT)), "text": text}), encoding="utf-8")
+        temporary.replace(kept)
+    return text
+
+
+
+# -- the problem notebooks ------------------------------------------------------------------------------
+PROBLEM_HEADING = re.compile(r"^## Problem (\S+) ·", flags=re.M)
+
+
+@lru_cache(maxsize=None)
+def notebook_parts(notebook: str) -> list[tuple[str | None, str]]:
+    """The practice notebook as read, in order: (the problem a piece of text belongs to, or None, the text).
+    Solution blocks are empty there and check cells print nothing until answered; set-up cells' output shows."""
+    namespace = {"__name__": "__notebook__"}
+    parts, label = [], None
+    for cell in jupytext.read(ROOT / "solutions" / f"{notebook}.md").cells:
+        if cell.cell_type == "markdown":
+            for piece in re.split(r"(?=^## Problem \S+ ·)", cell.source, flags=re.M):
+                heading = PROBLEM_HEADING.match(piece)
+                label = heading.group(1) if heading else label
+                parts.append((label, visible(piece)))
+            continue
+        if "BEGIN SOLUTION" in cell.source or "check(answer" in cell.source:
+            continue
+        parts.append((label, _run_cell(cell.source, namespace, [])))
+    return parts
+
+
+def _above(notebook: str, label: str) -> list[str]:
+    text = []
+    for part_label, piece in notebook_parts(notebook):
+        if part_label == label:
+            break
+        text.append(piece)
+    return text
+
+
+@lru_cache(maxsize=None)
+def practice_checks(notebook: str) -> list[tuple[str, object, float, str]]:
+    """(label, expected answer, tolerance, units) for every check of the practice notebook."""
+    return [(label, expected, float(keywords.get("rel", 0.02)), keywords.get("units", ""))
+            for label, expected, keywords in checks_in(ROOT / "solutions" / f"{notebook}.md")]
+
+
+
+def fixed_above(notebook: str, label: str) -> str:
+    """The notebook's text above ``label`` outside its templated statements (the same for every student)."""
+    text = "\n".join(_above(notebook, label))
+    if notebook in variants.TEMPLATES:
+        practice = variants.practice(notebook)
+        for other in variants.TEMPLATES[notebook].statements:
+            text = text.replace(variants.fill(notebook, other, practice), "\n")
+    return text
+
+
+def data() -> dict:
+    """What ``servingmath.variants`` needs to keep a draw's answers off the pages (see the module)."""
+    lessons = {lesson: {str(page.relative_to(ROOT)): page_text(page) for page in pages + [ROOT / FRONT_PAGE]}
+               for lesson, pages in LESSON_PAGES.items()}
+    checks = {}
+    for notebook in sorted(variants.TEMPLATES):
+        found = {label: (rel, unit) for label, _, rel, unit in practice_checks(notebook)}
+        checks[notebook] = {label: {"rel": found[label][0], "units": found[label][1],
+                                    "above": fixed_above(notebook, label)}
+                            for label in variants.TEMPLATES[notebook].statements}
+    return {"lessons": lessons, "lesson_of": {notebook: lesson_of(notebook) for notebook in checks},
+            "checks": checks}
+
+
+def text() -> str:
+    return json.dumps(data(), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    wanted = text()
+    if "--check" in sys.argv[1:]:
+        sys.exit(0 if DATA.is_file() and DATA.read_text(encoding="utf-8") == wanted else 1)
+    if not DATA.is_file() or DATA.read_text(encoding="utf-8") != wanted:
+        DATA.write_text(wanted, encoding="utf-8")
+        print(f"pages_seen: wrote {DATA.relative_to(ROOT)}")

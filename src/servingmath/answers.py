@@ -1,0 +1,304 @@
+"""The answer to each templated problem, as a function of the numbers a student is asked with.
+
+``ANSWERS[notebook][label](numbers)`` computes, with the package, the figure (or word) the solution's check
+expects, from a student's numbers (``variants.numbers``) as the solution computes it from the practice's. The
+grader marks answers with them (``scripts/variant_answers.py``), and ``variants`` draws no student a problem whose
+answer is the practice's or one the pages print (``variants.given_away``). ``answer`` computes one, once for each
+distinct set of the numbers it reads: a class shares a few simulations.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+import servingmath as sm
+from . import cache, load
+from .memory import fit, kv_cache_bytes, max_batch
+from .simulator import Server, simulate, users_that_fit
+from .workload import workload
+
+H100 = sm.H100_SXM
+L3 = sm.LLAMA_3_8B
+L31 = sm.MODELS["llama-3.1-8b"]
+
+
+def _first(mask, values):
+    hits = np.asarray(values)[np.asarray(mask)]
+    if not len(hits):
+        raise ValueError("no value in the range searched meets the condition")
+    return int(hits[0])
+
+
+def _prompts(model=L3):
+    return np.arange(1, model.context_window + 1)
+
+
+def _reached(compute, memory):
+    """The lesson's count (weights alone, no overhead) at the shares of peak, in per cent, a GPU's kernels reach."""
+    return sm.roofline.Assumptions(compute_efficiency=compute / 100, bandwidth_efficiency=memory / 100)
+
+
+def _cheapest(n):
+    rented = [gpu for gpu in sm.CATALOG.values() if gpu.price_per_hour is not None
+              and sm.memory.fit(L3, gpu).fits]
+    quick = [gpu for gpu in rented if 1 / sm.decode_step(L3, gpu).time >= n["speed"]]
+    return min(quick, key=lambda gpu: gpu.price_per_hour).key
+
+
+def _cache_share(n):
+    step = sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
+    return (step.kv_read_bytes + step.kv_write_bytes) / step.bytes
+
+
+ANSWERS = {
+    "lesson-1-part-1": {
+        "1.1": lambda n: sm.passes_for_request(n["prompt"], n["reply"]),
+        "1.2": lambda n: sm.request(L3, H100, n["prompt"], n["reply"]).decode_steps,
+        "1.3": lambda n: sm.passes_for_request(n["report"], n["summary"]),
+        "1.4": lambda n: sm.passes_for_request(n["short"], n["story"]) / sm.passes_for_request(n["report"],
+                                                                                                n["summary"]),
+        "1.5": lambda n: n["requests"] * sm.passes_for_request(n["day_prompt"], n["day_reply"]),
+        "1.6": lambda n: n["requests"] * (lambda day: day.prefill.cost.tokens + day.decode_steps
+                                          * day.decode.cost.tokens)(sm.request(L3, H100, n["day_prompt"],
+                                                                               n["day_reply"])),
+    },
+    "lesson-1-part-2": {
+        "2.1": lambda n: sm.prefill(L3, H100, n["prompt"]).cost.intensity,
+        "2.2": lambda n: sm.prefill(L3, H100, n["prompt"]).bound,
+        "2.3": lambda n: sm.weight_bytes(sm.MODELS[n["model"]].parameters, n["bits"]) / 1e9,
+        "2.4": lambda n: sm.ridge_point(sm.CATALOG[n["ridge_gpu"]].peak_flops * n["ridge_compute"] / 100,
+                                        sm.CATALOG[n["ridge_gpu"]].memory_bandwidth * n["ridge_memory"] / 100),
+        "2.5": lambda n: sm.decode_step(L3, H100, weight_bits=n["decode_bits"]).cost.intensity,
+        "2.6": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["turn_gpu"]], _prompts(), assumptions=_reached(
+            n["turn_compute"], n["turn_memory"])).timing.compute_bound, _prompts()),
+        "2.7": lambda n: sm.prefill(L3, sm.CATALOG["l40s"], n["pace_prompt"], weight_bits=8).bound,
+    },
+    "lesson-1-part-3": {
+        "3.1": lambda n: 1 / sm.decode_step(L3, H100, weight_bits=n["bits"]).time,
+        "3.2": lambda n: sm.prefill(L3, H100, n["prompt"]).time * 1e3,
+        "3.3": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["gpu"]]).time,
+        "3.4": lambda n: sm.decode_step(sm.MODELS["llama-3-70b"], sm.CATALOG[n["big_gpu"]]).time * 1e3,
+        "3.5": lambda n: sm.request(L3, H100, n["request_prompt"], n["request_reply"]).total_time,
+        "3.6": _cheapest,
+    },
+    "lesson-1-part-4": {
+        "4.1": lambda n: sm.batching(L3, H100, n["users"]).cost_per_million_tokens,
+        "4.2": lambda n: sm.batching(L3, H100, n["users"]).tokens_per_hour,
+        "4.3": lambda n: sm.batching(L3, sm.CATALOG[n["gpu"]], n["gpu_users"]).cost_per_million_tokens,
+        "4.4": lambda n: sm.batching(L3, H100, n["bits_users"], weight_bits=n["bits"]).cost_per_million_tokens,
+        "4.5": lambda n: _first(sm.batching(L3, H100, np.arange(1, 2001)).cost_per_million_tokens <= n["target"],
+                                np.arange(1, 2001)),
+        "4.6": lambda n: _first(sm.decode_step(L3, sm.CATALOG[n["flip_gpu"]], batch=np.arange(1, 4001), assumptions=_reached(
+            n["flip_compute"], n["flip_memory"])).timing.compute_bound, np.arange(1, 4001)),
+        "4.7": lambda n: sm.batching(L3, H100, n["plate_users"], cached_tokens=n["plate_cache"],
+                                     assumptions=sm.PLATE).cost_per_million_tokens,
+    },
+    "plate-xxiii-1": {
+        "1": lambda n: sm.decode_step(L3, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["cache"], batch=n["users"],
+                                      assumptions=sm.PLATE).time * 1e3,
+        "2": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["cache"], batch=n["users"],
+                                          assumptions=sm.PLATE).time,
+        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["plate_gpu"]], n["prompt"], assumptions=sm.PLATE).time_per_token * 1e3,
+        "4": lambda n: sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).time * 1e3,
+        "5": _cache_share,
+        "6": lambda n: math.ceil(sm.weight_bytes(L31.parameters, n["weight_bits"])
+                                 / L31.kv_bytes_per_token(n["kv_bits"])),
+        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), assumptions=sm.PLATE)
+                              .timing.compute_bound, _prompts()),
+    },
+}
+
+
+def _without_against_with(n):
+    steps = cache.decode_with_and_without_cache(L3, np.arange(n["prompt"], n["last"] + 1))
+    return steps.without_cache.flops.sum() / steps.with_cache.flops.sum()
+
+
+def _room_gb(card, **options):
+    """Decimal gigabytes left for caches beside Llama 3 8B's weights on ``card`` (problem 3.2 and its slips)."""
+    budget = fit(L3, card, **options)
+    return (budget.usable_bytes - budget.weight_bytes) / 1e9
+
+
+def _room(n):
+    return _room_gb(sm.CATALOG[n["room_gpu"]])
+
+
+def _full(n):
+    users = max_batch(L3, H100, n["full_context"])
+    return cache.cached_decode(L3, H100, users, n["full_context"]).cost_per_million_tokens
+
+
+ANSWERS.update({
+    "lesson-2-part-1": {
+        "1.1": lambda n: cache.decode_with_and_without_cache(L3, n["context"]).flops_saved,
+        "1.2": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).without_cache.flops,
+        "1.3": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).with_cache.flops,
+        "1.4": lambda n: cache.time_with_and_without_cache(L3, sm.CATALOG[n["gpu"]], n["clock_context"])
+        .without_cache.time * 1e3,
+        "1.5": _without_against_with,
+    },
+    "lesson-2-part-2": {
+        "2.1": lambda n: kv_cache_bytes(sm.MODELS[n["small"]], 1, kv_bits=n["small_bits"]),
+        "2.2": lambda n: kv_cache_bytes(sm.MODELS[n["large"]], 1, kv_bits=n["large_bits"]),
+        "2.3": lambda n: kv_cache_bytes(sm.MODELS["llama-2-7b"], n["mha_context"]) / 1e9,
+        "2.4": lambda n: sm.weight_bytes(sm.MODELS[n["outweigh"]].parameters, n["outweigh_bits"])
+        / kv_cache_bytes(sm.MODELS[n["outweigh"]], 1, kv_bits=n["outweigh_kv_bits"]),
+        "2.5": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "2.6": lambda n: kv_cache_bytes(L31, n["long_context"], kv_bits=n["long_bits"]) / 1e9,
+    },
+    "lesson-2-part-3": {
+        "3.1": lambda n: max_batch(L3, H100, n["bits_context"], kv_bits=n["bits"]),
+        "3.2": _room,
+        "3.3": lambda n: max_batch(L3, sm.CATALOG[n["fit_gpu"]], n["context"]),
+        "3.4": lambda n: max_batch(sm.MODELS[n["window_model"]], sm.CATALOG[n["window_gpu"]],
+                                   sm.MODELS[n["window_model"]].context_window),
+        "3.5": lambda n: kv_cache_bytes(L3, n["users_context"], batch=n["users"]) / 1e9,
+        "3.6": lambda n: max_batch(L3, sm.CATALOG[n["big_gpu"]], n["big_context"]),
+    },
+    "lesson-2-part-4": {
+        "4.1": lambda n: cache.cached_decode(L3, H100, n["users"], n["context"]).cost_per_million_tokens,
+        "4.2": lambda n: cache.cached_decode(L3, H100, n["step_users"], n["step_context"]).step_time * 1e3,
+        "4.3": lambda n: cache.cached_decode(L3, H100, n["many"], n["many_context"]).tokens_per_second_per_user,
+        "4.4": lambda n: cache.cache_matches_weights_batch(L3, n["match_context"]),
+        "4.5": lambda n: cache.cheapest_cost_per_million(L3, H100, n["floor_context"]),
+        "4.6": _full,
+    },
+    "plate-xxiii-2": {
+        "1": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "2": lambda n: max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
+        "3": lambda n: cache.cache_matches_weights_batch(sm.MODELS["deepseek-v2-lite"], n["lite_context"]),
+        "4": lambda n: max_batch(L3, H100, n["reserve_context"], reserve=n["reserve"]),
+        "5": lambda n: max_batch(L31, H100, n["bits_context"], kv_bits=n["bits"]),
+    },
+})
+
+
+# -- Lesson 3: the simulator's answers, each run once for all the students who share its settings --------
+@lru_cache(maxsize=None)
+def _server(gpu_key="h100-sxm", **settings):
+    return Server(L3, sm.CATALOG[gpu_key], **settings)
+
+
+@lru_cache(maxsize=None)
+def _users(gpu_key, memory, prompt, reply):
+    """How many users of these lengths fit at their longest: as many as the cache has blocks, at most."""
+    many = _server(gpu_key).cache_blocks + 1
+    return users_that_fit(_server(gpu_key, memory=memory), np.full(many, prompt), np.full(many, reply))
+
+
+@lru_cache(maxsize=None)
+def _stall(prompt, budget):
+    return load.prefill_stall(prompt, budget)
+
+
+@lru_cache(maxsize=None)
+def _alone(prompt, reply):
+    return simulate(_server(policy="static"), workload([0.0], [prompt], [reply]))
+
+
+@lru_cache(maxsize=None)
+def _joined(a_prompt, a_reply, b_prompt):
+    return simulate(_server(), workload([0.0, 0.001], [a_prompt, b_prompt], [a_reply, 5]))
+
+
+@lru_cache(maxsize=None)
+def _chunk_steps(budget, prompt):
+    run = simulate(_server(policy="chunked", step_tokens=budget), workload([0.0, 0.0], [1, prompt], [2000, 1]))
+    return int(np.searchsorted(run.step_end, run.first_token[1])) + 1
+
+
+@lru_cache(maxsize=None)
+def _figures(rate, policy):
+    return load.figures(load.run(rate, policy=policy), rate)
+
+
+def _capacity(n, rate, ttft="good_ttft", tpot="good_tpot"):
+    return load.capacity(rate, ttft=n[ttft], tpot=n[tpot])
+
+
+@lru_cache(maxsize=None)
+def _curve(policy):
+    return load.load_curve(policy)
+
+
+def _line_reaches(rates, values, limit):
+    """Where the line through (rate, value), straight between the plate's rates, first reaches ``limit``."""
+    at = int(np.argmax(values >= limit))
+    if at == 0 or values[at] < limit:
+        raise ValueError(f"the line does not rise through {limit} between two of the plate's rates")
+    return float(np.interp(limit, values[at - 1:at + 1], rates[at - 1:at + 1]))
+
+
+ANSWERS.update({
+    "lesson-3-part-1": {
+        "1.1": lambda n: 100 * (n["prompt"] + n["reply"]) / int(
+            _server(memory="reserved", max_reply_tokens=n["cap"]).reservation(n["prompt"])),
+        "1.2": lambda n: int(_server().blocks(n["tokens"])),
+        "1.3": lambda n: int(_server().blocks(n["tokens"])) * _server().block_tokens - n["tokens"],
+        "1.4": lambda n: _server(n["gpu"]).cache_blocks,
+        "1.5": lambda n: _users(n["gpu"], "reserved", 161, 338),
+        "1.6": lambda n: _users(n["gpu"], "paged", n["prompt"], n["reply"]),
+    },
+    "lesson-3-part-2": {
+        "2.1": lambda n: _figures(n["rate"], "static").ttft_p99,
+        "2.2": lambda n: _alone(n["a_prompt"], n["a_reply"]).finish[0] * 1e3,
+        "2.3": lambda n: _joined(n["a_prompt"], n["a_reply"], n["b_prompt"]).first_token[1] * 1e3,
+        "2.4": lambda n: _figures(n["median_rate"], "continuous").tbt_p99 * 1e3,
+        "2.5": lambda n: _figures(n["static_rate"], "static").tokens_per_second,
+    },
+    "lesson-3-part-3": {
+        "3.1": lambda n: _stall(n["prompt"], n["budget"]).chunked_gap * 1e3,
+        "3.2": lambda n: _chunk_steps(n["steps_budget"], n["steps_prompt"]),
+        "3.3": lambda n: _stall(n["whole_prompt"], 512).whole_gap * 1e3,
+        "3.4": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / 1e6,
+        "3.5": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / load.SWAP_BANDWIDTH * 1e3,
+    },
+    "lesson-3-part-4": {
+        "4.1": lambda n: _capacity(n, n["rate"], "ttft", "tpot").gpus,
+        "4.2": lambda n: _capacity(n, 100).goodput.rate,
+        "4.3": lambda n: _capacity(n, n["many"]).gpus,
+        "4.4": lambda n: _capacity(n, 100).goodput.cost_per_million_tokens(n["price"]),
+        "4.5": lambda n: _figures(n["knee_rate"], "continuous").ttft_p99,
+    },
+    "plate-xxiii-4": {
+        "1": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").ttft_p99, n["ttft_limit"] / 1e3),
+        "2": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").tbt_p99, n["tbt_limit"] / 1e3),
+        "3": lambda n: _figures(n["chunked_rate"], "chunked").tokens_per_second,
+        "4": lambda n: _figures(n["static_rate"], "static").ttft_p99,
+        "5": lambda n: _figures(n["ratio_rate"], "continuous").tbt_p99 / _figures(n["ratio_rate"], "chunked").tbt_p99,
+    },
+})
+
+
+
+
+_READS: dict = {}
+_KEPT: dict = {}
+
+
+class _Reading(dict):
+    """A student's numbers that note which of them an answer reads."""
+
+    def __init__(self, numbers, read):
+        super().__init__(numbers)
+        self.read = read
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def answer(notebook: str, label: str, numbers: dict):
+    """``ANSWERS[notebook][label](numbers)`` as a float (or a word), computed once for each distinct set of the
+    numbers it reads (an answer reads a few: a class shares its runs of the simulator)."""
+    read = _READS.setdefault((notebook, label), set())
+    key = (notebook, label, tuple(sorted((name, repr(numbers[name])) for name in read)))
+    if read and key in _KEPT:
+        return _KEPT[key]
+    value = ANSWERS[notebook][label](_Reading(numbers, read))
+    value = value if isinstance(value, str) else float(value)
+    _KEPT[(notebook, label, tuple(sorted((name, repr(numbers[name])) for name in read)))] = value
+    return value

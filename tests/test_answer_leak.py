@@ -1,0 +1,298 @@
+"""No problem can be answered by reading the pages: every practice problem and 1,000 students' graded ones.
+
+For each problem of each problem notebook (``solutions/``), practice and graded, the expected answer is
+compared with every figure a reader sees on the pages of the same lesson and its plate (its parts, its
+wrap-up and index, the plate, the course's front page: prose with every glued value in place, printed
+output, tables, the quiz, each chart's readouts at its first setting) and with the figures of the same
+notebook above the problem. A figure gives an answer away when a student who typed it would be marked
+right (the check's tolerance, in the problem's units or converted, as ms for s), when it is the answer
+rounded to 2 or 3 significant figures, or when the answer is one division, product, sum or difference
+away from two figures of one page in the same units.
+
+A page's visible text is computed here, not read from the built site: each page's code runs as the
+book runs it (glue calls captured, printed and displayed output kept, cells tagged ``remove-output``
+or ``remove-cell`` dropped, solution and quiz dropdowns left folded), and is kept on disk under
+``SERVINGMATH_RESULTS`` (as the package keeps its simulations), filed under a digest of the page and
+the package, so a run after the first reads it back.
+
+Graded answers depend on a few of a student's drawn numbers: each problem's answer is computed once for
+each distinct set of the numbers it reads (found by recording which ones it reads), not once a student.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import jupytext
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from servingmath import answers, variants  # noqa: E402
+
+from pages_seen import (  # noqa: E402
+    FRONT_PAGE, LESSON_PAGES, _above, lesson_of, notebook_parts, page_text, practice_checks, visible)
+
+NOTEBOOKS = sorted(path.stem for path in (ROOT / "solutions").glob("*.md"))
+STUDENTS = [f"S{number:05d}" for number in range(1000)]
+
+
+# -- figures: the package's reading of a page (servingmath.leaks) --------------------------------------
+from servingmath.leaks import NUMBER, UNIT, Printed, answer_unit, figures  # noqa: E402
+
+
+@lru_cache(maxsize=None)
+def lesson_printed(lesson: str) -> Printed:
+    pages = LESSON_PAGES[lesson] + [ROOT / FRONT_PAGE]
+    return Printed({str(page.relative_to(ROOT)): page_text(page) for page in pages})
+
+
+@lru_cache(maxsize=None)
+def above_printed(notebook: str, label: str) -> Printed:
+    """The figures of the notebook above ``label`` outside its templated statements (the same for every student)."""
+    text = "\n".join(_above(notebook, label))
+    if notebook in variants.TEMPLATES:
+        practice = variants.practice(notebook)
+        for other in variants.TEMPLATES[notebook].statements:
+            text = text.replace(variants.fill(notebook, other, practice), "\n")
+    return Printed({"the notebook": text})
+
+
+def statements_above(notebook: str, label: str, numbers: dict) -> str:
+    """The statements of the problems above ``label``, with these numbers."""
+    statements = variants.TEMPLATES[notebook].statements
+    shown = {part_label for part_label, _ in notebook_parts(notebook)[:len(_above(notebook, label))]}
+    placed = {key: variants._placed(value) for key, value in numbers.items()}
+    return "\n".join(statements[other].format_map(placed) for other in statements if other in shown and other != label)
+
+
+
+
+@lru_cache(maxsize=None)
+def on_pages(lesson: str, answer: float, rel: float, unit: str) -> tuple[str, ...]:
+    pages = lesson_printed(lesson)
+    return tuple(pages.direct(answer, rel, unit) + pages.one_step(answer, rel, unit))
+
+
+def leaks(notebook: str, label: str, answer, rel: float, unit: str, statements: str | None = None) -> list[str]:
+    """Where ``answer`` is given away: the lesson's pages (alone or one step away), or the notebook above
+    (its fixed text, and the statements above with the student's numbers where ``statements`` is given)."""
+    if isinstance(answer, str) or isinstance(answer, bool):
+        return []
+    found = list(on_pages(lesson_of(notebook), float(answer), rel, unit))
+    notebook_above = [above_printed(notebook, label)]
+    if statements is not None:
+        notebook_above.append(Printed({"the statements above": statements}))
+    elif notebook in variants.TEMPLATES:
+        notebook_above.append(Printed({"the statements above": statements_above(
+            notebook, label, variants.practice(notebook))}))
+    found += [f"above it: {hit}" for printed in notebook_above for hit in printed.direct(answer, rel, unit)]
+    return found
+
+
+# -- graded answers, once for each distinct set of the numbers a problem reads (servingmath.answers) -------
+@lru_cache(maxsize=None)
+def student_numbers(notebook: str, student: str) -> dict:
+    return variants.numbers(notebook, student)
+
+
+def graded_answer(notebook: str, label: str, numbers: dict):
+    return answers.answer(notebook, label, numbers)
+
+
+@lru_cache(maxsize=None)
+def graded_answers(notebook: str, label: str) -> list:
+    return [graded_answer(notebook, label, student_numbers(notebook, student)) for student in STUDENTS]
+
+
+def templated() -> list[tuple[str, str]]:
+    return [(notebook, label) for notebook in NOTEBOOKS if notebook in variants.TEMPLATES
+            for label in variants.TEMPLATES[notebook].statements]
+
+
+def check_of(notebook: str, label: str) -> tuple[object, float, str]:
+    for found, expected, rel, unit in practice_checks(notebook):
+        if found == label:
+            return expected, rel, unit
+    raise KeyError(f"{notebook} has no check labelled {label!r}")
+
+
+# What is still short of the rule, listed so that it shows and cannot grow unseen: each is an expected failure,
+# and strict, so a case that comes to pass fails until it is taken off the list. A notebook whose graded draws
+# still land on figures the pages print (no clean draw among ``variants.DRAWS``: one of its problems has a few
+# answers, most of them printed or the practice's) ...
+GRADED_STILL_GIVEN_AWAY = {
+    'lesson-1-part-2', 'lesson-1-part-3', 'lesson-1-part-4', 'lesson-2-part-3',
+    'lesson-2-part-4', 'lesson-3-part-1', 'lesson-3-part-2', 'lesson-3-part-3',
+    'lesson-3-part-4', 'plate-xxiii-1', 'plate-xxiii-2', 'plate-xxiii-4',
+}
+# ... and problems whose answers take too few values (a count, a choice of GPU, model or bits) for two students
+# to share one in under 5 % of pairs, or that a clean draw cannot yet keep off the practice's answer.
+VARIETY_STILL_SHORT = {
+    ('lesson-1-part-1', '1.3'), ('lesson-1-part-2', '2.3'), ('lesson-1-part-2', '2.5'), ('lesson-1-part-3', '3.1'),
+    ('lesson-1-part-3', '3.3'), ('lesson-1-part-3', '3.4'), ('lesson-1-part-3', '3.5'), ('lesson-1-part-4', '4.1'), ('lesson-1-part-4', '4.2'),
+    ('lesson-1-part-4', '4.4'), ('lesson-1-part-4', '4.5'), ('lesson-2-part-1', '1.2'), ('lesson-2-part-1', '1.3'), ('lesson-2-part-2', '2.1'),
+    ('lesson-2-part-2', '2.2'), ('lesson-2-part-2', '2.4'), ('lesson-2-part-2', '2.5'), ('lesson-2-part-3', '3.2'), ('lesson-2-part-3', '3.4'),
+    ('lesson-3-part-1', '1.3'), ('lesson-3-part-1', '1.4'), ('lesson-3-part-1', '1.5'), ('lesson-3-part-2', '2.1'), ('lesson-3-part-2', '2.2'),
+    ('lesson-3-part-2', '2.4'), ('lesson-3-part-2', '2.5'), ('lesson-3-part-3', '3.1'), ('lesson-3-part-3', '3.2'), ('lesson-3-part-4', '4.1'),
+    ('lesson-3-part-4', '4.2'), ('lesson-3-part-4', '4.4'), ('plate-xxiii-1', '3'), ('plate-xxiii-1', '4'), ('plate-xxiii-1', '6'),
+    ('plate-xxiii-1', '7'), ('plate-xxiii-2', '1'), ('plate-xxiii-4', '3'), ('plate-xxiii-4', '4'), ('plate-xxiii-4', '5'),
+}
+
+
+def _known(items, short, reason):
+    return [pytest.param(*item if isinstance(item, tuple) else (item,),
+                         marks=pytest.mark.xfail(strict=True, reason=reason)) if item in short else item
+            for item in items]
+
+
+# -- the tests ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_no_practice_answer_can_be_read_off_the_pages(notebook):
+    found = []
+    for label, expected, rel, unit in practice_checks(notebook):
+        found += [f"Problem {label} ({expected!r} {unit}): {where}" for where in leaks(notebook, label, expected, rel, unit)]
+    assert not found, f"{notebook}: {len(found)} answers given away:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("notebook", _known(sorted(variants.TEMPLATES), GRADED_STILL_GIVEN_AWAY,
+                                            "a problem with few answers, most printed"))
+def test_no_graded_answer_can_be_read_off_the_pages(notebook):
+    """Each of 1,000 students' answers, against the pages and the student's own notebook above the problem."""
+    found = []
+    for label in variants.TEMPLATES[notebook].statements:
+        _, rel, unit = check_of(notebook, label)
+        seen = {}
+        for student, answer in zip(STUDENTS, graded_answers(notebook, label)):
+            text = statements_above(notebook, label, student_numbers(notebook, student))
+            key = (answer, text)
+            if key in seen:
+                continue
+            seen[key] = leaks(notebook, label, answer, rel, unit, text)
+            found += [f"Problem {label}, student {student} ({answer!r} {unit}): {where}" for where in seen[key]]
+    assert not found, f"{notebook}: {len(found)} graded answers given away:\n" + "\n".join(found[:40])
+
+
+def _shared_pairs(values: list, rel: float) -> float:
+    """The share of pairs of students whose answers one check would mark right for the other."""
+    count = len(values)
+    if isinstance(values[0], str):
+        _, counts = np.unique(values, return_counts=True)
+        return float((counts * (counts - 1)).sum() / (count * (count - 1)))
+    ordered = np.sort(np.asarray(values, dtype=float))
+    tolerance = max(rel, 1e-9) * np.abs(ordered)
+    upper = np.searchsorted(ordered, ordered + tolerance, side="right")
+    lower = np.searchsorted(ordered, ordered - tolerance, side="left")
+    return float(((upper - lower - 1).sum()) / (count * (count - 1)))
+
+
+# Answers that are one of a few words (which bound sets the pace; the cheapest GPU): two students share one
+# as often as the words are few. Every numeric answer is held to the rule.
+WORD_ANSWERS = {("lesson-1-part-2", "2.2"), ("lesson-1-part-2", "2.7"), ("lesson-1-part-3", "3.6")}
+
+
+@pytest.mark.parametrize("notebook, label", _known(templated(), VARIETY_STILL_SHORT, "too few distinct answers"))
+def test_every_graded_variant_changes_the_answer(notebook, label):
+    practice, rel, _ = check_of(notebook, label)
+    answers = graded_answers(notebook, label)
+    if (notebook, label) in WORD_ANSWERS:
+        assert isinstance(practice, str) and len(set(answers)) >= 2, (notebook, label, set(answers))
+        return
+    tolerance = max(rel, 1e-9)
+    same = [student for student, answer in zip(STUDENTS, answers)
+            if abs(answer - float(practice)) <= tolerance * abs(float(practice))]
+    assert not same, (f"{notebook} Problem {label}: {len(same)} of {len(STUDENTS)} students' answers equal the "
+                      f"practice answer {practice!r} (within the check's tolerance), such as {same[:5]}")
+    shared = _shared_pairs(answers, rel)
+    assert shared <= 0.05, (f"{notebook} Problem {label}: two students share an answer in {shared:.1%} of pairs "
+                            f"({len(set(answers))} distinct answers)")
+
+
+def _quiz_figures(text: str) -> list[tuple[float, str]]:
+    return [(value, UNIT.match(text, match.end()).group(1) if UNIT.match(text, match.end()) else "")
+            for match in NUMBER.finditer(text)
+            for value in [float((match.group(2) + (match.group(3) or "")).replace(",", ""))]]
+
+
+QUIZ_PAGES = {"LESSON_1_QUESTIONS": "chapters/lesson-1/wrap-up.md", "LESSON_2_QUESTIONS": "chapters/lesson-2/wrap-up.md",
+              "LESSON_3_QUESTIONS": "chapters/lesson-3/wrap-up.md"}
+
+
+@pytest.mark.parametrize("questions", sorted(QUIZ_PAGES))
+def test_no_quiz_answer_is_printed_above_its_quiz(questions):
+    """The figures a quiz's right answer quotes, in the units its question speaks of (not the figures it gives),
+    are not on its page above it."""
+    from servingmath import quiz
+
+    text = page_text(ROOT / QUIZ_PAGES[questions])
+    asked = getattr(quiz, questions)
+    start = text.find(asked[0].prompt.split("{")[0][:60])
+    assert start > 0, f"the quiz {questions} is not found on {QUIZ_PAGES[questions]}"
+    printed = Printed({QUIZ_PAGES[questions]: text[:start]})
+    found = []
+    for number, question in enumerate(asked, start=1):
+        given = {value for value, _ in _quiz_figures(question.prompt)}
+        kinds = {answer_unit(unit)[0] for _, unit in _quiz_figures(question.prompt) if unit} - {None}
+        for value, unit in _quiz_figures(question.answer(question.correct).message):
+            # The right answer's figure: one of the kind the question asks about, not one it gives.
+            if value not in given and value != 0 and answer_unit(unit)[0] in kinds:
+                found += [f"question {number} ({value:g} {unit}): {where}"
+                          for where in printed.direct(value, 0.02, unit) + printed.one_step(value, 0.02, unit)]
+    assert not found, f"{questions}: answers printed above the quiz:\n" + "\n".join(found)
+
+
+def test_the_package_reads_the_pages_as_they_are_now():
+    """``servingmath.variants`` keeps draws off what ``data/leaks.yaml`` holds: the pages as seen today, each
+    problem's check (``python scripts/pages_seen.py``, run by ``make exercises``, writes it)."""
+    import pages_seen
+
+    assert pages_seen.DATA.read_text(encoding="utf-8") == pages_seen.text(), (
+        "src/servingmath/data/leaks.yaml is out of date: run make exercises")
+
+
+def test_a_draw_that_gives_an_answer_away_is_drawn_again():
+    """The practice's own numbers give every numeric answer away (they are the practice's answers); a student's
+    draw gives none away, or the fewest of all its draws."""
+    for notebook in variants.TEMPLATES:
+        practice = variants.practice(notebook)
+        numeric = [label for label in variants.TEMPLATES[notebook].statements
+                   if not isinstance(answers.answer(notebook, label, practice), str)]
+        assert [found.split(":")[0] for found in variants.given_away(notebook, practice)] == numeric, notebook
+
+
+# -- the test sees what it must -------------------------------------------------------------------------
+def test_figures_are_read_with_their_units():
+    assert [(value, kind) for value, kind, *_ in figures("at 60, 1.02 s; $0.047 a million; 3,180 tokens/s")] == \
+        [(60.0, None), (1.02, "time"), (0.047, "money"), (3180.0, "token rate")]
+    assert [value for value, *_ in figures("S1001 h100-sxm 10⁹ 12.5x 2.039")] == [2.039]
+
+
+def test_a_printed_answer_is_found_in_every_form_the_check_takes():
+    printed = Printed({"page": "p99 1.02 s at 60 req/s; 14.2 ms against 27.4 ms; 12 users; 52.6 requests a second"})
+    assert printed.direct(1.0213, 0.02, "seconds") and printed.direct(1020.0, 0.02, "ms")
+    assert printed.direct(52.61, 0.02, "requests a second") and not printed.direct(53.9, 0.02, "requests a second")
+    assert printed.direct(12.04, 0.0, "users") and not printed.direct(13, 0.0, "users")
+    assert printed.direct(52.58, 0.0, "") and not printed.direct(11.97, 0.0, "")   # bare: 3 figures at least
+    assert printed.one_step(27.4 / 14.2, 0.02, "times") and printed.direct(1 / 0.0142, 0.02, "tokens a second")
+    assert Printed({"page": "the ridge: 153"}).direct(154, 0.0, "users")      # a count rounded up
+    assert printed.one_step(27.4 - 14.2, 0.02, "ms") and not printed.one_step(27.4 - 14.2, 0.02, "tokens")
+    assert not printed.one_step(27.4 - 14.2 + 0.2, 0.02, "ms")     # past the figures' rounding
+
+
+def test_a_page_shows_its_glue_its_output_and_not_its_folded_answers():
+    text = page_text(ROOT / "chapters/lesson-2/wrap-up.md")
+    assert "{glue" not in text and "62 users fit" in text            # the script's output
+    assert "Answer to question 3" not in text                          # the quiz's dropdowns stay folded
+    front = page_text(ROOT / FRONT_PAGE)
+    assert "ridge" in front
+
+
+def test_shared_pairs_counts_pairs_within_the_tolerance():
+    assert _shared_pairs([1.0, 1.0, 2.0, 3.0], 0.0) == pytest.approx(2 / 12)
+    assert _shared_pairs(["a", "a", "b"], 0.0) == pytest.approx(2 / 6)
+    assert _shared_pairs([100.0, 101.0, 200.0], 0.02) == pytest.approx(2 / 6)
