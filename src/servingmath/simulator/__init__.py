@@ -88,7 +88,7 @@ from .server import (BLOCK_TOKENS, CHUNK_TOKENS, CLOCKS, ENGINE, MAX_RUNNING, ME
 
 
 def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
-    """Serve ``work`` on ``server`` and record every step and every request (see the module's docstring).
+    """Serve ``work`` on ``server`` and record every step and every request (see the package's docstring).
     With ``concurrency``, at most that many requests are in flight, each sent when one finishes (or at
     its own time, if later) and timed from when it is sent, as ``--max-concurrency`` does."""
     _check.instance("server", server, Server)
@@ -97,8 +97,11 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
         concurrency = _whole("concurrency", concurrency, 1)
     work.check_window(server.model)
     clock = StepClock(server)
-    client = _Client(work, concurrency, server.request_time) if concurrency is not None or server.request_time else None
-    scheduler = SCHEDULERS[server.policy](server, work, work.arrival.tolist() if client is None else client.entry, client)
+    client = None
+    if concurrency is not None or server.request_time:
+        client = _Client(work, concurrency, server.request_time)
+    arrival = work.arrival.tolist() if client is None else client.entry   # when each request reaches the engine
+    scheduler = SCHEDULERS[server.policy](server, work, arrival, client)
     log = StepLog()
     step, now = 0, 0.0
     while scheduler.done < len(work):
@@ -106,11 +109,11 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
         if scheduler.idle:
             now = scheduler.next_arrival
             continue
-        if clock.linear and scheduler.only_decoding:
+        if clock.linear and scheduler.only_decoding:   # most steps: next tokens only, till something changes
             step, now, blocked = _decode_steps(scheduler, clock, log, step, now)
             if not blocked:
                 continue
-        batch = scheduler.schedule(step)
+        batch = scheduler.schedule(step)                # who runs, preempting for room where needed
         decoding = scheduler.decoding
         tokens = decoding.users + sum(piece[1] for piece in batch.pieces)
         if tokens == 0:
@@ -121,7 +124,7 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
             continue
         seconds = clock.step(tokens, decoding.users, decoding.cached, lambda: decoding.caches(step), batch.pieces,
                              clock.copy_time(batch.copies, server.swap_bandwidth), server.mixed_steps)
-        now += seconds
+        now += seconds                                  # the step runs
         log.step(now, seconds, decoding.users - len(batch.resumed), tokens)
         scheduler.postprocess(batch, step, now)
         log.memory(scheduler.blocks.held_tokens(), decoding.cached + scheduler.pre_cached)

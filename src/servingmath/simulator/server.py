@@ -47,7 +47,7 @@ def _whole(name, value, minimum):
 
 @dataclass(frozen=True)
 class Server:
-    """A model on one GPU, and the engine's rules for sharing it (see the module's docstring)."""
+    """A model on one GPU, and the engine's rules for sharing it (see ``servingmath.simulator``'s docstring)."""
 
     model: Model
     gpu: GPU
