@@ -64,6 +64,10 @@ class BlockManager:
         if self.paged:
             self.per_step[offset % self.block_tokens] += change
 
+    def grows(self, r: Request, step):
+        """Whether decoding ``r``'s cache takes a new block in ``step``."""
+        return (r.start_step - r.start_len) % self.block_tokens == step % self.block_tokens
+
     def due(self, step):
         """New blocks the users decoding need for ``step``."""
         return self.per_step[step % self.block_tokens] if self.paged else 0

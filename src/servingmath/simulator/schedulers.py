@@ -40,6 +40,7 @@ class Batch:
         self.resumed = set()
 
     def add(self, i, new, cached):
+        """Request ``i`` reads ``new`` tokens of its prompt over ``cached`` ones."""
         self.pieces.append((i, new, cached))
         self.budget -= new
 
@@ -67,6 +68,7 @@ class Scheduler:
 
     @property
     def next_arrival(self):
+        """When the next request not yet queued reaches the engine (infinite when none is left)."""
         return self.arrival[self.arrived] if self.arrived < len(self.arrival) else math.inf
 
     def take_arrivals(self, now):
@@ -77,6 +79,7 @@ class Scheduler:
 
     @property
     def idle(self):
+        """Whether the engine has nothing to do till the next arrival."""
         return not self.decoding.users and not self.prefilling and not self.waiting
 
     @property
@@ -108,9 +111,11 @@ class Scheduler:
                 self.first_piece(r, batch)
 
     def fits(self, r: Request, blocks, batch: Batch):
+        """Whether ``r``, taking ``blocks``, is admitted to this step (else admission stops: first come first served)."""
         return self.blocks.fits(blocks, self.running)
 
     def first_piece(self, r: Request, batch: Batch):
+        """The piece of ``r``'s prompt its first step carries: all of it."""
         batch.add(r.index, r.need_tokens, 0)
 
     def swap_in(self, r: Request, batch: Batch, step):
@@ -132,12 +137,14 @@ class Scheduler:
                 r = self.requests[i]
                 if r.version == version and r.state in (PREFILLING, DECODING):
                     break
-            if r.state == DECODING and (r.start_step - r.start_len) % blocks.block_tokens == step % blocks.block_tokens:
+            if r.state == DECODING and blocks.grows(r, step):
                 need -= 1           # its block for this step is no longer needed
             self.preempt(r, batch, step)
         blocks.free -= need
 
     def preempt(self, r: Request, batch: Batch, step):
+        """Free ``r``'s blocks and queue it first: to be prefilled again with its reply so far (recompute),
+        or to come back from the host as it was (swap)."""
         r.preemptions += 1
         batch.resumed.discard(r.index)
         r.version += 1
@@ -202,6 +209,7 @@ class Scheduler:
             self.finish(r, self.blocks.held_by(r, length), step, now)
 
     def finish(self, r: Request, blocks, step, now):
+        """``r`` wrote its last token in ``step``, holding ``blocks``."""
         r.finish, r.state = now, FINISHED
         self.release(blocks)
         r.held = 0
@@ -211,6 +219,7 @@ class Scheduler:
             self.client.finished(now)
 
     def release(self, blocks):
+        """A finished request's blocks and place are free at once."""
         self.blocks.free += blocks
         self.running -= 1
 
@@ -221,7 +230,9 @@ class Static(Scheduler):
     done early keeps its place and its memory till the batch ends; no one joins and no one is preempted
     mid-batch. So that no one need be, under paged memory the batch takes only requests whose whole
     conversations fit the free memory (each reply's length known in advance, as the vLLM paper's Orca
-    (Oracle) knows it); under reserved memory, their reservations."""
+    (Oracle) knows it); under reserved memory, their reservations. Its empty places cost no arithmetic
+    here, and each token is timed as it is made, as if streamed (Orca's systems returned a request only
+    when its batch ended)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -230,6 +241,7 @@ class Static(Scheduler):
         self.promised = self.room = 0
 
     def schedule(self, step) -> Batch:
+        """The batch's next step; a new batch, when the last is over."""
         batch = Batch(math.inf)
         if not self.decoding.users and not self.prefilling:
             # The batch is over: its users leave and their memory is free for the next one.
@@ -242,6 +254,7 @@ class Static(Scheduler):
         return batch
 
     def fits(self, r: Request, blocks, batch: Batch):
+        """Under paged memory, whether ``r``'s whole conversation fits beside those promised room already."""
         if not self.blocks.paged:
             return super().fits(r, blocks, batch)
         whole = self.blocks.of(r.prompt + r.reply)   # room for the whole conversation
@@ -251,9 +264,11 @@ class Static(Scheduler):
         return True
 
     def preempt(self, r: Request, batch: Batch, step):
+        """Never: a static batch was admitted with room for every conversation in it."""
         raise AssertionError("a static batch outgrew the memory it was admitted to")
 
     def release(self, blocks):
+        """A finished request's blocks and place are kept till its batch ends."""
         self.kept_blocks += blocks
         self.kept_places += 1
 
@@ -265,12 +280,14 @@ class Continuous(Scheduler):
     window, so that any prompt fits a step alone)."""
 
     def schedule(self, step) -> Batch:
+        """Everyone's next token, and whole prompts joining as places, memory and the budget allow."""
         batch = Batch(self.budget_cap)
         self.admit(batch, step)
         self.make_room(batch, step)
         return batch
 
     def fits(self, r: Request, blocks, batch: Batch):
+        """As every policy, and a prompt after the step's first only where the budget holds it whole."""
         if batch.pieces and r.state != SWAPPED and r.need_tokens > batch.budget:
             return False
         return super().fits(r, blocks, batch)
@@ -284,6 +301,7 @@ class Chunked(Scheduler):
     chunks = True
 
     def schedule(self, step) -> Batch:
+        """Everyone's next token, then the prompts begun, then new ones, till the budget is spent."""
         batch = Batch(self.budget_cap - self.decoding.users)
         for i in self.prefilling:
             if batch.budget <= 0:
@@ -295,10 +313,12 @@ class Chunked(Scheduler):
         return batch
 
     def first_piece(self, r: Request, batch: Batch):
+        """As much of ``r``'s prompt as the budget leaves room for; the rest in the steps after."""
         self.prefilling.append(r.index)
         batch.add(r.index, min(batch.budget, r.need_tokens), 0)
 
     def swap_in(self, r: Request, batch: Batch, step):
+        """As every policy, its next token counted in the budget."""
         super().swap_in(r, batch, step)
         batch.budget -= 1
 
