@@ -1,0 +1,232 @@
+"""A step's time: the package's pass model read through tables built once for a server."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check
+from ..memory import kv_cache_bytes, weight_bytes
+from ..passes import attention_flops, forward_pass, linear_flops
+from ..roofline import pass_time
+from .server import Server
+
+
+class StepClock:
+    """The time of one step, read from the package's pass model through tables built once.
+
+    A step carries, for each user, some new tokens over that user's cache. Its FLOPs are
+    2 × active parameters for each token (``passes.linear_flops``) plus each user's
+    attention (``passes.attention_flops``); its bytes are the weights, read once
+    (``memory.weight_bytes`` of ``Model.parameters_read``), plus each user's cache read
+    (``memory.kv_cache_bytes``) and the new tokens' keys and values written. The tables
+    hold those functions' values for every cache length up to the model's window; the
+    step's time is ``roofline.pass_time`` of the sums.
+    """
+
+    def __init__(self, server: Server):
+        _check.instance("server", server, Server)
+        model, gpu, assumptions = server.model, server.gpu, server.assumptions
+        self.server = server
+        window = server.window
+        lengths = np.arange(window + 1)
+        counted = assumptions.kv_cache
+        self.per_flop = float(pass_time(1.0, 0.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).compute_time)
+        self.per_byte = float(pass_time(0.0, 1.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).memory_time)
+        self.overhead = float(assumptions.overhead)
+        self.flops_per_token = float(linear_flops(model.active_parameters, 1))
+        self.write_per_token = float(model.kv_bytes_per_token(server.kv_bits)) if counted else 0.0
+        self.read = (kv_cache_bytes(model, lengths, 1, server.kv_bits) if counted else np.zeros(window + 1)).astype(float)
+        self.attention_mode = assumptions.attention
+        # Attention of a whole prompt of each length: a piece of n tokens after c cached ones is
+        # A[c + n] − A[c] when counted causally (or not at all), as passes.positions_attended sums it.
+        self.prompt_attention = np.asarray(attention_flops(model, lengths, 0, assumptions.attention), dtype=float) \
+            if assumptions.attention != "none" else np.zeros(window + 1)
+        self.telescopes = assumptions.attention in ("causal", "none")
+        decode_attention = np.diff(self.prompt_attention) if self.telescopes else np.asarray(
+            attention_flops(model, 1, lengths[:-1], assumptions.attention), dtype=float)
+        self.decode_attention = decode_attention
+        # Where each user's decode costs grow in a straight line with the cache (every full-attention
+        # model), a step's sums follow from the number of users and their total cache.
+        c = lengths[:-1].astype(float)
+        self.attention_base = float(decode_attention[0])
+        self.attention_slope = float(decode_attention[1] - decode_attention[0]) if window > 1 else 0.0
+        self.read_slope = float(self.read[1] - self.read[0])
+        self.linear = bool(np.allclose(decode_attention, self.attention_base + self.attention_slope * c, rtol=1e-12, atol=0)
+                           and np.allclose(self.read[:-1], self.read[0] + self.read_slope * c, rtol=1e-12, atol=0)
+                           and self.read[0] == 0)
+        self._weights = {}
+        self._dense = not model.mixture_of_experts
+        # A step timed by its phases (server.clock == "phases"): the matrix products run at
+        # ``linear_peak`` where one is set (8-bit weights on a card with an 8-bit peak).
+        self.phased = server.clock == "phases"
+        self.per_linear_flop = self.per_flop if server.linear_peak is None else \
+            float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time)
+        self.user_time = float(server.user_time)
+        self.launch_time = float(server.launch_time)
+
+    def weights(self, tokens):
+        """Bytes of weights a step of ``tokens`` tokens reads (every weight once, in a dense model)."""
+        key = 1 if self._dense else tokens
+        found = self._weights.get(key)
+        if found is None:
+            model = self.server.model
+            found = float(weight_bytes(model.parameters_read(key), self.server.weight_bits))
+            self._weights[key] = found
+        return found
+
+    def piece(self, new, cached):
+        """(FLOPs of attention, bytes of cache read) for ``new`` prompt tokens after ``cached`` ones."""
+        if self.telescopes:
+            attention = self.prompt_attention[cached + new] - self.prompt_attention[cached]
+        else:
+            attention = float(attention_flops(self.server.model, new, cached, self.attention_mode))
+        return float(attention), float(self.read[cached])
+
+    def time(self, decode_caches=(), pieces=()):
+        """Seconds of one step: a next token for users holding ``decode_caches`` tokens each, and
+        prompt ``pieces`` as (new tokens, cached tokens) pairs."""
+        decode_caches = [int(c) for c in decode_caches]
+        pieces = [(int(n), int(c)) for n, c in pieces]
+        tokens = len(decode_caches) + sum(n for n, _ in pieces)
+        if tokens == 0:
+            raise ValueError("a step must carry at least one token, got none")
+        if self.phased:
+            return sum(self.phases(decode_caches, pieces).values())
+        flops = self.flops_per_token * tokens + sum(self.decode_attention[c] for c in decode_caches)
+        moved = self.weights(tokens) + self.write_per_token * tokens + sum(self.read[c] for c in decode_caches)
+        for n, c in pieces:
+            attention, read = self.piece(n, c)
+            flops += attention
+            moved += read
+        return max(flops * self.per_flop, moved * self.per_byte) + self.overhead
+
+    def phases(self, decode_caches=(), pieces=()):
+        """Seconds of each phase of a step timed as an engine runs it, kernel after kernel (their sum is
+        the step): ``matrix products`` (every token through the weights, the weights read once, the new
+        keys and values written), ``decode attention`` (each running user's next token over its cache,
+        one memory-bound pass), ``prompt attention`` (each prompt piece over itself and its cache), each
+        on its own roofline; ``launch wait`` (time the processor takes to launch the kernels beyond the
+        time they run, where the step is not captured as a CUDA graph); ``fixed`` (the server's
+        ``assumptions.overhead``: the sampler and the step's synchronisation); ``processor`` (the
+        engine's scheduling and input preparation, ``user_time`` for each user in the step)."""
+        decode_caches = [int(c) for c in decode_caches]
+        pieces = [(int(n), int(c)) for n, c in pieces]
+        tokens = len(decode_caches) + sum(n for n, _ in pieces)
+        matrix = max(self.flops_per_token * tokens * self.per_linear_flop,
+                     (self.weights(tokens) + self.write_per_token * tokens) * self.per_byte)
+        decode = max(sum(self.decode_attention[c] for c in decode_caches) * self.per_flop,
+                     sum(self.read[c] for c in decode_caches) * self.per_byte)
+        prompt = 0.0
+        for n, c in pieces:
+            attention, read = self.piece(n, c)
+            prompt += max(attention * self.per_flop, read * self.per_byte)
+        gpu = matrix + decode + prompt
+        return {"matrix products": matrix, "decode attention": decode, "prompt attention": prompt,
+                "launch wait": max(0.0, self.launch_time - gpu), "fixed": self.overhead,
+                "processor": self.user_time * (len(decode_caches) + len(pieces))}
+
+    def check(self, decode_caches=(), pieces=()):
+        """The same step's time straight from ``passes.forward_pass`` and ``roofline.pass_time``."""
+        server = self.server
+        flops = moved = 0.0
+        users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
+        for n, c in users:
+            cost = forward_pass(server.model, n, c, 1, server.weight_bits, server.kv_bits,
+                                attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache)
+            flops += cost.flops
+            moved += cost.bytes - cost.weight_bytes
+        tokens = sum(n for n, _ in users)
+        moved += weight_bytes(server.model.parameters_read(tokens), server.weight_bits)
+        return float(pass_time(flops, moved, server.gpu.peak_flops, server.gpu.memory_bandwidth,
+                               server.assumptions).time)
+
+
+    # -- The simulator's loop reads these: the same arithmetic as ``time`` and ``phases``, from its running sums.
+
+    def decode_only(self, users):
+        """For a model whose decode costs grow in a straight line with the cache (``linear``), the time of
+        a step of ``users`` next tokens and nothing else, as a function of the users' total cache."""
+        per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead
+        slope, read_slope = self.attention_slope, self.read_slope
+        weights_read = self.weights(users) + self.write_per_token * users
+        if self.phased:
+            matrix = max(self.flops_per_token * users * self.per_linear_flop, weights_read * per_byte)
+            attention_fixed = self.attention_base * users * per_flop
+            launch, fixed = self.launch_time, overhead + self.user_time * users
+
+            def seconds(cached):
+                step = slope * cached * per_flop + attention_fixed
+                memory_time = read_slope * cached * per_byte
+                step = (memory_time if memory_time > step else step) + matrix
+                return (launch if step < launch else step) + fixed
+        else:
+            flops_fixed = (self.flops_per_token + self.attention_base) * users
+
+            def seconds(cached):
+                step = (flops_fixed + slope * cached) * per_flop
+                memory_time = (weights_read + read_slope * cached) * per_byte
+                return (memory_time if memory_time > step else step) + overhead
+        return seconds
+
+    def step(self, tokens, users, cached, caches, pieces, waited=0.0, mixed=True):
+        """Seconds of a step of ``tokens`` tokens: ``users`` next tokens over caches of ``cached`` tokens in
+        all (each cache listed by ``caches()``, read only where costs are not linear in the cache), prompt
+        ``pieces`` as (request, new tokens, cached tokens), and ``waited`` seconds of copies to and from
+        the host. ``mixed`` False runs a step of prompts and next tokens as two (``phased_step``)."""
+        if self.phased:
+            return self.phased_step(tokens, users, cached, caches, pieces, mixed) + waited
+        if self.linear:
+            flops = self.flops_per_token * tokens + self.attention_base * users + self.attention_slope * cached
+            moved = self.weights(tokens) + self.write_per_token * tokens + self.read_slope * cached
+        else:
+            flops = self.flops_per_token * tokens
+            moved = self.weights(tokens) + self.write_per_token * tokens
+            for c in caches():
+                flops += self.decode_attention[c]
+                moved += self.read[c]
+        for _, new, past in pieces:
+            attention, cache_read = self.piece(new, past)
+            flops += attention
+            moved += cache_read
+        step = flops * self.per_flop
+        memory_time = moved * self.per_byte
+        if memory_time > step:
+            step = memory_time
+        return step + (self.overhead + waited)
+
+    def phased_step(self, tokens, users, cached, caches, pieces, mixed=True):
+        """A step's seconds timed by its phases (``phases``), from the loop's running sums. Where prompts
+        and next tokens may not share a step (``mixed`` False: SGLang without --enable-mixed-chunk, vLLM
+        V0 without chunked prefill), a step that has both is run as two, the prompts' then the next
+        tokens', each with its own weights read and fixed costs; the users decoding wait through both."""
+        if not mixed and users and pieces:
+            return (self.phased_step(tokens - users, 0, 0, tuple, pieces)
+                    + self.phased_step(users, users, cached, caches, ()))
+        step = max(self.flops_per_token * tokens * self.per_linear_flop,
+                   (self.weights(tokens) + self.write_per_token * tokens) * self.per_byte)
+        if self.linear:
+            attention = self.attention_base * users + self.attention_slope * cached
+            cache_read = self.read_slope * cached
+        else:
+            attention = cache_read = 0.0
+            for c in caches():
+                attention += self.decode_attention[c]
+                cache_read += self.read[c]
+        step += max(attention * self.per_flop, cache_read * self.per_byte)
+        for _, new, past in pieces:
+            attention, read = self.piece(new, past)
+            step += max(attention * self.per_flop, read * self.per_byte)
+        if step < self.launch_time:
+            step = self.launch_time
+        return step + self.overhead + self.user_time * (users + len(pieces))
+
+    def copy_time(self, lengths, bandwidth):
+        """Seconds to copy caches of these ``lengths`` between the GPU and the host, one after another."""
+        waited = 0.0
+        for length in lengths:
+            waited += self.read[length] / bandwidth
+        return waited
+
+
+def _phased_step(clock: StepClock, tokens, d, sum_c, decoding, cur_len, pieces, mixed=True):
+    """``StepClock.phased_step`` for ``d`` users decoding (``decoding``, each ``cur_len(i)`` tokens cached)."""
+    return clock.phased_step(tokens, d, sum_c, lambda: [cur_len(i) for i in decoding], pieces, mixed)

@@ -1,0 +1,286 @@
+"""What a run leaves: every request's record, every step, and the figures read from them."""
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from .. import _check
+from ..workload import Workload
+from .server import Server, _whole
+
+
+def arrays_of(run: "Simulation") -> dict[str, np.ndarray]:
+    """A run's arrays (all it holds but its server and its requests), from which ``Simulation`` is made again."""
+    return {name: getattr(run, name) for name in SIMULATION_ARRAYS}
+
+
+def percentile(values, q, weights=None):
+    """The ``q``-th percentile (0 to 100) of ``values``: the smallest value with at least q % of the
+    (weighted) count at or below it. NaN when there are no values."""
+    q = _check.number("q", q, minimum=0, maximum=100)
+    values = np.asarray(values, dtype=float).ravel()
+    weights = np.ones_like(values) if weights is None else np.asarray(weights, dtype=float).ravel()
+    if weights.shape != values.shape:
+        raise ValueError(f"weights must match values, got {weights.shape} and {values.shape}")
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    if values.size == 0:
+        return float("nan")
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    index = int(np.searchsorted(cumulative, q / 100 * cumulative[-1] * (1 - 1e-12), side="left"))
+    return float(values[order][min(index, values.size - 1)])
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request's life: when it arrived, its first token, every token, its end, its preemptions."""
+
+    index: int
+    arrival: float
+    prompt: int
+    reply: int
+    first_token: float
+    finish: float
+    preemptions: int
+    token_times: np.ndarray
+
+    @property
+    def ttft(self):
+        return self.first_token - self.arrival
+
+    @property
+    def gaps(self):
+        """Time between each token and the one before it."""
+        return np.diff(self.token_times)
+
+    @property
+    def tpot(self):
+        """Mean time per token after the first (NaN for a one-token reply)."""
+        return (self.finish - self.first_token) / (self.reply - 1) if self.reply > 1 else float("nan")
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What ``simulate`` returns: every request's record, every step, and the summaries."""
+
+    server: Server
+    workload: Workload
+    first_token: np.ndarray
+    finish: np.ndarray
+    preemptions: np.ndarray
+    step_end: np.ndarray
+    step_time: np.ndarray
+    step_decodes: np.ndarray
+    step_tokens: np.ndarray
+    step_held_tokens: np.ndarray
+    step_used_tokens: np.ndarray
+    runs: np.ndarray  # rows: request, step of the run's first token, step of its last
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_end)
+
+    def request(self, index) -> RequestRecord:
+        """The record of request ``index`` (in order of arrival)."""
+        index = _whole("index", index, 0)
+        if index >= len(self.workload):
+            raise ValueError(f"index must be below the {len(self.workload)} requests, got {index!r}")
+        rows = self.runs[self.runs[:, 0] == index]
+        steps = np.concatenate([np.arange(a, b + 1) for _, a, b in rows]) if len(rows) else np.array([], int)
+        w = self.workload
+        return RequestRecord(index, float(w.arrival[index]), int(w.prompt[index]), int(w.reply[index]),
+                             float(self.first_token[index]), float(self.finish[index]),
+                             int(self.preemptions[index]), self.step_end[steps])
+
+    @property
+    def ttft(self):
+        """Each request's time to first token, seconds."""
+        return self.first_token - self.workload.arrival
+
+    @property
+    def tpot(self):
+        """Each request's mean time per token after the first (NaN for one-token replies)."""
+        reply = self.workload.reply
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(reply > 1, (self.finish - self.first_token) / np.maximum(reply - 1, 1), np.nan)
+
+    def _tbt(self):
+        """Every time between tokens, as (values, weights): step durations weighted by the tokens each
+        step made inside a run, and one gap for each run that resumed after a preemption."""
+        if "tbt" not in self._cache:
+            runs = self.runs
+            gaps = []
+            if len(runs):
+                order = np.lexsort((runs[:, 1], runs[:, 0]))
+                ordered = runs[order]
+                same = ordered[1:, 0] == ordered[:-1, 0]
+                gaps = self.step_end[ordered[1:, 1][same]] - self.step_end[ordered[:-1, 2][same]]
+            # Inside a run a token's gap is its step's end less the step before's: no idle time falls
+            # between them, as the engine never idles while anyone is decoding.
+            inside = np.diff(self.step_end, prepend=0.0)
+            values = np.concatenate([inside, np.asarray(gaps, dtype=float)])
+            weights = np.concatenate([self.step_decodes.astype(float), np.ones(len(gaps))])
+            self._cache["tbt"] = (values, weights)
+        return self._cache["tbt"]
+
+    def tbt_percentile(self, q):
+        """The ``q``-th percentile of the time between tokens, over every token after a request's first."""
+        values, weights = self._tbt()
+        return percentile(values, q, weights)
+
+    @property
+    def output_tokens(self) -> int:
+        return int(self.workload.reply.sum())
+
+    @property
+    def makespan(self) -> float:
+        """Seconds from the first arrival to the last token."""
+        return float(self.finish.max() - self.workload.arrival[0])
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Reply tokens made a second over the whole run."""
+        return self.output_tokens / self.makespan
+
+    def attainment(self, ttft=None, tpot=None):
+        """The share of requests whose time to first token is at most ``ttft`` seconds and whose mean
+        time per later token is at most ``tpot`` (either target may be None: not asked)."""
+        ok = np.ones(len(self.workload), dtype=bool)
+        if ttft is not None:
+            ok &= self.ttft <= _check.positive("ttft", ttft)
+        if tpot is not None:
+            tpots = self.tpot
+            ok &= np.isnan(tpots) | (tpots <= _check.positive("tpot", tpot))
+        return float(ok.mean())
+
+    @property
+    def memory_used_share(self) -> float:
+        """Of the cache memory held over the run (each step weighted by its time), the share that holds
+        tokens' keys and values: what the vLLM paper's figure 2 calls token states."""
+        durations = self.step_time
+        held = float((self.step_held_tokens * durations).sum())
+        return float((self.step_used_tokens * durations).sum()) / held if held else float("nan")
+
+    def benchmark(self) -> Benchmark:
+        """The run's figures as vLLM's benchmark prints them (``Benchmark``)."""
+        w = self.workload
+        reply = w.reply
+        e2e = self.finish - w.arrival
+        ttft = self.ttft
+        many = reply > 1
+        tpots = (e2e[many] - ttft[many]) / (reply[many] - 1)
+        values, weights = self._tbt()
+        itls = np.repeat(values, np.rint(weights).astype(np.int64))
+        duration = float(self.finish.max() - w.arrival[0])
+        return Benchmark(len(w), duration, int(w.prompt.sum()), int(reply.sum()), ttft, tpots, itls, e2e)
+
+    def summary(self) -> dict:
+        """The run in a few figures: tokens a second, TTFT and TBT at p50 and p99, preemptions."""
+        return {
+            "requests": len(self.workload),
+            "steps": self.steps,
+            "tokens_per_second": self.tokens_per_second,
+            "ttft_p50": percentile(self.ttft, 50),
+            "ttft_p99": percentile(self.ttft, 99),
+            "tbt_p50": self.tbt_percentile(50),
+            "tbt_p99": self.tbt_percentile(99),
+            "preemptions": int(self.preemptions.sum()),
+            "memory_used_share": self.memory_used_share,
+        }
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A run's figures as vLLM's ``benchmark_serving`` (``vllm bench serve``, vllm/benchmarks/serve.py,
+    ``calculate_metrics``) computes them: throughputs over the benchmark's duration (first request sent
+    to last token), in tokens or requests a second; each request's TTFT (sent to first token), E2E (sent
+    to last token) and TPOT ((E2E − TTFT) ÷ (output − 1), only for requests of more than one output
+    token); ITL, every gap between two tokens of a request, pooled over all requests; medians and
+    percentiles with numpy's default (linear) interpolation, in seconds. Empty lists count as 0, as
+    there. Each token is taken as streamed on its own (an engine running several steps a call streams
+    them together: its ITL is then longer than here)."""
+
+    completed: int
+    duration: float
+    total_input: int
+    total_output: int
+    ttfts: np.ndarray
+    tpots: np.ndarray
+    itls: np.ndarray
+    e2els: np.ndarray
+
+    @property
+    def request_throughput(self):
+        return self.completed / self.duration
+
+    @property
+    def output_throughput(self):
+        return self.total_output / self.duration
+
+    @property
+    def total_token_throughput(self):
+        return (self.total_input + self.total_output) / self.duration
+
+    def _stat(self, name, q):
+        values = getattr(self, name)
+        values = values if len(values) else np.zeros(1)
+        return float(np.mean(values)) if q == "mean" else float(np.percentile(values, q))
+
+    def __getattr__(self, name):
+        # ttft_p50, tpot_p99, itl_mean, e2e_p90... as the benchmark prints them (in seconds here).
+        stem, _, stat = name.rpartition("_")
+        lists = {"ttft": "ttfts", "tpot": "tpots", "itl": "itls", "e2e": "e2els"}
+        if stem in lists and (stat == "mean" or stat == "median" or (stat[:1] == "p" and stat[1:].isdigit())):
+            q = "mean" if stat == "mean" else 50 if stat == "median" else int(stat[1:])
+            return self._stat(lists[stem], q)
+        raise AttributeError(name)
+
+
+# What a ``Simulation`` holds beyond its server and its requests: its records, as arrays.
+SIMULATION_ARRAYS = tuple(f.name for f in fields(Simulation) if f.name not in ("server", "workload", "_cache"))
+
+
+def _with_extra(decodes, extra):
+    tokens = decodes.copy()
+    if extra:
+        steps = np.fromiter(extra.keys(), dtype=np.int64, count=len(extra))
+        tokens[steps] += np.fromiter(extra.values(), dtype=np.int64, count=len(extra))
+    return tokens
+
+
+
+class StepLog:
+    """Every step as it ran: its end, its seconds, its next tokens made, its tokens beyond them, and the
+    cache memory held and used after it, in tokens. ``simulation`` gathers them with each request's times."""
+
+    def __init__(self):
+        self.end, self.time = array("d"), array("d")
+        self.decodes, self.held, self.used = array("q"), array("q"), array("q")
+        self.extra_tokens = {}   # step → tokens beyond its next tokens (prompt pieces, users copied back in)
+
+    def step(self, now, seconds, decodes, tokens):
+        if tokens != decodes:
+            self.extra_tokens[len(self.end)] = tokens - decodes
+        self.end.append(now)
+        self.time.append(seconds)
+        self.decodes.append(decodes)
+
+    def memory(self, held, used):
+        self.held.append(held)
+        self.used.append(used)
+
+    def simulation(self, server, work, requests, runs) -> Simulation:
+        decodes = np.frombuffer(self.decodes, dtype=np.int64)
+        return Simulation(
+            server=server, workload=work, first_token=np.asarray([r.first_token for r in requests]),
+            finish=np.asarray([r.finish for r in requests]), preemptions=np.asarray([r.preemptions for r in requests]),
+            step_end=np.frombuffer(self.end, dtype=float), step_time=np.frombuffer(self.time, dtype=float),
+            step_decodes=decodes, step_tokens=_with_extra(decodes, self.extra_tokens),
+            step_held_tokens=np.frombuffer(self.held, dtype=np.int64),
+            step_used_tokens=np.frombuffer(self.used, dtype=np.int64),
+            runs=np.asarray(runs, dtype=np.int64).reshape(-1, 3),
+        )
