@@ -7,16 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servingmath import _kept, load, simulator
+from servingmath import _kept, engines, load, simulator
 
 
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     """A folder of kept results, and the in-process caches emptied before and after (as in a fresh process)."""
     monkeypatch.setenv(_kept.FOLDER_VARIABLE, str(tmp_path))
-    load._run.cache_clear(), load._goodput.cache_clear()
+    clear()
     yield tmp_path
-    load._run.cache_clear(), load._goodput.cache_clear()
+    clear()
+
+
+def clear():
+    for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput):
+        cache.cache_clear()
 
 
 def kept_files(results: Path, kind="*") -> list[Path]:
@@ -29,7 +34,7 @@ def refuse(*args, **kwargs):
 
 def no_simulation(monkeypatch):
     """Every way to a simulation refused: what follows must come from the folder."""
-    load._run.cache_clear(), load._goodput.cache_clear()   # a new process: only the folder remembers
+    clear()   # a new process: only the folder remembers
     for module, name in ((load, "simulate"), (simulator, "simulate"), (simulator, "at_rate"), (simulator, "goodput")):
         monkeypatch.setattr(module, name, refuse)
 
@@ -53,6 +58,22 @@ def test_a_kept_run_and_goodput_are_read_back_as_computed_without_simulating(res
     assert found_again.goodput.rate == found.goodput.rate > 0
     assert found_again.cost_per_million == found.cost_per_million and found_again.gpus == found.gpus
     same_run(found.goodput.run, found_again.goodput.run)   # the run at the rate found, kept beside it
+
+
+def test_an_engines_run_and_goodput_are_kept_under_the_engine_too(results, monkeypatch):
+    # The ideal engine with no flags builds the very server load.capacity and load.run use: the engine in
+    # the key keeps the two apart all the same, and each is read back as computed.
+    ideal = engines.engine("ideal")
+    found, mine = load.capacity(count=300), load.engine_capacity(ideal, count=300)
+    run, my_run = load.run(12, count=300), load.engine_run(ideal, 12, count=300)
+    assert mine.goodput.server == found.goodput.server and my_run.server == run.server
+    assert len(kept_files(results, "goodput")) == 2 and len(kept_files(results, "run")) == 2
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        again, run_again = load.engine_capacity(ideal, count=300), load.engine_run(ideal, 12, count=300)
+    assert again.goodput.rate == mine.goodput.rate == found.goodput.rate > 0
+    same_run(my_run, run_again)
+    same_run(mine.goodput.run, again.goodput.run)
 
 
 def test_a_goodput_no_rate_meets_is_kept_too(results, monkeypatch):

@@ -62,6 +62,27 @@ def test_capacity_counts_gpus_and_prices_a_million_tokens_at_the_target():
         load.capacity(0)
 
 
+def test_a_named_engine_serves_fewer_requests_at_the_target_than_the_floor_with_its_caps():
+    vllm = sm.engines.engine(*load.ENGINE)
+    seen = load.engine_capacity(vllm, count=300)
+    floor = load.capacity_as(*load.ENGINE, count=300)
+    server = seen.goodput.server
+    assert server.assumptions.label == "vllm 0.9.2" and server.user_time > 0 and server.clock == "phases"
+    assert (server.max_running, server.step_tokens) == (floor.goodput.server.max_running,
+                                                       floor.goodput.server.step_tokens) == (1024, 8192)
+    assert 0 < seen.goodput.rate < floor.goodput.rate and seen.cost_per_million > floor.cost_per_million
+    assert seen.gpus == math.ceil(100 / seen.goodput.rate)
+    # The engine's own flags change its server; the ideal engine is load.run's server, on the same requests.
+    assert load.engine_capacity(vllm, count=300, max_num_seqs=64).goodput.server.max_running == 64
+    assert load.engine_run(sm.engines.engine("ideal"), 12, count=300).summary() == load.run(12, count=300).summary()
+    with pytest.raises(TypeError, match="engine_ must be an engine profile"):
+        load.engine_capacity(("vllm", "0.9.2"))
+    with pytest.raises(ValueError, match="max_num_sequences is not a flag"):
+        load.engine_run(vllm, 12, count=300, max_num_sequences=64)
+    with pytest.raises(ValueError, match="rate must be greater than 0"):
+        load.engine_run(vllm, 0)
+
+
 def test_part_threes_roomy_server_is_part_twos_run_of_the_same_requests():
     seen = load.preemption()
     assert seen.roomy == load.policies_at(10)["continuous"]

@@ -248,21 +248,33 @@ class Capacity:
 GOODPUT_REQUESTS = simulator.GOODPUT_REQUESTS
 
 
-@lru_cache(maxsize=64)
-def _goodput(model, gpu, policy, ttft, tpot, count, seed, max_running=simulator.MAX_RUNNING, step_tokens=None):
-    server = Server(model, gpu, policy=policy, max_running=max_running, step_tokens=step_tokens)
-
+def _search(server: Server, ttft, tpot, count, seed, engine_=None) -> simulator.Goodput:
+    """The goodput search on ``server``, kept under its arguments (and the engine that made the server, if any)."""
     def search():   # the rate found, and the run there (none where no rate meets the targets)
         found = simulator.goodput(server, ttft, tpot, count=count, seed=seed, steps=10)
         run = simulator.arrays_of(found.run) if found.run is not None else {}
         return {"rate": np.array(found.rate), **{f"run.{name}": array for name, array in run.items()}}
 
-    kept = kept_arrays("goodput", (server, ttft, tpot, count, seed), search)
+    arguments = (server, ttft, tpot, count, seed) if engine_ is None else (engine_, server, ttft, tpot, count, seed)
+    kept = kept_arrays("goodput", arguments, search)
     rate = float(kept["rate"])
     run = simulator.Simulation(server, simulator.poisson_requests(server, rate, count, seed=seed),
                                **{name[4:]: array for name, array in kept.items() if name.startswith("run.")}
                                ) if rate > 0 else None
     return simulator.goodput_at(server, rate, ttft, tpot, count, seed=seed, run=run)
+
+
+@lru_cache(maxsize=64)
+def _goodput(model, gpu, policy, ttft, tpot, count, seed, max_running=simulator.MAX_RUNNING, step_tokens=None):
+    server = Server(model, gpu, policy=policy, max_running=max_running, step_tokens=step_tokens)
+    return _search(server, ttft, tpot, count, seed)
+
+
+def _priced(found: simulator.Goodput, rate_asked, model, gpu, ideal_users) -> Capacity:
+    from .serving import batching
+    ideal = batching(model, gpu, ideal_users, assumptions=LESSON)
+    return Capacity(found, rate_asked, int(found.gpus_for(rate_asked)), float(found.cost_per_million_tokens()),
+                    float(ideal.cost_per_million_tokens), ideal_users)
 
 
 def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Model = MODEL, gpu: GPU = GPU_,
@@ -273,14 +285,11 @@ def capacity(rate_asked=100, ttft=0.5, tpot=0.05, policy="continuous", model: Mo
     against lesson 1's ideal (``ideal_users`` sharing each step at the spec sheet's peaks).
     ``max_running`` caps the users a step (vLLM V0's 256 by default, ``engines``) and ``step_tokens`` the
     tokens a step (``simulator.Server``'s default for the policy unless given)."""
-    from .serving import batching
     rate_asked = _rate(rate_asked)
     max_running = simulator._whole("max_running", max_running, 1)
     found = _goodput(model, gpu, policy, _check.positive("ttft", ttft), _check.positive("tpot", tpot), count, seed,
                      max_running, step_tokens)
-    ideal = batching(model, gpu, ideal_users, assumptions=LESSON)
-    return Capacity(found, rate_asked, int(found.gpus_for(rate_asked)), float(found.cost_per_million_tokens()),
-                    float(ideal.cost_per_million_tokens), ideal_users)
+    return _priced(found, rate_asked, model, gpu, ideal_users)
 
 
 def capacity_as(engine="vllm", version="V1", rate_asked=100, ttft=0.5, tpot=0.05, gpu: GPU = GPU_,
@@ -296,6 +305,67 @@ def capacity_as(engine="vllm", version="V1", rate_asked=100, ttft=0.5, tpot=0.05
     policy = "chunked" if found.chunked_prefill and found.mixed_steps else "continuous"
     return capacity(rate_asked, ttft, tpot, policy, model, gpu, count, seed, max_running=found.max_running,
                     step_tokens=found.step_tokens if policy == "chunked" else None)
+
+
+# -- A named engine as it runs: its defaults and fitted overheads (``engines``) ----------------------
+
+# The engine Part 4 and the plate price on: vLLM at a release inside the published runs the overheads
+# are fitted on (``data/serving_runs.yaml``), under `vllm serve`; on an H100 its defaults are V1's caps.
+ENGINE = ("vllm", "0.9.2")
+
+
+def _engine(engine_):
+    from . import engines
+    if not isinstance(engine_, engines.Engine):
+        raise TypeError(f"engine_ must be an engine profile from servingmath.engines.engine(name, version), "
+                        f"got {engine_!r}")
+    return engine_
+
+
+def _flags(flags: dict) -> tuple:
+    try:
+        hash(tuple(flags.values()))
+    except TypeError:
+        raise TypeError(f"flags must be plain values (numbers, strings, True or False), got {flags!r}") from None
+    return tuple(sorted(flags.items()))
+
+
+@lru_cache(maxsize=64)
+def _engine_run(engine_, flags, model, gpu, rate, count, seed, lengths):
+    server = engine_.server(model, gpu, **dict(flags))
+    work = simulator.poisson_requests(server, rate, count, lengths, seed)
+    arrays = kept_arrays("run", (engine_, server, rate, count, seed, lengths),
+                         lambda: simulator.arrays_of(simulate(server, work)))
+    return simulator.Simulation(server, work, **arrays)
+
+
+def engine_run(engine_, rate, model: Model = MODEL, gpu: GPU = GPU_, count=REQUESTS, seed=0, lengths=SHAREGPT,
+               **flags) -> simulator.Simulation:
+    """``run`` on the server ``engine_.server(model, gpu, **flags)`` gives: ``engine_`` is a profile from
+    ``engines.engine(name, version)``, with that version's defaults and fitted overheads, and ``flags``
+    the engine's own (``engines.engine("ideal")`` takes ``simulator.Server``'s fields instead). The same
+    seed gives the same requests as ``run``'s."""
+    engine_ = _engine(engine_)
+    rate = _rate(rate)
+    count = simulator._whole("count", count, 1)
+    return _engine_run(engine_, _flags(flags), model, gpu, rate, count, seed, lengths)
+
+
+@lru_cache(maxsize=16)
+def _engine_goodput(engine_, flags, model, gpu, ttft, tpot, count, seed):
+    return _search(engine_.server(model, gpu, **dict(flags)), ttft, tpot, count, seed, engine_)
+
+
+def engine_capacity(engine_, rate_asked=100, ttft=0.5, tpot=0.05, model: Model = MODEL, gpu: GPU = GPU_,
+                    count=GOODPUT_REQUESTS, seed=0, ideal_users=32, **flags) -> Capacity:
+    """``capacity`` on the server ``engine_.server(model, gpu, **flags)`` gives (``engine_`` from
+    ``engines.engine(name, version)``): the goodput, GPUs and price a reader could reproduce on that
+    engine, as far as its fitted overheads predict it (``calibration`` says how far)."""
+    engine_ = _engine(engine_)
+    rate_asked = _rate(rate_asked)
+    found = _engine_goodput(engine_, _flags(flags), model, gpu, _check.positive("ttft", ttft),
+                            _check.positive("tpot", tpot), simulator._whole("count", count, 1), seed)
+    return _priced(found, rate_asked, model, gpu, ideal_users)
 
 
 def percentiles(values, qs=(50, 99)):
