@@ -241,6 +241,8 @@ def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits:
                                     "on memory or processes)")
         except Exception as error:
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
+        if sandboxed:
+            options["km"].close_contexts()
         outcome.seconds = time.monotonic() - started
         if client.cut:
             outcome.problems.append(f"output cut: code cell{'s' if len(client.cut) > 1 else ''} "

@@ -226,6 +226,8 @@ def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None, enter: li
     from jupyter_client.kernelspec import KernelSpecManager
 
     class SandboxedKernel(AsyncKernelManager):
+        contexts: list = []
+
         def client(self, **kwargs):
             # At most 32 messages wait in the grader, none over the notebook's bound: a flood is dropped
             # in ZeroMQ (a larger message closes the connection), never held in the grader's memory.
@@ -233,7 +235,13 @@ def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None, enter: li
             context = zmq.asyncio.Context()
             context.setsockopt(zmq.RCVHWM, 32)
             context.setsockopt(zmq.MAXMSGSIZE, 4 * limits.notebook_output)
+            self.contexts.append(context)
             return super().client(context=context, **kwargs)
+
+        def close_contexts(self):
+            """The clients' ZeroMQ contexts, ended once the kernel is (else each leaks its sockets and threads)."""
+            while self.contexts:
+                self.contexts.pop().destroy(linger=0)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if uid is not None:
