@@ -25,7 +25,9 @@ otherwise it is taken as on time (a file's date says when it was copied, not han
 Each notebook runs from a clean start, its saved outputs dropped, in a bubblewrap sandbox
 (``coursegrader.sandbox``): its own PID, mount, network and IPC namespaces, an unprivileged user,
 no capabilities, the system, Python and the course's package read-only, small tmpfs of its own,
-limits on processes, memory, file sizes and output, and nothing else of the machine. Every check
+limits on processes, memory, file sizes and output, and nothing else of the machine; where the
+grader can make a cgroup (``coursegrader.cgroups``), all of a notebook's processes together are
+bounded in memory and number too, and ``report.txt`` says whether they were. Every check
 cell is replaced by one that only records the answer, and the answers are marked in the grader's
 process against each student's own numbers, drawn with the instructor's key (``coursegrader.key``).
 
