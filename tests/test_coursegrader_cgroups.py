@@ -1,5 +1,7 @@
 """coursegrader.cgroups: a notebook's processes bounded together by a cgroup of its own, removed after it."""
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -90,3 +92,18 @@ def test_twenty_children_of_300_mib_are_stopped_at_the_notebooks_memory_and_the_
                                           "answer = 7", "submit(answer, label='1.1')"), 30, sandboxed=True,
                                 releases={})
     assert fine.problems == [] and fine.records["1.1"]["answer"] == 7 and _left(parents) == []
+
+
+
+@pytest.mark.skipif(bool(HERE), reason=f"no cgroup here: {HERE}")
+def test_a_kernels_first_process_is_in_its_cgroup_with_its_limits_and_the_cgroup_goes_after():
+    group = cgroups.kernel_group(512 * MIB, 40)
+    limits = {(folder / name).read_text().strip() for folder in group.folders
+              for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if (folder / name).exists()}
+    assert limits == {"40", str(512 * MIB)}
+    # The process that becomes the kernel is in the cgroup from its first instruction: it wrote its pid there.
+    child = subprocess.Popen([*group.enter_argv(), "sh", "-c", "echo; exec sleep 30"], stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout.readline() == "\n" and child.pid in group.pids()
+    group.remove()                          # the sleep left in it is killed, the cgroup removed
+    assert child.wait(timeout=5) == -signal.SIGKILL and not any(folder.exists() for folder in group.folders)
