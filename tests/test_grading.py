@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_exercises  # noqa: E402
 import nbgate  # noqa: E402
-from coursegrader import cli, feedback, marking, roster, rubric, running, sandbox, submissions  # noqa: E402
+from coursegrader import (cgroups, cli, exports, feedback, marking, roster, rubric, running, sandbox,  # noqa: E402
+                          submissions)
 from coursegrader import answers as variant_answers  # noqa: E402
 from coursegrader.key import ENV, graded_id  # noqa: E402
 from servingmath.checks import _show, check  # noqa: E402  (how feedback prints a number; the check)
@@ -313,6 +314,9 @@ def test_the_report_names_every_file_not_graded_as_handed_in(graded):
     assert "Handed in blank (no problem answered), graded 0:\n- bo: lesson-1-part-1\n- hal: lesson-1-part-1\n" in report
     assert ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces" if SANDBOXED else
             "sandbox: NONE (--unsafe") in report
+    # Whether a cgroup held each notebook's processes together is said once, for the whole run.
+    together = exports.TOGETHER + (": NOT bounded, no cgroup" if cgroups.problem() else ": each notebook in a cgroup")
+    assert report.count(exports.TOGETHER) == (1 if SANDBOXED else 0) and (together in report or not SANDBOXED)
 
 
 def test_canvas_and_moodle_files_import(graded):

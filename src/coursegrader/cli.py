@@ -25,7 +25,9 @@ otherwise it is taken as on time (a file's date says when it was copied, not han
 Each notebook runs from a clean start, its saved outputs dropped, in a bubblewrap sandbox
 (``coursegrader.sandbox``): its own PID, mount, network and IPC namespaces, an unprivileged user,
 no capabilities, the system, Python and the course's package read-only, small tmpfs of its own,
-limits on processes, memory, file sizes and output, and nothing else of the machine. Every check
+limits on processes, memory, file sizes and output, and nothing else of the machine; where the
+grader can make a cgroup (``coursegrader.cgroups``), all of a notebook's processes together are
+bounded in memory and number too, and ``report.txt`` says whether they were. Every check
 cell is replaced by one that only records the answer, and the answers are marked in the grader's
 process against each student's own numbers, drawn with the instructor's key (``coursegrader.key``).
 
@@ -43,8 +45,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import RUBRIC, SOLUTIONS
-from .exports import OUTPUTS, write_outputs
+from . import RUBRIC, SOLUTIONS, cgroups
+from .exports import OUTPUTS, together, write_outputs
 from .feedback import summary
 from .key import NoKey, create, fingerprint, graded_id, key_path, load
 from .marking import grade, notebook_names, public_answers, reference
@@ -75,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-processes", type=int, default=LIMITS.processes, help=f"({LIMITS.processes})")
     limits.add_argument("--max-memory-mib", type=int, default=LIMITS.memory // MIB,
                         help=f"address space of each process ({LIMITS.memory // MIB})")
+    limits.add_argument("--max-notebook-memory-mib", type=int, default=LIMITS.notebook_memory // MIB,
+                        help=f"memory of all a notebook's processes together, where the grader can make a cgroup "
+                             f"({LIMITS.notebook_memory // MIB}); --max-processes bounds its processes there too")
     limits.add_argument("--max-file-mib", type=int, default=LIMITS.file_size // MIB,
                         help=f"largest file it writes ({LIMITS.file_size // MIB})")
     limits.add_argument("--max-tmp-mib", type=int, default=LIMITS.tmp // MIB,
@@ -85,10 +90,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def limits_of(options) -> Limits:
-    for name in ("max_processes", "max_memory_mib", "max_file_mib", "max_tmp_mib", "max_output_kib"):
+    for name in ("max_processes", "max_memory_mib", "max_notebook_memory_mib", "max_file_mib", "max_tmp_mib",
+                 "max_output_kib"):
         if getattr(options, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be 1 or more, got {getattr(options, name)}")
     return Limits(processes=options.max_processes, memory=options.max_memory_mib * MIB,
+                  notebook_memory=options.max_notebook_memory_mib * MIB,
                   file_size=options.max_file_mib * MIB, open_files=LIMITS.open_files, home=2 * options.max_tmp_mib * MIB,
                   tmp=options.max_tmp_mib * MIB, cell_output=options.max_output_kib * 1024,
                   notebook_output=8 * options.max_output_kib * 1024)
@@ -148,9 +155,11 @@ def main(argv: list[str]) -> int:
         return 2
     for line in public_answers(problems):
         print(f"grade: warning: {line}", file=sys.stderr)
+    if not sandbox_problem() and cgroups.problem():
+        print(f"grade: warning: {together(limits)}", file=sys.stderr)
     marks, bad, sandboxed = grade(options.submissions, problems, rubric, roster, times, options.jobs, options.unsafe,
                                   key, limits)
-    write_outputs(options.out, marks, problems, rubric, bad, sandboxed, key)
+    write_outputs(options.out, marks, problems, rubric, bad, sandboxed, key, limits)
     for path, reason in bad:
         print(f"grade: {path}: {reason}", file=sys.stderr)
     print(f"{summary(marks, problems, rubric)}; wrote {options.out}/ ({', '.join(OUTPUTS)})")

@@ -11,14 +11,15 @@ from .feedback import feedback_text, number
 from .key import fingerprint
 from .marking import Graded, columns, possible
 from .rubric import Rubric
-from .sandbox import sandbox_problem
+from . import cgroups
+from .sandbox import LIMITS, MIB, Limits, sandbox_problem
 
 
 OUTPUTS = ("grades.csv", "canvas.csv", "moodle.csv", "report.txt", "feedback", "feedback.zip", "moodle-feedback.zip")
 
 
 def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric, bad, sandboxed: bool,
-                  key: bytes | None = None) -> None:
+                  key: bytes | None = None, limits: Limits = LIMITS) -> None:
     """Every file of ``OUTPUTS`` in ``out``, after removing those an earlier run left."""
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:   # last run's files go first, so no old feedback is sent again
@@ -32,7 +33,20 @@ def write_outputs(out: Path, marks: dict[str, Graded], problems, rubric: Rubric,
     write_canvas(out / "canvas.csv", marks, rubric, most)
     write_moodle(out / "moodle.csv", marks, rubric, most)
     write_feedback(out, marks, problems, rubric)
-    write_report(out / "report.txt", marks, rubric, bad, sandboxed, key)
+    write_report(out / "report.txt", marks, rubric, bad, sandboxed, key, limits)
+
+
+TOGETHER = "a notebook's processes together"
+
+
+def together(limits: Limits) -> str:
+    """How a notebook's processes were bounded together: by a cgroup each, or (and why) only one by one."""
+    if not cgroups.problem():
+        return (f"{TOGETHER}: each notebook in a cgroup of its own, at most {limits.notebook_memory // MIB} MiB of "
+                f"memory and {limits.processes} processes and threads in all")
+    return (f"{TOGETHER}: NOT bounded, no cgroup ({cgroups.problem()}): each process of a notebook held to "
+            f"{limits.memory // MIB} MiB of address space and each sandbox's user to {limits.processes} processes, "
+            "so a notebook's processes together may hold many times that")
 
 
 def write_grades(path: Path, marks: dict[str, Graded], problems, rubric: Rubric) -> None:
@@ -94,13 +108,14 @@ def moodle_feedback_name(graded: Graded) -> str:
 
 
 def write_report(path: Path, marks: dict[str, Graded], rubric: Rubric, bad, sandboxed: bool,
-                 key: bytes | None) -> None:
+                 key: bytes | None, limits: Limits = LIMITS) -> None:
     lines = [f"{rubric.assignment}: {len(marks)} students, {sum(len(g.handed_in) for g in marks.values())} "
              f"notebooks graded",
              "sandbox: " + ("bubblewrap: each kernel in its own PID, mount, network and IPC namespaces, as an "
                             "unprivileged user with limits, seeing only the system, Python and the course's "
                             "package, read-only" if sandboxed else
                             f"NONE (--unsafe; {sandbox_problem()}): students' code ran with the grader's rights"),
+             *([together(limits)] if sandboxed else []),
              f"numbers: graded, drawn with the instructor's key (fingerprint {fingerprint(key)})" if key else
              "numbers: PRACTICE (--practice): drawn from IDs alone, so anyone can draw any student's", ""]
     blank = [(graded.student.student, name) for graded in marks.values() for name in graded.blank]

@@ -28,9 +28,12 @@ def environment(bin_folder: Path) -> dict[str, str]:
             "PYTHONWARNINGS": QUIET}
 
 
-# asyncio's notes as a kernel closes; nbgrader's warning on every check cell that its checksum changed, since
-# nbgrader stores it before it strips the cell's hidden test (jupyter/nbgrader#1961): a note on every cell
-# of every hand-in tells nothing of any one of them.
+# Filtered, not fixed, since both come from inside nbgrader's own process, which the course only configures.
+# nbgrader warns on every check cell that its checksum changed: generate_assignment stores the checksum of
+# the cell with its hidden test, then strips the test from the release (jupyter/nbgrader#1961, open); the
+# stored cell must keep its test, for autograde puts it back, so the two checksums can never agree, and a
+# note on every cell of every hand-in tells nothing of any one of them. asyncio's "Task was destroyed but
+# it is pending!" comes of the kernels nbgrader's autograde starts and stops in that process, not of ours.
 NOISE = ("Task was destroyed but it is pending", "task: <Task pending name=", "Attribute 'checksum' for cell")
 
 

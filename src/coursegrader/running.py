@@ -19,7 +19,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from servingmath import variants
 from servingmath.checks import RECORD_MIME
 
-from . import ROOT
+from . import ROOT, cgroups
 from .sandbox import CUT_IN_KERNEL, LIMITS, MIB, UIDS, Limits, _sandboxed_manager, take_back
 
 
@@ -129,9 +129,13 @@ def run_notebook(path: Path, time_limit: float, sandboxed: bool = False,
                     outcome.changed.append(label)
                 cell.source = recording_cell(label)
     uid = UIDS.take() if sandboxed else None
+    group = _kernel_group(outcome, limits) if sandboxed else None
     try:
-        timed_out = _execute(notebook, outcome, time_limit, sandboxed, limits, uid)
+        timed_out = _execute(notebook, outcome, time_limit, sandboxed, limits, uid, group)
     finally:
+        if group is not None:
+            _tell_group(outcome, group, limits)
+            group.remove()      # and every process still in it killed, before its uid serves another kernel
         UIDS.give(uid)
     outcome.executed = notebook
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -176,11 +180,40 @@ class _BoundedClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits: Limits, uid: int | None) -> bool:
-    """Run ``notebook`` in place (in the sandbox if ``sandboxed``); True if it ran past ``time_limit``."""
+def _kernel_group(outcome: Run, limits: Limits) -> cgroups.KernelGroup | None:
+    """The kernel's own cgroup, or None where none can be made (the report says so once, for every notebook)."""
+    try:
+        return cgroups.kernel_group(limits.notebook_memory, limits.processes)
+    except OSError as error:
+        outcome.problems.append(f"not bounded together: its cgroup could not be made ({error.strerror}); "
+                                "each process's own limits held")
+        return None
+
+
+def _tell_group(outcome: Run, group: cgroups.KernelGroup, limits: Limits) -> None:
+    """The notes on a notebook that reached its cgroup's bounds: the memory of all its processes, their number."""
+    killed, refused = group.events()
+    if killed:
+        said = (f"its processes together passed the notebook's {_size(limits.notebook_memory)} of memory, "
+                f"and the system ended {killed} of them")
+        died = [k for k, problem in enumerate(outcome.problems) if problem.startswith("stopped: the kernel died")]
+        if died:
+            outcome.problems[died[0]] = f"stopped: the kernel died: {said}"
+        else:
+            outcome.problems.append(f"memory: {said}")
+    if refused:
+        outcome.problems.append(f"processes: it tried to run more than its {limits.processes} processes and "
+                                f"threads at once; {refused} were refused")
+
+
+def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits: Limits, uid: int | None,
+             group: cgroups.KernelGroup | None = None) -> bool:
+    """Run ``notebook`` in place (in the sandbox if ``sandboxed``, in ``group`` if one); True if it ran past
+    ``time_limit``."""
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch_name:
         scratch = Path(scratch_name)
-        options = {"km": _sandboxed_manager(scratch, limits, uid)} if sandboxed else {}
+        enter = group.enter_argv() if group is not None else ()
+        options = {"km": _sandboxed_manager(scratch, limits, uid, enter)} if sandboxed else {}
         started = time.monotonic()
         # The clock starts once the kernel is up, so a busy machine's slow start costs no student time.
         deadline = [started + time_limit]
@@ -208,6 +241,8 @@ def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits:
                                     "on memory or processes)")
         except Exception as error:
             outcome.problems.append(f"stopped: {type(error).__name__}: {_first_line(error)}")
+        if sandboxed:
+            options["km"].close_contexts()
         outcome.seconds = time.monotonic() - started
         if client.cut:
             outcome.problems.append(f"output cut: code cell{'s' if len(client.cut) > 1 else ''} "
@@ -222,6 +257,8 @@ def _code_number(notebook, index: int) -> int:
 
 
 def _size(count: int) -> str:
+    if count >= 1024 * MIB and count % (256 * MIB) == 0:
+        return f"{count / (1024 * MIB):g} GiB"
     return f"{count / MIB:g} MiB" if count >= MIB else f"{count / 1024:g} KiB"
 
 

@@ -38,8 +38,9 @@ MIB = 2 ** 20
 class Limits:
     """What one student's notebook may use: defaults a laptop grading on all its processors survives."""
 
-    processes: int = 128              # processes and threads of the sandbox's user
+    processes: int = 128              # processes and threads of the sandbox's user (and of its cgroup)
     memory: int = 4096 * MIB          # address space of each process
+    notebook_memory: int = 2048 * MIB  # all its processes together, where the grader can make a cgroup
     file_size: int = 64 * MIB         # the largest file it may write
     open_files: int = 256
     home: int = 128 * MIB             # each tmpfs: the home folder, /tmp, /dev/shm
@@ -108,16 +109,17 @@ def _limits_argv(limits: Limits) -> list[str]:
 
 
 def sandbox_argv(sockets: Path, env: dict[str, str], limits: Limits = LIMITS, uid: int | None = None,
-                 identity: Path | None = None) -> list[str]:
+                 identity: Path | None = None, enter: list[str] | tuple = ()) -> list[str]:
     """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client).
 
     ``uid``: the grader is root, and the kernel runs as this uid of the machine (``setpriv`` drops to
     it inside, every capability with it); else bwrap makes a user namespace and the kernel is uid 65534
-    there. ``identity``: a folder holding the ``passwd`` and ``group`` files the sandbox sees."""
+    there. ``identity``: a folder holding the ``passwd`` and ``group`` files the sandbox sees. ``enter``:
+    words run first, outside the sandbox (``cgroups.KernelGroup.enter_argv``, which joins the kernel's cgroup)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise NoSandbox("bubblewrap is not installed (apt-get install bubblewrap)")
-    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+    argv = [*enter, bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if uid is None:
         argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
@@ -174,7 +176,7 @@ def as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None) -> Path:
+def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None, enter: list[str] | tuple = ()) -> Path:
     """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``.
 
     With ``uid`` (the grader is root), ``folder`` is handed to that uid until the kernel is up."""
@@ -187,7 +189,7 @@ def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None) -
     (identity / "group").write_text(f"student:x:{shown}:\n")
     (folder / "startup.py").write_text(STARTUP.format(limit=limits.cell_output // 2, cut=CUT_IN_KERNEL))
     (spec / "kernel.json").write_text(json.dumps({
-        "argv": sandbox_argv(folder, kernel_environment(), limits, uid, identity),
+        "argv": sandbox_argv(folder, kernel_environment(), limits, uid, identity, enter),
         "display_name": "grading", "language": "python"}))
     if uid is not None:
         os.chown(folder, uid, uid)
@@ -218,12 +220,14 @@ class _Uids:
 UIDS = _Uids()
 
 
-def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None):
+def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None, enter: list[str] | tuple = ()):
     """jupyter_client's kernel manager, starting the sandbox; the connection file readable by ``uid``."""
     from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
     class SandboxedKernel(AsyncKernelManager):
+        contexts: list = []
+
         def client(self, **kwargs):
             # At most 32 messages wait in the grader, none over the notebook's bound: a flood is dropped
             # in ZeroMQ (a larger message closes the connection), never held in the grader's memory.
@@ -231,14 +235,20 @@ def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None):
             context = zmq.asyncio.Context()
             context.setsockopt(zmq.RCVHWM, 32)
             context.setsockopt(zmq.MAXMSGSIZE, 4 * limits.notebook_output)
+            self.contexts.append(context)
             return super().client(context=context, **kwargs)
+
+        def close_contexts(self):
+            """The clients' ZeroMQ contexts, ended once the kernel is (else each leaks its sockets and threads)."""
+            while self.contexts:
+                self.contexts.pop().destroy(linger=0)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if uid is not None:
                 os.chown(self.connection_file, uid, uid)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
 
-    kernels = kernel_spec(scratch, limits, uid)
+    kernels = kernel_spec(scratch, limits, uid, enter)
     return SandboxedKernel(kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
                            transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
 

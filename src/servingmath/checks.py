@@ -26,7 +26,7 @@ not a number or a word, a negative ``rel``) raises ``TypeError`` or ``ValueError
 
 A ``Result`` shows itself as coloured HTML in a notebook and as one line of text
 elsewhere. Its display also carries a JSON record under the MIME type ``RECORD_MIME``,
-invisible to the reader, which ``scripts/grade.py`` reads from the executed notebook.
+invisible to the reader, which the grader (the ``coursegrader`` package) reads from the executed notebook.
 The record holds the answer itself, so the grader can check it again against the
 reference solutions rather than trust a check cell that a student may have edited.
 """
