@@ -39,7 +39,7 @@ UV = $(BIN)/uv pip
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
 .PHONY: help python-check lab book test unit lab-check notebooks-check book-check browser-check colab-check \
-	screenshots bench exercises grade notebooks pin pins clean
+	screenshots bench exercises grade notebooks pin pins clean engine engine-check
 
 # One line: the interpreter's version and what is needed, before the environment is made.
 define check_python
@@ -148,6 +148,15 @@ bench: $(READY) ## the speed figures, and each stage's time in the last make tes
 # exercises/graded/. NBGRADER=folder also writes an nbgrader course there, one assignment a lesson.
 exercises: $(READY) ## write exercises/ and exercises/graded/ from solutions/ (NBGRADER=folder: an nbgrader course too)
 	$(BIN)/python scripts/make_exercises.py $(if $(NBGRADER),--nbgrader "$(NBGRADER)")
+
+# llama.cpp on this machine (the lab's page "A real engine"): built once from the pinned llama-cpp-python
+# source into ~/.cache/servingmath-engine (SERVINGMATH_ENGINE_CACHE), outside the repository; it needs
+# cmake and a C++ compiler. engine-check is not part of `make test`: it takes a few minutes of both processors.
+engine: $(READY) ## build llama.cpp's server and benchmarks once (cached), and write the random-weight model
+	$(BIN)/python scripts/engine.py build
+
+engine-check: $(READY) ## llama.cpp's benchmarks and a load test of its server, beside the simulator's three predictions
+	$(BIN)/python scripts/engine.py check
 
 # Grade a term's submissions into a folder of grade files (see chapters/instructors.md):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]

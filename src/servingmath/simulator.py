@@ -40,6 +40,11 @@ fixed cost a pass. To run an hour of traffic in about a second, the simulator re
 from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
 tests set them against ``forward_pass`` and ``pass_time`` directly.
 
+A server given ``step_time`` (a callable of the step's next tokens, all its tokens and the prompts it
+starts) takes each step's seconds from it instead: measured step times, as a profiler records them
+for a real engine (``engine_lab.StepTable``, from llama.cpp's ``llama-batched-bench``), timed by the
+same scheduler.
+
 The same workload and server always give the same result.
 """
 from __future__ import annotations
@@ -106,9 +111,15 @@ class Server:
     weight_bits: float = 16
     kv_bits: float = 16
     reserve: float = RESERVE
+    # Measured step times in place of the pass model: a callable (decodes, tokens, prompts) -> seconds,
+    # given each step's next tokens, all its tokens and the prompts it starts (see engine_lab.StepTable).
+    step_time: object = None
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
+        if self.step_time is not None and not callable(self.step_time):
+            raise TypeError(f"step_time must be None or a callable (decodes, tokens, prompts) -> seconds, "
+                            f"got {self.step_time!r}")
         _check.instance("gpu", self.gpu, GPU)
         _choice("policy", self.policy, POLICIES)
         _choice("memory", self.memory, MEMORY)
@@ -508,6 +519,7 @@ def simulate(server: Server, work: Workload) -> Simulation:
     weights = clock.weights
     dense_weights = clock.weights(1) if clock._dense else None
     swap_bw = server.swap_bandwidth
+    measured = server.step_time
 
     nan = float("nan")
     first_token = [nan] * n
@@ -610,11 +622,14 @@ def simulate(server: Server, work: Workload) -> Simulation:
                         blocked = True     # the step below preempts someone
                         break
                     free -= need
-                step = (flops_fixed + a_slope * sum_c) * per_flop
-                memory_time = (weights_read + r_slope * sum_c) * per_byte
-                if memory_time > step:
-                    step = memory_time
-                step += overhead
+                if measured is None:
+                    step = (flops_fixed + a_slope * sum_c) * per_flop
+                    memory_time = (weights_read + r_slope * sum_c) * per_byte
+                    if memory_time > step:
+                        step = memory_time
+                    step += overhead
+                else:
+                    step = measured(d, d, 0)
                 now += step
                 step_end.append(now)
                 step_time.append(step)
@@ -758,11 +773,14 @@ def simulate(server: Server, work: Workload) -> Simulation:
             attention, cache_read = clock.piece(take, cached)
             flops += attention
             moved += cache_read
-        step = flops * per_flop
-        memory_time = moved * per_byte
-        if memory_time > step:
-            step = memory_time
-        step += overhead + extra
+        if measured is None:
+            step = flops * per_flop
+            memory_time = moved * per_byte
+            if memory_time > step:
+                step = memory_time
+            step += overhead + extra
+        else:
+            step = measured(d, tokens, sum(1 for p in pieces if p[2] == 0)) + extra
         now += step
         step_end.append(now)
         step_time.append(step)
