@@ -252,6 +252,7 @@ def check(record):
     build()
     write_model()
     OUT.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()[0]
     say("engine: the lab's measurement of this machine (numpy float32: a read, a matrix product)")
     bandwidth = lab.measure_bandwidth().per_second
     flops = lab.measure_matmul_flops().per_second
@@ -275,7 +276,9 @@ def check(record):
         "recorded": {"machine": f"{cpu_name()}, {THREADS} threads used, {platform.system()}",
                      "date": datetime.date.today().isoformat(),
                      "engine": f"llama.cpp from {E.ENGINE_PACKAGE} {E.ENGINE_VERSION} (sdist SHA-256 {E.ENGINE_SHA256[:12]}...)",
-                     "build": bench_rows[0]["build"], "threads": THREADS},
+                     "build": bench_rows[0]["build"], "threads": THREADS,
+                     "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                     "cpus": os.cpu_count()},
         "machine": {"bandwidth": bandwidth, "flops": flops, "memory_bytes": lab.machine_memory(),
                     "name": f"{cpu_name()} (measured)"},
         "llama_bench": bench_out, "batched_bench": batched_out, "decode_probe": probe,

@@ -346,11 +346,15 @@ def simulated(server, slots):
 
 def server_costs(run):
     """The server's own costs, from the load test at concurrency 1 set against the benches: a token's
-    cost beyond its decode step, and a request's beyond its prompt's step (each at least 0)."""
-    measured = load_summary(run["load"]["1"])
+    cost beyond its decode step (the median time between tokens), and a request's beyond its prompt's
+    step (the quickest time to first token, that of a request that found the slot free); each at least 0."""
+    records = run["load"]["1"]
+    measured = load_summary(records)
     table = step_table(run)
     per_token = max(0.0, measured["tbt_p50"] - table.decode_step(1))
-    per_request = max(0.0, measured["ttft_p50"] - (PROMPT_TOKENS * table.prefill_per_token + per_token))
+    # The quickest first token is the request that found the slot free: no wait in it.
+    alone = min(request_from(r).ttft for r in records)
+    per_request = max(0.0, alone - (PROMPT_TOKENS * table.prefill_per_token + per_token))
     return per_token, per_request
 
 
@@ -424,3 +428,20 @@ def batched_steps(run):
         step = r["decode_seconds"] / r["generated"]
         out.append((r["batch"], step, r["batch"] / step, flops_per_token * r["batch"] / step))
     return out
+
+
+def ollama_lines(timings):
+    """One reply's server timings in the layout ``ollama run --verbose`` prints: prompt eval (the
+    prefill: ``prompt_n`` tokens in ``prompt_ms``) and eval (the decode: ``predicted_n`` tokens in
+    ``predicted_ms``, its rate the server's ``predicted_per_second``, which counts the tokens after
+    the first). ``servingmath.ollama.parse_verbose`` reads them back."""
+    def duration(ms):  # as Go prints a duration: 230.5ms, 1.1002s
+        value, unit = (ms / 1e3, "s") if ms >= 1e3 else (ms, "ms")
+        return f"{value:.6f}".rstrip("0").rstrip(".") + unit
+    return "\n".join([
+        f"prompt eval count:    {int(timings['prompt_n'])} token(s)",
+        f"prompt eval duration: {duration(float(timings['prompt_ms']))}",
+        f"prompt eval rate:     {float(timings['prompt_per_second']):.2f} tokens/s",
+        f"eval count:           {int(timings['predicted_n'])} token(s)",
+        f"eval duration:        {duration(float(timings['predicted_ms']))}",
+        f"eval rate:            {float(timings['predicted_per_second']):.2f} tokens/s"])
