@@ -38,7 +38,7 @@ UV = $(BIN)/uv pip
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/jupyter
 
 .PHONY: help python-check lab book test unit lab-check notebooks-check book-check browser-check colab-check \
-	screenshots bench engine-fit exercises grade notebooks pin pins clean
+	screenshots bench engine-fit exercises grade notebooks pin pins clean engine engine-check
 
 # One line: the interpreter's version and what is needed, before the environment is made.
 define check_python
@@ -153,6 +153,15 @@ engine-fit: $(READY) ## fit the engines' overheads on the published runs again (
 exercises: $(READY) ## write exercises/ and exercises/graded/ from solutions/, and the instructor's key (NBGRADER=folder: an nbgrader course too)
 	$(BIN)/python scripts/make_exercises.py $(if $(NBGRADER),--nbgrader "$(NBGRADER)")
 	PYTHONPATH=src $(BIN)/python -m coursegrader key
+
+# llama.cpp on this machine (the lab's page "A real engine"): built once from the pinned llama-cpp-python
+# source into ~/.cache/servingmath-engine (SERVINGMATH_ENGINE_CACHE), outside the repository; it needs
+# cmake and a C++ compiler. engine-check is not part of `make test`: it takes a few minutes of both processors.
+engine: $(READY) ## build llama.cpp's server and benchmarks once (cached), and write the random-weight model
+	$(BIN)/python scripts/engine.py build
+
+engine-check: $(READY) ## llama.cpp's benchmarks and a load test of its server, beside the simulator's three predictions
+	$(BIN)/python scripts/engine.py check
 
 # Grade a term's submissions into a folder of grade files (see chapters/instructors.md; python -m coursegrader --help):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]

@@ -61,6 +61,11 @@ the lessons teach, and plate XXIII.1's single pass keeps its own model (``servin
 finishes and timed from then, as ``--max-concurrency`` does; ``Simulation.benchmark()`` gives the
 figures vLLM's ``benchmark_serving`` prints, computed as it computes them.
 
+A server given ``step_time`` (a callable of the step's next tokens, all its tokens and the prompts it
+starts) takes each step's seconds from it instead: measured step times, as a profiler records them
+for a real engine (``engine_lab.StepTable``, from llama.cpp's ``llama-batched-bench``), timed by the
+same scheduler.
+
 The same workload and server always give the same result.
 
 The package reads as an engine does, in the shape of nano-vllm's ``nanovllm/engine``: ``requests`` (a

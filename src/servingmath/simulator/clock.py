@@ -58,6 +58,8 @@ class StepClock:
         # A step timed by its phases (server.clock == "phases"): the matrix products run at
         # ``linear_peak`` where one is set (8-bit weights on a card with an 8-bit peak).
         self.phased = server.clock == "phases"
+        # Measured step times in place of the pass model (Server.step_time), as a profiler records them.
+        self.measured = server.step_time
         self.per_linear_flop = self.per_flop if server.linear_peak is None else \
             float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time)
         self.user_time = float(server.user_time)
@@ -145,6 +147,9 @@ class StepClock:
     def decode_only(self, users):
         """For a model whose decode costs grow in a straight line with the cache (``linear``), the time of
         a step of ``users`` next tokens and nothing else, as a function of the users' total cache."""
+        if self.measured is not None:
+            measured = self.measured
+            return lambda cached: measured(users, users, 0)
         per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead
         slope, read_slope = self.attention_slope, self.read_slope
         weights_read = self.weights(users) + self.write_per_token * users
@@ -172,6 +177,8 @@ class StepClock:
         all (each cache listed by ``caches()``, read only where costs are not linear in the cache), prompt
         ``pieces`` as (request, new tokens, cached tokens), and ``waited`` seconds of copies to and from
         the host. ``mixed`` False runs a step of prompts and next tokens as two (``phased_step``)."""
+        if self.measured is not None:      # the prompts it starts: pieces with nothing cached before them
+            return self.measured(users, tokens, sum(1 for piece in pieces if piece[2] == 0)) + waited
         if self.phased:
             return self.phased_step(tokens, users, cached, caches, pieces, mixed) + waited
         if self.linear:

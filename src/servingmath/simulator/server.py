@@ -71,9 +71,15 @@ class Server:
     linear_peak: float | None = None
     admit_every: int = 1
     mixed_steps: bool = True
+    # Measured step times in place of the pass model: a callable (decodes, tokens, prompts) -> seconds,
+    # given each step's next tokens, all its tokens and the prompts it starts (see engine_lab.StepTable).
+    step_time: object = None
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
+        if self.step_time is not None and not callable(self.step_time):
+            raise TypeError(f"step_time must be None or a callable (decodes, tokens, prompts) -> seconds, "
+                            f"got {self.step_time!r}")
         _check.instance("gpu", self.gpu, GPU)
         _choice("policy", self.policy, POLICIES)
         _choice("memory", self.memory, MEMORY)
