@@ -378,3 +378,11 @@ def test_reality_check_built_page_keeps_its_budget_whichever_texts_the_lab_glues
     counted = subprocess.run([sys.executable, str(bench.PROSE_WORDS), str(longest)], check=True,
                              capture_output=True, text=True).stdout.split()[0]
     assert int(counted) <= bench.prose_budget("chapters/reality-check") == 1800
+
+
+def test_every_page_that_cites_lists_its_references():
+    """A page's citations resolve only against a bibliography on that page (each is filtered to its own page)."""
+    pages = sorted((ROOT / "chapters").rglob("*.md")) + [ROOT / "index.md"]
+    missing = [str(page.relative_to(ROOT)) for page in pages if "{cite:" in (text := page.read_text(encoding="utf-8"))
+               and "{bibliography}" not in text]
+    assert not missing, f"cite sources without a bibliography of their own: {missing}"
