@@ -315,6 +315,18 @@ def test_no_raw_float_is_printed_on_a_built_page(page):
         assert not re.search(r"\d\.\d{5,}", text), (page, text.strip()[:200])
 
 
+@pytest.mark.skipif(not (BUILT / "index.html").is_file(), reason="needs a built book")
+def test_no_glued_text_is_quoted_on_a_built_page():
+    """A string glued as it is shows as Python writes it, in quotes ('0.9.2'); glued through units.Shown it
+    reads as text."""
+    quoted = []
+    for page in sorted(BUILT.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        quoted += [(str(page.relative_to(BUILT)), found) for found in
+                   re.findall(r'<span class="output text_plain">([‘\'"][^<]*[’\'"])</span>', html)]
+    assert not quoted, quoted[:10]
+
+
 def test_the_front_page_names_every_lesson_and_counts_the_plates():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     front = (ROOT / "index.md").read_text(encoding="utf-8")
