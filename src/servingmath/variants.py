@@ -718,7 +718,7 @@ MEDIAN_RATES = _off_chart(4, 49)
 
 def _draw_3_2(rng):
     return {"rate": rng.choice(STATIC_RATES), "a_prompt": _steps(rng, 5, 200, 5),
-            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 500, 4000, 100),
+            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 500, 4000, 50),
             "median_rate": rng.choice(MEDIAN_RATES), "static_rate": rng.choice(THROUGHPUT_RATES)}
 
 
@@ -729,7 +729,7 @@ def _rates_shown(*names):
 
 LESSON_3_PART_2 = Template(
     draw=_draw_3_2,
-    practice={"rate": 4, "a_prompt": 10, "a_reply": 50, "b_prompt": 1200, "median_rate": 16, "static_rate": 14},
+    practice={"rate": 4, "a_prompt": 10, "a_reply": 60, "b_prompt": 1500, "median_rate": 17, "static_rate": 14},
     derive=_rates_shown("static_rate"),
     statements={
         "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching). What is the p99 time to "
@@ -768,7 +768,7 @@ def _derive_3_3(n):
 
 LESSON_3_PART_3 = Template(
     draw=_draw_3_3,
-    practice={"prompt": 4000, "budget": 384, "steps_budget": 512, "steps_prompt": 3000, "whole_prompt": 2000,
+    practice={"prompt": 4000, "budget": 256, "steps_budget": 512, "steps_prompt": 3000, "whole_prompt": 2000,
               "swap_tokens": 500},
     derive=_derive_3_3,
     statements={
@@ -812,7 +812,7 @@ def _derive_3_4(n):
 
 LESSON_3_PART_4 = Template(
     draw=_draw_3_4,
-    practice={"ttft": 0.2, "tpot": 0.010, "rate": 100, "good_ttft": 0.2, "good_tpot": 0.012, "many": 1000, "price": 3,
+    practice={"ttft": 0.2, "tpot": 0.010, "rate": 150, "good_ttft": 0.2, "good_tpot": 0.012, "many": 1000, "price": 3,
               "knee_rate": 70},
     derive=_derive_3_4,
     statements={
@@ -923,7 +923,7 @@ def numbers(notebook: str, student_id) -> dict:
 
 
 # A draw that gives some problem away is drawn again, up to this many times.
-DRAWS = 40
+DRAWS = 100
 
 
 @functools.lru_cache(maxsize=4096)
@@ -932,14 +932,17 @@ def _numbers(notebook: str, key: str) -> tuple:
     tried = []
     for _ in range(DRAWS):
         drawn = _complete(notebook, TEMPLATES[notebook].draw(rng))
-        found = {entry.split(":")[0] for entry in given_away(notebook, drawn)}
-        if not found:
+        entries = given_away(notebook, drawn)
+        if not entries:
             return tuple(drawn.items())
-        tried.append((found, drawn))
+        found = {entry.split(":")[0] for entry in entries}
+        practices = sum(entry.endswith("the practice's answer") for entry in entries)
+        tried.append((found, practices, drawn))
     # None clean: some problem gives its answer away in every draw (its answers are few); the first draw that
-    # gives away nothing else (tests/test_answer_leak.py lists what is still given away).
-    always = set.intersection(*(found for found, _ in tried))
-    return tuple(min(tried, key=lambda pair: len(pair[0] - always))[1].items())
+    # never repeats the practice's answer and gives away least else (tests/test_answer_leak.py lists what is
+    # still given away).
+    always = set.intersection(*(found for found, _, _ in tried))
+    return tuple(min(tried, key=lambda entry: (entry[1], len(entry[0] - always)))[2].items())
 
 
 @functools.cache
