@@ -303,7 +303,7 @@ def _one_cheapest(speed: float) -> list[str]:
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
 def _draw_1_4(rng):
     return {"users": rng.choice((4, 6, 8, 10, 12, 16, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
-            "gpu_users": rng.choice((16, 24, 32, 48, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
+            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
             "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "flip_compute", "flip_memory"),
@@ -977,18 +977,32 @@ def _on_pages(lesson: str, answer: float, rel: float, units: str) -> bool:
 def given_away(notebook: str, drawn: dict, first_only: bool = False) -> list[str]:
     """Each problem of ``notebook`` whose answer, for the numbers ``drawn``, is the practice's (within its check's
     tolerance) or is given away by the lesson's pages or the notebook's fixed text above it (``servingmath.leaks``);
-    words (which bound, which GPU) are a few for everyone and are not held to it. (The figures of a student's
-    own statements above a problem are held to it by ``tests/test_answer_leak.py``.)"""
+    words (which bound, which GPU) are a few for everyone and are not held to it. The figures of the student's own
+    statements above a problem are held to it too."""
     from . import answers
 
-    found = []
+    found, shown = [], []
     for label in TEMPLATES[notebook].statements:
-        why = _verdict(notebook, label, answers.answer(notebook, label, drawn))
+        ours = answers.answer(notebook, label, drawn)
+        why = _verdict(notebook, label, ours) or (shown and _stated_above(notebook, label, ours, "\n".join(shown)))
         if why:
             found.append(f"{label}: {why}")
             if first_only:
                 break
+        shown.append(fill(notebook, label, drawn))
     return found
+
+
+@functools.lru_cache(maxsize=65536)
+def _stated_above(notebook: str, label: str, ours, text: str) -> str:
+    """Why the statements above ``label``, with the student's own numbers (``text``), give ``ours`` away, or nothing."""
+    from .leaks import Printed
+
+    if isinstance(ours, str):
+        return ""
+    check = _seen()["checks"][notebook][label]
+    return "given away by the statements above" if Printed({"the statements above": text}).direct(
+        ours, check["rel"], check["units"]) else ""
 
 
 @functools.lru_cache(maxsize=None)
