@@ -127,9 +127,7 @@ def check_of(notebook: str, label: str) -> tuple[object, float, str]:
 # still land on figures the pages print (no clean draw among ``variants.DRAWS``: one of its problems has a few
 # answers, most of them printed or the practice's) ...
 GRADED_STILL_GIVEN_AWAY = {
-    'lesson-1-part-2', 'lesson-1-part-3', 'lesson-1-part-4', 'lesson-2-part-3',
-    'lesson-2-part-4', 'lesson-3-part-1', 'lesson-3-part-2', 'lesson-3-part-3',
-    'lesson-3-part-4', 'plate-xxiii-1', 'plate-xxiii-2', 'plate-xxiii-4',
+    'lesson-2-part-3', 'lesson-3-part-3',
 }
 # ... and problems whose answers take too few values (a count, a choice of GPU, model or bits) for two students
 # to share one in under 5 % of pairs, or that a clean draw cannot yet keep off the practice's answer.
