@@ -105,11 +105,15 @@ def term(tmp_path_factory):
     half = {label: own("S2", label) for label in LABELS[:3]}
     half["1.4"] = f"answer = {variant_answers.expected(PART_1, '1.4', graded_id(KEY, 'S2')) * 1.05!r}"  # close
     cheat = {label: CHEAT for label in LABELS}
+    # The copied set is another student's whose every answer differs from S5's (a problem with few distinct
+    # answers, such as 1.3, can give two students the same one: then a copy is right, and rightly counted).
+    assert all(variant_answers.expected(PART_1, label, graded_id(KEY, "S6"))
+               != variant_answers.expected(PART_1, label, graded_id(KEY, "S5")) for label in LABELS)
     class_ = {"S1": filled(release, "S1", {label: own("S1", label) for label in LABELS}),
               "S2": filled(release, "S2", half),
               "S3": release,                                                               # blank
               "S4": filled(release, "S4", cheat),                                          # a redefined check
-              "S5": filled(release, "S1", {label: own("S1", label) for label in LABELS}),  # S1's numbers copied
+              "S5": filled(release, "S6", {label: own("S6", label) for label in LABELS}),  # S6's numbers copied
               "S6": endless(filled(release, "S6", {label: own("S6", label) for label in LABELS}))}
     for student, notebook in class_.items():
         for folder in (course / "submitted" / student / "lesson-1", root / "submissions" / student):
