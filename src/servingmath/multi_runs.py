@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
@@ -23,6 +24,8 @@ import numpy as np
 import yaml
 
 from . import _check, parallel
+from . import runs as _runs
+from .runs import _DATE
 from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
 from .models import MODELS, Model
 from .reality import mean_cache, saturated_request
@@ -39,7 +42,6 @@ _RUN_FIELDS = ("id", "source", "date", "quote", "model", "model_as_published", "
                "kv_bits", "compute", "gpu", "gpu_as_published", "gpus", "tensor_parallel", "pipeline_parallel",
                "replicas", "interconnect", "interconnect_as_published", "engine", "version", "dataset",
                "prompt_tokens", "reply_tokens", "batch", "arrivals", "metric", "value", "unit", "note")
-_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
@@ -122,24 +124,10 @@ class MultiRun:
         return self.replicas / self.value
 
 
-def _fail(run_id, name, value, wanted):
-    return ValueError(f"multi-GPU run {run_id!r}: {name} must be {wanted}, got {value!r}")
-
-
-def _whole(run_id, name, value, optional=False, minimum=1):
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(run_id, name, value, f"a whole number of at least {minimum}" + (" or null" if optional else ""))
-    return value
-
-
-def _text(run_id, name, value, optional=False):
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(run_id, name, value, "text" + (" or null" if optional else ""))
-    return value
+# The record checks of the one-GPU runs, naming these records in their messages.
+_fail = partial(_runs._fail, kind="multi-GPU run")
+_whole = partial(_runs._whole, optional=False, kind="multi-GPU run")
+_text = partial(_runs._text, kind="multi-GPU run")
 
 
 def quoted_numbers(quote: str) -> list[float]:
@@ -154,66 +142,66 @@ def _run(entry, sources) -> MultiRun:
     missing = [name for name in _RUN_FIELDS if name not in entry]
     extra = sorted(set(entry) - set(_RUN_FIELDS))
     if missing or extra:
-        raise _fail(run_id, "its fields", sorted(entry), f"exactly {list(_RUN_FIELDS)} (missing {missing}, "
+        _fail(run_id, "its fields", sorted(entry), f"exactly {list(_RUN_FIELDS)} (missing {missing}, "
                                                          f"unknown {extra})")
     _text(run_id, "id", run_id)
     if entry["source"] not in sources:
-        raise _fail(run_id, "source", entry["source"], f"one of {sorted(sources)}")
+        _fail(run_id, "source", entry["source"], f"one of {sorted(sources)}")
     if not isinstance(entry["date"], str) or not _DATE.match(entry["date"]):
-        raise _fail(run_id, "date", entry["date"], "YYYY, YYYY-MM or YYYY-MM-DD as a string")
+        _fail(run_id, "date", entry["date"], "YYYY, YYYY-MM or YYYY-MM-DD as a string")
     for name in ("quote", "model_as_published", "precision", "gpu_as_published", "engine", "version", "note"):
         _text(run_id, name, entry[name])
     _text(run_id, "interconnect_as_published", entry["interconnect_as_published"], optional=True)
     if entry["model"] not in MODELS:
-        raise _fail(run_id, "model", entry["model"], "a key of servingmath.models.MODELS")
+        _fail(run_id, "model", entry["model"], "a key of servingmath.models.MODELS")
     if entry["gpu"] not in CATALOG:
-        raise _fail(run_id, "gpu", entry["gpu"], "a key of servingmath.hardware.CATALOG")
+        _fail(run_id, "gpu", entry["gpu"], "a key of servingmath.hardware.CATALOG")
     if entry["interconnect"] not in INTERCONNECTS:
-        raise _fail(run_id, "interconnect", entry["interconnect"], "a key of servingmath.hardware.INTERCONNECTS")
+        _fail(run_id, "interconnect", entry["interconnect"], "a key of servingmath.hardware.INTERCONNECTS")
     try:
         _link(entry["gpu"], entry["interconnect"])
     except ValueError as error:
-        raise _fail(run_id, "interconnect", entry["interconnect"], f"a link its GPU can have ({error})") from error
+        _fail(run_id, "interconnect", entry["interconnect"], f"a link its GPU can have ({error})")
     for name in ("weight_bits",):
         if isinstance(entry[name], bool) or not isinstance(entry[name], (int, float)) or entry[name] <= 0:
-            raise _fail(run_id, name, entry[name], "a positive number")
+            _fail(run_id, name, entry[name], "a positive number")
     if entry["kv_bits"] is not None and (isinstance(entry["kv_bits"], bool) or not isinstance(entry["kv_bits"], (int, float))
                                          or entry["kv_bits"] <= 0):
-        raise _fail(run_id, "kv_bits", entry["kv_bits"], "a positive number or null")
+        _fail(run_id, "kv_bits", entry["kv_bits"], "a positive number or null")
     if entry["compute"] not in COMPUTE:
-        raise _fail(run_id, "compute", entry["compute"], f"one of {COMPUTE}")
+        _fail(run_id, "compute", entry["compute"], f"one of {COMPUTE}")
     gpus = _whole(run_id, "gpus", entry["gpus"], minimum=2)
     tp = _whole(run_id, "tensor_parallel", entry["tensor_parallel"])
     pp = _whole(run_id, "pipeline_parallel", entry["pipeline_parallel"])
     replicas = _whole(run_id, "replicas", entry["replicas"])
     if tp * pp * replicas != gpus:
-        raise _fail(run_id, "gpus", gpus, f"replicas × tensor_parallel × pipeline_parallel = {replicas * tp * pp}")
+        _fail(run_id, "gpus", gpus, f"replicas × tensor_parallel × pipeline_parallel = {replicas * tp * pp}")
     try:
         parallel.check_tensor_parallel(MODELS[entry["model"]], tp)
     except ValueError as error:
-        raise _fail(run_id, "tensor_parallel", tp, f"a degree the model splits into ({error})") from error
+        _fail(run_id, "tensor_parallel", tp, f"a degree the model splits into ({error})")
     if entry["dataset"] not in DATASETS:
-        raise _fail(run_id, "dataset", entry["dataset"], f"one of {DATASETS}")
+        _fail(run_id, "dataset", entry["dataset"], f"one of {DATASETS}")
     prompt = _whole(run_id, "prompt_tokens", entry["prompt_tokens"], optional=True)
     reply = _whole(run_id, "reply_tokens", entry["reply_tokens"], optional=True)
     batch = _whole(run_id, "batch", entry["batch"], optional=True)
     arrivals = entry["arrivals"]
     if not isinstance(arrivals, dict) or set(arrivals) != {"kind", "rate", "concurrency"} \
             or arrivals["kind"] not in ARRIVALS:
-        raise _fail(run_id, "arrivals", arrivals, f"{{kind: one of {ARRIVALS}, rate, concurrency}}")
+        _fail(run_id, "arrivals", arrivals, f"{{kind: one of {ARRIVALS}, rate, concurrency}}")
     if arrivals["kind"] in ("poisson", "mlperf-server") and not isinstance(arrivals["rate"], (int, float)):
-        raise _fail(run_id, "arrivals.rate", arrivals["rate"], "requests a second for arrivals at a rate")
+        _fail(run_id, "arrivals.rate", arrivals["rate"], "requests a second for arrivals at a rate")
     if entry["metric"] not in METRICS:
-        raise _fail(run_id, "metric", entry["metric"], f"one of {sorted(METRICS)}")
+        _fail(run_id, "metric", entry["metric"], f"one of {sorted(METRICS)}")
     if entry["unit"] != METRICS[entry["metric"]]:
-        raise _fail(run_id, "unit", entry["unit"], f"{METRICS[entry['metric']]!r} for {entry['metric']}")
+        _fail(run_id, "unit", entry["unit"], f"{METRICS[entry['metric']]!r} for {entry['metric']}")
     value = entry["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise _fail(run_id, "value", value, "a positive number")
+        _fail(run_id, "value", value, "a positive number")
     if not any(np.isclose(value, number, rtol=0, atol=1e-9) for number in quoted_numbers(entry["quote"])):
-        raise _fail(run_id, "value", value, "a number printed in its quote")
+        _fail(run_id, "value", value, "a number printed in its quote")
     if entry["metric"] in ("decode_rate",) and batch != 1:
-        raise _fail(run_id, "batch", batch, "1 for a decode_rate (one user's tokens a second)")
+        _fail(run_id, "batch", batch, "1 for a decode_rate (one user's tokens a second)")
     return MultiRun(
         id=run_id, source=sources[entry["source"]], date=entry["date"], quote=entry["quote"], model=entry["model"],
         model_as_published=entry["model_as_published"], precision=entry["precision"],

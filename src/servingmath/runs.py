@@ -145,23 +145,24 @@ def published_value(text: str) -> tuple[float, str]:
     return float(match.group(1).replace(",", "")), match.group(3)
 
 
-def _fail(run_id, name, value, wanted):
-    raise ValueError(f"serving run {run_id!r}: {name} must be {wanted}, got {value!r}")
+# A record's checks, shared with the multi-GPU runs (``kind`` names the record in the message).
+def _fail(run_id, name, value, wanted, kind="serving run"):
+    raise ValueError(f"{kind} {run_id!r}: {name} must be {wanted}, got {value!r}")
 
 
-def _whole(run_id, name, value, optional=True, minimum=1):
+def _whole(run_id, name, value, optional=True, minimum=1, kind="serving run"):
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        _fail(run_id, name, value, f"a whole number of at least {minimum}" + (" or null" if optional else ""))
+        _fail(run_id, name, value, f"a whole number of at least {minimum}" + (" or null" if optional else ""), kind)
     return value
 
 
-def _text(run_id, name, value, optional=False):
+def _text(run_id, name, value, optional=False, kind="serving run"):
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value.strip():
-        _fail(run_id, name, value, "a non-empty string" + (" or null" if optional else ""))
+        _fail(run_id, name, value, "a non-empty string" + (" or null" if optional else ""), kind)
     return value
 
 
