@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import _check, simulator
+from . import _check, engines, simulator
 from ._kept import kept_arrays
 from .hardware import GPU, H100_SXM
 from .models import LLAMA_3_8B, Model
@@ -297,7 +297,6 @@ def capacity_as(engine="vllm", version="V1", rate_asked=100, ttft=0.5, tpot=0.05
     """``capacity`` with an engine version's caps from ``engines.defaults`` (under `vllm serve` on ``gpu``):
     its users a step and, where it chunks prompts, its token budget a step. Only those caps change; the
     step is still timed by the pass model alone."""
-    from . import engines
     found = engines.defaults(engine, version, gpu=gpu)
     if found.max_running is None or found.step_tokens is None:
         raise ValueError(f"engine {engine!r} at {version!r} states no cap of users or tokens a step the "
@@ -315,7 +314,6 @@ ENGINE = ("vllm", "0.9.2")
 
 
 def _engine(engine_):
-    from . import engines
     if not isinstance(engine_, engines.Engine):
         raise TypeError(f"engine_ must be an engine profile from servingmath.engines.engine(name, version), "
                         f"got {engine_!r}")
@@ -388,11 +386,13 @@ SERVING_GAP = (
     "The simulator runs every part of a step at the plate's 60 % of peak arithmetic and 80 % of "
     "bandwidth plus 0.2 ms; a real engine also samples, schedules and copies between steps, and its "
     "attention over many short caches reaches less of the peak than its matrix products do.")
-# How the simulator is set for a saturated benchmark: requests all waiting at once, steps of up to
-# 8,192 tokens (chunked prefill) and as many users a step as memory holds (up to 2,048).
+# How the simulator is set for a saturated benchmark: requests all waiting at once, chunked steps with
+# the token budget and the users a step of the engine the saturated rows ran (TensorRT-LLM's
+# max_num_tokens and max_batch_size, from servingmath.engines), as many users as memory holds.
 SATURATED_REQUESTS = 3000
-SATURATED_STEP_TOKENS = 8192
-SATURATED_RUNNING = 2048
+_SATURATED_ENGINE = engines.defaults("tensorrt-llm", "1.0")
+SATURATED_STEP_TOKENS = _SATURATED_ENGINE.step_tokens
+SATURATED_RUNNING = _SATURATED_ENGINE.max_running
 
 
 @dataclass(frozen=True)
