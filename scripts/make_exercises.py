@@ -366,6 +366,16 @@ c.ClearSolutions.code_stub = {{'python': {stub!r}}}
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Kernels talk through Unix sockets, not TCP ports: a port picked free can be taken by another process before
+# the kernel binds it, and on a busy machine a student's notebook then fails to start. The sockets' folder is
+# named whole (a kernel runs in its notebook's folder, nbgrader in the course's) and short (107 characters).
+import atexit as _atexit  # noqa: E402
+import shutil as _shutil  # noqa: E402
+import tempfile as _tempfile  # noqa: E402
+_sockets = _tempfile.mkdtemp(prefix="nbgrader-")
+_atexit.register(_shutil.rmtree, _sockets, True)
+c.KernelManager.transport = "ipc"
+c.KernelManager.ip = _sockets + "/kernel"
 # A notebook's cells share one budget of {time_limit!r} seconds, as under `make grade` (the rubric's time_limit),
 # its clock started by the setup cell: a cell running at the end is interrupted, and a cell reached after it
 # is not run but fails, so it earns nothing here either. (nbgrader's own limit is a cell's, and it would go on

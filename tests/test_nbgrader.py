@@ -35,7 +35,9 @@ def nbgrader(course: Path, *arguments: str) -> str:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "nbgrader.py"), str(course), *arguments],
                           capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin",
                                                                             "HOME": str(course)})
-    assert done.returncode == 0, done.stderr[-3000:]
+    # nbgrader names the failing student at the end; the reason is where its first error is.
+    first_error = done.stderr.find("ERROR")
+    assert done.returncode == 0, done.stderr[max(0, first_error - 2000):first_error + 2000] + done.stderr[-500:]
     return done.stderr
 
 
