@@ -218,7 +218,7 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 # - V0 (the default engine up to 0.7; vllm/worker/worker.py determine_num_available_blocks): with
 #   chunked prefill off, one pass of max(max_model_len, 2,048) tokens over max_num_seqs = 256
 #   sequences. It turns chunked prefill on for windows past 32,768 tokens, and then profiles 2,048.
-# - V1 (the default from 0.8.0, vllm-project/vllm pull request 15064; vllm/v1/worker/gpu_worker.py):
+# - V1 (the default from 0.8.0, vllm-project/vllm pull request 13726; vllm/v1/worker/gpu_worker.py):
 #   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card: 8,192
 #   tokens and 1,024 sequences on cards that report 70 GiB or more, the A100 excepted; 2,048 and 256
 #   on the others (the A100, L40S, L4, T4). It runs the model compiled (torch.compile with CUDA
