@@ -260,6 +260,11 @@ _ENTRIES = [
         memory_bandwidth=5.3e12, memory_bytes=192 * GiB, price_per_hour=3.00,
         listed_with_sparsity=2614.9 * T,
         source="AMD Instinct MI300X accelerator datasheet", as_of="2023-12",
+        cuda_reported_bytes=191.98 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on an AMD Instinct MI300X under ROCm 6.1 (HIP answers PyTorch's "
+            "torch.cuda calls, which vLLM reads), 2024-08-28: 'GPU 0 has a total capacity of 191.98 GiB', "
+            "https://github.com/vllm-project/vllm/issues/7951"),
     ),
     GPU(
         key="b200", source_url="https://www.nvidia.com/en-us/data-center/dgx-b200/",
@@ -269,6 +274,11 @@ _ENTRIES = [
         listed_with_sparsity=4500 * T,
         source="NVIDIA DGX B200 specifications: 1,440 GB and 64 TB/s across 8 GPUs, so 180 GB and 8 TB/s "
                "each; 2,250 dense BF16 TFLOP/s per GPU, HGX B200 specifications", as_of="2025-03",
+        cuda_reported_bytes=178.35 * GiB,
+        cuda_reported_source=(
+            "PyTorch's out-of-memory message on a B200: 'GPU 0 has a total capacity of 178.35 GiB', "
+            "https://github.com/unslothai/unsloth/issues/3411; the same 178.35 from cudaGetDeviceProperties on a B200, "
+            "2026-03: 'Total Global Memory: 178.35 GB', https://github.com/pytorch/ao/pull/4002"),
     ),
     GPU(
         key="t4", source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/",
