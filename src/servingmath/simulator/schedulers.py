@@ -25,7 +25,7 @@ import math
 from collections import deque
 
 from .blocks import BlockManager
-from .requests import DECODING, FINISHED, PREFILLING, SWAPPED, WAITING, Decoding, Request
+from .requests import DECODING, FINISHED, PREFILLING, SWAPPED, WAITING, Decoding, Request, of
 
 
 class Batch:
@@ -52,8 +52,7 @@ class Scheduler:
 
     def __init__(self, server, work, arrival, client=None, requests=None):
         # ``requests``: the requests' states, where several engines share them (a cluster's replicas)
-        self.requests = requests if requests is not None else [
-            Request(i, p, r) for i, (p, r) in enumerate(zip(work.prompt.tolist(), work.reply.tolist()))]
+        self.requests = of(work) if requests is None else requests
         self.arrival, self.client = arrival, client   # when each request reaches the engine
         self.blocks = BlockManager(server, work)
         self.decoding = Decoding(self.requests, self.blocks)
