@@ -73,7 +73,12 @@ request's state), ``blocks`` (the block manager, paged or reserved), ``scheduler
 each with one ``schedule()``), ``clock`` (``StepClock``, a step's time), ``client`` (the benchmark's client
 and the API server), ``results`` (``Simulation`` and ``Benchmark``), ``server`` (``Server``) and
 ``goodput`` (a run at a rate, goodput, the users that fit). ``simulate`` below ties them: a loop of
-schedule, time, postprocess.
+schedule, time, postprocess (``loop``'s ``Engine``). ``cluster`` runs several engines side by side: copies
+of a server behind a router, and prefill and decode on servers of their own (lesson 4).
+
+A server may be a tensor-parallel group (``tensor_parallel`` GPUs over ``link``, as ``parallel.py`` splits
+a model): each GPU holds its share of the weights and the cache, does its share of each step's arithmetic,
+and each step then waits for two all-reduces a layer of its activations.
 """
 from __future__ import annotations
 
@@ -83,6 +88,7 @@ from ..workload import Workload
 from .blocks import BlockManager  # noqa: F401
 from .client import _Client, _sent
 from .clock import StepClock, _phased_step  # noqa: F401
+from .cluster import ROUTERS, ClusterSimulation, simulate_cluster, simulate_disaggregated, transfer_time  # noqa: F401
 from .goodput import (ATTAINMENT, GOODPUT_REQUESTS, Goodput, _searched_run, at_rate, goodput,  # noqa: F401
                       goodput_at, poisson_requests, users_that_fit)
 from .loop import Engine, _decode_steps  # noqa: F401

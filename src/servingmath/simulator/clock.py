@@ -172,8 +172,9 @@ class StepClock:
     def _check_group(self, decode_caches, pieces):
         server, model = self.server, self.server.model
         users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
-        costs = [forward_pass(model, n, c, 1, server.weight_bits, server.kv_bits, attention=server.assumptions.attention,
-                              kv_cache=server.assumptions.kv_cache) for n, c in users]
+        costs = [forward_pass(model, n, c, 1, server.weight_bits, server.kv_bits,
+                              attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache)
+                 for n, c in users]
         tokens = sum(n for n, _ in users)
         whole = PassCost(tokens, sum(c.linear_flops for c in costs), sum(c.attention_flops for c in costs),
                          weight_bytes(model.parameters_read(tokens), server.weight_bits),

@@ -7,9 +7,10 @@ The router places each request as it arrives:
 - ``"round-robin"``: to the copies in turn, whatever their load;
 - ``"least-loaded"``: to the copy with the fewest requests in flight (placed there and not finished; the
   first such copy on a tie), which is what a router can count without knowing how long each reply will be;
-- ``"one-queue"``: nowhere yet. The requests wait in one queue that every copy admits from, first come first
-  served, as soon as it has a place and memory for the one at the head: each goes to whichever copy frees
-  first. A request preempted on a copy waits at the head of that copy's own line, as on one server.
+- ``"one-queue"``: to a copy with room for it now (a place and the memory its prompt takes, no one waiting
+  there), the one running the fewest requests; where no copy has room, to one queue that every copy admits
+  from, first come first served: each waiting request goes to whichever copy frees first. A request
+  preempted on a copy waits at the head of that copy's own line, as on one server.
 
 ``simulate_disaggregated(prefill, decode, work, ...)`` separates the two phases, as DistServe (Zhong et al.
 2024) and Splitwise (Patel et al. 2024) do: ``prefill_instances`` copies of ``prefill`` read each prompt and
@@ -106,6 +107,12 @@ class _Replica:
     def take_arrivals(self, now):
         """Nothing: the router puts each request in the line."""
 
+    def has_room(self, request):
+        """Whether the copy would admit ``request`` at its next step: no one waiting before it, a place free,
+        and the blocks it takes free beside the watermark."""
+        return (not self.waiting and self.running < self.max_running
+                and self.blocks.fits(self.blocks.to_admit(self.requests[request]), self.running))
+
     def finish(self, r, blocks, step, now):
         super().finish(r, blocks, step, now)
         self.in_flight -= 1
@@ -157,10 +164,14 @@ class _Stage:
         self._run(until)
 
     def _place(self, request):
-        if self.shared is not None:
-            self.shared.append(request)
-            return
         engines = self.engines
+        if self.shared is not None:
+            free = [] if self.shared else [e.scheduler for e in engines if e.scheduler.has_room(request)]
+            if not free:
+                self.shared.append(request)
+                return
+            min(free, key=_running).waiting.own.append(request)
+            return
         if self.router == "round-robin":
             k = self.turn % len(engines)
             self.turn += 1
@@ -187,6 +198,10 @@ class _Stage:
 
 def _now(engine):
     return engine.now
+
+
+def _running(scheduler):
+    return scheduler.running
 
 
 def _run_engine(engine, until):
