@@ -107,6 +107,10 @@ def test_the_transfer_is_the_caches_bytes_over_the_link():
         expected = link.latency + 1000 * M.kv_bytes_per_token() / link.bandwidth
         assert C.transfer_time(server, 1000, key) == pytest.approx(expected, rel=1e-12)
     assert C.transfer_time(server, 1000) == C.transfer_time(server, 1000, hardware.link(G).key)
+    pair = S.Server(M70, G, tensor_parallel=2)        # each GPU of a pair takes half of the cache over its own link
+    link = hardware.INTERCONNECTS["infiniband-ndr"]
+    assert C.transfer_time(pair, 1000, link.key) == pytest.approx(
+        link.latency + 1000 * M70.kv_bytes_per_token() / 2 / link.bandwidth, rel=1e-12)
 
 
 def test_a_slower_link_raises_each_ttft_by_the_difference_of_the_transfers():
@@ -129,16 +133,18 @@ def test_the_ttft_is_the_prefill_copys_first_token_plus_the_transfer():
     np.testing.assert_array_equal(run.first_token, prompts_only.first_token + run.transfer)
 
 
-def test_disaggregated_runs_write_every_token_and_decode_only_after_the_cache_lands():
-    server = S.Server(M, L4)
-    work = W.poisson_workload(6, 300, seed=8, model=M)
-    run = C.simulate_disaggregated(server, server, work, 2, 3, link="pcie4")
+@pytest.mark.parametrize("decoders, flags", [(3, {}), (1, {}), (1, {"preemption": "swap", "swap_bandwidth": 25e9})])
+def test_disaggregated_runs_write_every_token_and_decode_only_after_the_cache_lands(decoders, flags):
+    work = W.poisson_workload(6 if decoders == 3 else 8, 300, seed=8, model=M)
+    run = C.simulate_disaggregated(S.Server(M, L4), S.Server(M, L4, **flags), work, 2, decoders, link="pcie4")
+    if decoders == 1:
+        assert run.preemptions.sum() > 0      # one L4 decoding for two runs out of memory
     for i in range(0, 300, 37):
         record = run.request(i)
         assert len(record.token_times) == work.reply[i]
         assert record.token_times[0] == run.first_token[i]
         assert np.all(np.diff(record.token_times) > 0)
-    assert set(run.replica) == {0, 1, 2}
+    assert set(run.replica) == set(range(decoders))
     bench = run.benchmark()
     assert bench.completed == 300 and len(bench.itls) == (work.reply - 1).sum()
 

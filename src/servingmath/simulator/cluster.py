@@ -15,7 +15,7 @@ The router places each request as it arrives:
 ``simulate_disaggregated(prefill, decode, work, ...)`` separates the two phases, as DistServe (Zhong et al.
 2024) and Splitwise (Patel et al. 2024) do: ``prefill_instances`` copies of ``prefill`` read each prompt and
 make its first token; the cache of its prompt (``memory.kv_cache_bytes``) then crosses ``link`` (its latency
-plus the bytes over its bandwidth, ``parallel.send_time``; transfers do not slow one another) to one of
+plus the bytes over its bandwidth, ``transfer_time``; transfers do not slow one another) to one of
 ``decode_instances`` copies of ``decode``, which batch their users continuously and write the rest of each
 reply. The prefill copy's memory is free once the prompt is read; the first token reaches the user with the
 cache, when the transfer ends, so the time to first token counts the transfer. Each stage has its router.
@@ -274,11 +274,12 @@ def simulate_cluster(server: Server, work: Workload, replicas=2, router="one-que
 
 def transfer_time(server: Server, prompt_tokens, link=None):
     """Seconds to ship the cache of ``prompt_tokens`` tokens (``memory.kv_cache_bytes`` at the server's
-    ``kv_bits``) from a prefill copy to a decode copy over ``link`` (a key or name of a link
-    ``server``'s GPU can have; its fastest if None): the link's latency + bytes ÷ its bandwidth."""
+    ``kv_bits``) to a copy of ``server`` over ``link`` (a key or name of a link ``server``'s GPU can have;
+    its fastest if None): the link's latency + bytes ÷ its bandwidth (``parallel.send_time``). Each GPU of
+    a tensor-parallel group takes its share of the cache (``Server.kv_share``) over its own link, all at once."""
     _check.instance("server", server, Server)
     channel = link if isinstance(link, Interconnect) else _link(server.gpu, link)
-    return send_time(kv_cache_bytes(server.model, prompt_tokens, 1, server.kv_bits), channel)
+    return send_time(kv_cache_bytes(server.model, prompt_tokens, 1, server.kv_bits) * server.kv_share, channel)
 
 
 def simulate_disaggregated(prefill: Server, decode: Server, work: Workload, prefill_instances=1,
