@@ -87,7 +87,8 @@ class _Queue:
 class _Replica:
     """A policy's scheduler as one copy among several (mixed in before the policy's class): its requests
     come from the router, which hands them to its waiting line; their states are shared with the other
-    copies; its engine stops at ``horizon``, the router's next request, and ``done`` is told to the stage."""
+    copies; its engine stops at ``horizon``, when the router next places a request; and each request that
+    finishes here is told to the stage (``finished``)."""
 
     def __init__(self, server, work, requests, waiting, finished):
         super().__init__(server, work, (), None, requests)
