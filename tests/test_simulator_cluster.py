@@ -208,3 +208,16 @@ def test_bad_input_names_the_argument_and_the_value(call, message):
     with pytest.raises((ValueError, TypeError)) as raised:
         call(work)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("flags", [{}, {"clock": "phases", "user_time": 1e-5, "launch_time": 1e-3}])
+def test_the_loops_sums_time_a_tensor_parallel_step_as_the_clock_does(flags):
+    clock = S.StepClock(S.Server(M70, G, tensor_parallel=4, **flags))
+    caches = [500, 700, 900]
+    assert clock.step(203, 3, sum(caches), lambda: caches, [(0, 200, 0)]) == pytest.approx(
+        clock.time(caches, [(200, 0)]), rel=1e-12)
+    assert clock.decode_only(3)(sum(caches)) == pytest.approx(clock.time(caches), rel=1e-12)
+    slower = S.StepClock(S.Server(M70, G, tensor_parallel=4, link="pcie5", **flags))    # only the all-reduces differ
+    assert slower.time(caches) - clock.time(caches) == pytest.approx(
+        slower.communication(3) - clock.communication(3), rel=1e-9)
+    assert slower.communication(3) > clock.communication(3) > 0
