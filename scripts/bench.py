@@ -1,6 +1,8 @@
 """Speed figures, measured and printed (not asserted): run with `make bench`.
 
 - a 100,000-point sweep of pass time through the package (target under 20 ms);
+- an hour of traffic through lesson 3's simulator on one GPU (target 2 s), and through lesson 4's
+  cluster on 8 GPUs, as copies behind one queue and as prefill and decode apart (target a few seconds);
 - each explorer: the readouts and the SVG figure recomputed in the kernel after a control
   moves; then, in JupyterLab in headless Chromium, the time from a control's move to the
   next frame with the new figure on screen, median and worst of 20 moves (target under
@@ -75,6 +77,23 @@ def simulated_hour():
     run = simulator.simulate(server, work)
     return time.process_time() - start, time.perf_counter() - wall, run.steps
 
+
+def simulated_cluster_hour(disaggregated=False):
+    """An hour of traffic at 16 requests a second (57,600 ShareGPT-like requests) on 8 H100s serving Llama 3
+    70B in groups of two over NVLink: four copies behind one queue, or two prefill and two decode copies with
+    each cache shipped between them. Returns the processor seconds (the workload drawn beforehand), the
+    wall-clock seconds, and the steps of every copy together."""
+    from servingmath import simulator, workload
+    from servingmath.simulator import cluster
+    model = sm.MODELS["llama-3-70b"]
+    pair = simulator.Server(model, sm.H100_SXM, tensor_parallel=2, link="nvlink4")
+    work = workload.poisson_workload(16, 57_600, seed=0, model=model)
+    start, wall = time.process_time(), time.perf_counter()
+    if disaggregated:
+        run = cluster.simulate_disaggregated(pair, pair, work, 2, 2, link="nvlink4")
+    else:
+        run = cluster.simulate_cluster(pair, work, 4, "one-queue")
+    return time.process_time() - start, time.perf_counter() - wall, run.steps
 
 
 def build_seconds(out: str) -> float:
@@ -204,6 +223,11 @@ def main():
     seconds, wall, steps = simulated_hour()
     print(f"an hour at 10 requests/s (36,000 requests, {steps:,} steps) simulated: {seconds:.2f} s of one "
           f"processor, {wall:.2f} s on the clock (target <= 2 s)")
+    for disaggregated, layout in ((False, "4 copies of 2 GPUs behind one queue"),
+                                  (True, "2 prefill and 2 decode copies of 2 GPUs, caches over NVLink")):
+        seconds, wall, steps = simulated_cluster_hour(disaggregated)
+        print(f"an hour at 16 requests/s (57,600 requests) on 8 H100s, Llama 3 70B, {layout} ({steps:,} steps) "
+              f"simulated: {seconds:.2f} s of one processor, {wall:.2f} s on the clock (target a few seconds)")
     for name, readouts, figure in explorer_timings():
         print(f"{name}: readouts {readouts * 1e3:.1f} ms after a change, SVG figure {figure * 1e3:.1f} ms (in the kernel)")
     redraws_in_jupyterlab()

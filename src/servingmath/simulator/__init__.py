@@ -73,7 +73,12 @@ request's state), ``blocks`` (the block manager, paged or reserved), ``scheduler
 each with one ``schedule()``), ``clock`` (``StepClock``, a step's time), ``client`` (the benchmark's client
 and the API server), ``results`` (``Simulation`` and ``Benchmark``), ``server`` (``Server``) and
 ``goodput`` (a run at a rate, goodput, the users that fit). ``simulate`` below ties them: a loop of
-schedule, time, postprocess.
+schedule, time, postprocess (``loop``'s ``Engine``). ``cluster`` runs several engines side by side: copies
+of a server behind a router, and prefill and decode on servers of their own (lesson 4).
+
+A server may be a tensor-parallel group (``tensor_parallel`` GPUs over ``link``, as ``parallel.py`` splits
+a model): each GPU holds its share of the weights and the cache, does its share of each step's arithmetic,
+and each step then waits for two all-reduces a layer of its activations.
 """
 from __future__ import annotations
 
@@ -83,8 +88,10 @@ from ..workload import Workload
 from .blocks import BlockManager  # noqa: F401
 from .client import _Client, _sent
 from .clock import StepClock, _phased_step  # noqa: F401
+from .cluster import ROUTERS, ClusterSimulation, simulate_cluster, simulate_disaggregated, transfer_time  # noqa: F401
 from .goodput import (ATTAINMENT, GOODPUT_REQUESTS, Goodput, _searched_run, at_rate, goodput,  # noqa: F401
                       goodput_at, poisson_requests, users_that_fit)
+from .loop import Engine, _decode_steps  # noqa: F401
 from .results import (SIMULATION_ARRAYS, Benchmark, RequestRecord, Simulation, StepLog, arrays_of,  # noqa: F401
                       percentile)
 from .schedulers import SCHEDULERS, Chunked, Continuous, Scheduler, Static  # noqa: F401
@@ -101,78 +108,12 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
     if concurrency is not None:
         concurrency = _whole("concurrency", concurrency, 1)
     work.check_window(server.model)
-    clock = StepClock(server)
     client = None
     if concurrency is not None or server.request_time:
         client = _Client(work, concurrency, server.request_time)
     arrival = work.arrival.tolist() if client is None else client.entry   # when each request reaches the engine
-    scheduler = SCHEDULERS[server.policy](server, work, arrival, client)
-    log = StepLog()
-    step, now = 0, 0.0
-    while scheduler.done < len(work):
-        scheduler.take_arrivals(now)
-        if scheduler.idle:
-            now = scheduler.next_arrival
-            continue
-        if clock.linear and scheduler.only_decoding:   # most steps: next tokens only, till something changes
-            step, now, blocked = _decode_steps(scheduler, clock, log, step, now)
-            if not blocked:
-                continue
-        batch = scheduler.schedule(step)                # who runs, preempting for room where needed
-        decoding = scheduler.decoding
-        tokens = decoding.users + sum(piece[1] for piece in batch.pieces)
-        if tokens == 0:
-            # Everyone admitted was preempted again before the step ran: wait for the next arrival or finish.
-            if not scheduler.waiting or scheduler.arrived >= len(work):
-                raise AssertionError("the engine stalled with nothing to run")
-            now = max(now, scheduler.next_arrival)
-            continue
-        seconds = clock.step(tokens, decoding.users, decoding.cached, lambda: decoding.caches(step), batch.pieces,
-                             clock.copy_time(batch.copies, server.swap_bandwidth), server.mixed_steps)
-        now += seconds                                  # the step runs
-        log.step(now, seconds, decoding.users - len(batch.resumed), tokens)
-        scheduler.postprocess(batch, step, now)
-        log.memory(scheduler.blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
-        step += 1
-    return log.simulation(server, work if client is None else _sent(work, client), scheduler.requests, scheduler.runs)
+    engine = Engine(server, SCHEDULERS[server.policy](server, work, arrival, client))
+    engine.run(total=len(work))
+    return engine.log.simulation(server, work if client is None else _sent(work, client), engine.scheduler.requests,
+                                 engine.scheduler.runs)
 
-
-def _decode_steps(scheduler: Scheduler, clock: StepClock, log: StepLog, step, now):
-    """Steps of next tokens only, until someone arrives, finishes or needs a block that is not free: the
-    loop's steps with nothing else in them (most of an hour's steps), run with their sums held in locals.
-    Returns the next step, the time, and whether a step was blocked for want of a block (the loop's next
-    step then preempts someone)."""
-    decoding, blocks = scheduler.decoding, scheduler.blocks
-    users, cached, pre_cached = decoding.users, decoding.cached, scheduler.pre_cached
-    seconds_of = clock.decode_only(users)
-    next_arrival = scheduler.next_arrival
-    finishing = decoding.finishing
-    due = blocks.per_step if blocks.paged else None
-    block_tokens, total, free = blocks.block_tokens, blocks.total, blocks.free
-    ends, times, decodes, held, used = log.end, log.time, log.decodes, log.held, log.used
-    blocked = False
-    while True:
-        if due is not None:
-            need = due[step % block_tokens]
-            if need > free:
-                blocked = True
-                break
-            free -= need
-        seconds = seconds_of(cached)
-        now += seconds
-        ends.append(now)
-        times.append(seconds)
-        decodes.append(users)
-        cached += users
-        if finishing[0][0] <= step:
-            blocks.free, decoding.cached = free, cached
-            scheduler.retire(step, now)
-            log.memory(blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
-            return step + 1, now, False
-        held.append((total - free) * block_tokens)
-        used.append(cached + pre_cached)
-        step += 1
-        if next_arrival <= now:
-            break
-    blocks.free, decoding.cached = free, cached
-    return step, now, blocked

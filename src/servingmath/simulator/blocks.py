@@ -41,7 +41,7 @@ class BlockManager:
         if alone.max() > self.total:
             i = int(np.argmax(alone))
             raise DoesNotFit(f"request {i} needs {int(alone[i]):,} blocks of cache alone, more than the "
-                             f"{self.total:,} that fit beside {server.model.name}'s weights on one {server.gpu.name}")
+                             f"{self.total:,} that fit beside {server.model.name}'s weights on {server.gpus}")
 
     def of(self, tokens):
         """Blocks that hold ``tokens`` tokens."""

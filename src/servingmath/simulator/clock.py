@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _check
+from .. import _check, parallel
 from ..memory import kv_cache_bytes, weight_bytes
-from ..passes import attention_flops, forward_pass, linear_flops
+from ..passes import PassCost, attention_flops, forward_pass, linear_flops
 from ..roofline import pass_time
 from .server import Server
 
@@ -29,12 +29,26 @@ class StepClock:
         window = server.window
         lengths = np.arange(window + 1)
         counted = assumptions.kv_cache
+        # In a tensor-parallel group each GPU does 1/N of the arithmetic and keeps its share of the cache
+        # (``parallel.shard``): the tables below are one GPU's.
+        degree, share = server.tensor_parallel, server.kv_share
         self.per_flop = float(pass_time(1.0, 0.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).compute_time)
+        if degree > 1:
+            self.per_flop /= degree
         self.per_byte = float(pass_time(0.0, 1.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).memory_time)
         self.overhead = float(assumptions.overhead)
         self.flops_per_token = float(linear_flops(model.active_parameters, 1))
-        self.write_per_token = float(model.kv_bytes_per_token(server.kv_bits)) if counted else 0.0
-        self.read = (kv_cache_bytes(model, lengths, 1, server.kv_bits) if counted else np.zeros(window + 1)).astype(float)
+        self.write_per_token = float(model.kv_bytes_per_token(server.kv_bits)) * share if counted else 0.0
+        self.read = (kv_cache_bytes(model, lengths, 1, server.kv_bits) * share if counted
+                     else np.zeros(window + 1)).astype(float)
+        # Then two all-reduces a layer of the step's activations (Megatron-LM; parallel.allreduce_time): the
+        # link's latency for each, and a ring's time that grows with the step's tokens.
+        self.communication_fixed = self.communication_per_token = 0.0
+        if degree > 1:
+            group, allreduces = server.group, parallel.ALLREDUCES_PER_LAYER * model.layers
+            self.communication_fixed = allreduces * group.link.latency
+            self.communication_per_token = allreduces * float(
+                parallel.ring_time(parallel.activation_bytes(model, 1), degree, group.link))
         self.attention_mode = assumptions.attention
         # Attention of a whole prompt of each length: a piece of n tokens after c cached ones is
         # A[c + n] − A[c] when counted causally (or not at all), as passes.positions_attended sums it.
@@ -70,8 +84,11 @@ class StepClock:
         key = 1 if self._dense else tokens
         found = self._weights.get(key)
         if found is None:
-            model = self.server.model
+            model, degree = self.server.model, self.server.tensor_parallel
             found = float(weight_bytes(model.parameters_read(key), self.server.weight_bits))
+            if degree > 1:     # each GPU reads 1/N of every matrix and the norms whole (parallel.shard)
+                whole = float(weight_bytes(parallel.replicated_parameters(model), self.server.weight_bits))
+                found = (found - whole) / degree + whole
             self._weights[key] = found
         return found
 
@@ -99,7 +116,11 @@ class StepClock:
             attention, read = self.piece(n, c)
             flops += attention
             moved += read
-        return max(flops * self.per_flop, moved * self.per_byte) + self.overhead
+        return max(flops * self.per_flop, moved * self.per_byte) + self.overhead + self.communication(tokens)
+
+    def communication(self, tokens):
+        """Seconds of a step's all-reduces in a tensor-parallel group (none on one GPU)."""
+        return self.communication_fixed + self.communication_per_token * tokens
 
     def phases(self, decode_caches=(), pieces=()):
         """Seconds of each phase of a step timed as an engine runs it, kernel after kernel (their sum is
@@ -109,7 +130,8 @@ class StepClock:
         on its own roofline; ``launch wait`` (time the processor takes to launch the kernels beyond the
         time they run, where the step is not captured as a CUDA graph); ``fixed`` (the server's
         ``assumptions.overhead``: the sampler and the step's synchronisation); ``processor`` (the
-        engine's scheduling and input preparation, ``user_time`` for each user in the step)."""
+        engine's scheduling and input preparation, ``user_time`` for each user in the step); in a
+        tensor-parallel group, ``all-reduces`` (``communication``)."""
         decode_caches = [int(c) for c in decode_caches]
         pieces = [(int(n), int(c)) for n, c in pieces]
         tokens = len(decode_caches) + sum(n for n, _ in pieces)
@@ -122,13 +144,19 @@ class StepClock:
             attention, read = self.piece(n, c)
             prompt += max(attention * self.per_flop, read * self.per_byte)
         gpu = matrix + decode + prompt
-        return {"matrix products": matrix, "decode attention": decode, "prompt attention": prompt,
-                "launch wait": max(0.0, self.launch_time - gpu), "fixed": self.overhead,
-                "processor": self.user_time * (len(decode_caches) + len(pieces))}
+        phases = {"matrix products": matrix, "decode attention": decode, "prompt attention": prompt,
+                  "launch wait": max(0.0, self.launch_time - gpu), "fixed": self.overhead,
+                  "processor": self.user_time * (len(decode_caches) + len(pieces))}
+        if self.server.tensor_parallel > 1:
+            phases["all-reduces"] = self.communication(tokens)
+        return phases
 
     def check(self, decode_caches=(), pieces=()):
-        """The same step's time straight from ``passes.forward_pass`` and ``roofline.pass_time``."""
+        """The same step's time straight from ``passes.forward_pass`` and ``roofline.pass_time`` (in a
+        tensor-parallel group, one GPU's share by ``parallel.shard`` and the all-reduces added)."""
         server = self.server
+        if server.tensor_parallel > 1:
+            return self._check_group(decode_caches, pieces)
         flops = moved = 0.0
         users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
         for n, c in users:
@@ -141,6 +169,21 @@ class StepClock:
         return float(pass_time(flops, moved, server.gpu.peak_flops, server.gpu.memory_bandwidth,
                                server.assumptions).time)
 
+    def _check_group(self, decode_caches, pieces):
+        server, model = self.server, self.server.model
+        users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
+        costs = [forward_pass(model, n, c, 1, server.weight_bits, server.kv_bits,
+                              attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache)
+                 for n, c in users]
+        tokens = sum(n for n, _ in users)
+        whole = PassCost(tokens, sum(c.linear_flops for c in costs), sum(c.attention_flops for c in costs),
+                         weight_bytes(model.parameters_read(tokens), server.weight_bits),
+                         sum(c.kv_read_bytes for c in costs), sum(c.kv_write_bytes for c in costs))
+        mine = parallel.shard(whole, model, server.tensor_parallel)
+        allreduces = parallel.ALLREDUCES_PER_LAYER * model.layers * parallel.allreduce_time(
+            parallel.activation_bytes(model, tokens), server.tensor_parallel, server.group.link)
+        return float(pass_time(mine.flops, mine.bytes, server.gpu.peak_flops, server.gpu.memory_bandwidth,
+                               server.assumptions).time + allreduces)
 
     # -- The simulator's loop reads these: the same arithmetic as ``time`` and ``phases``, from its running sums.
 
@@ -150,7 +193,7 @@ class StepClock:
         if self.measured is not None:
             measured = self.measured
             return lambda cached: measured(users, users, 0)
-        per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead
+        per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead + self.communication(users)
         slope, read_slope = self.attention_slope, self.read_slope
         weights_read = self.weights(users) + self.write_per_token * users
         if self.phased:
@@ -198,7 +241,7 @@ class StepClock:
         memory_time = moved * self.per_byte
         if memory_time > step:
             step = memory_time
-        return step + (self.overhead + waited)
+        return step + (self.overhead + self.communication(tokens) + waited)
 
     def phased_step(self, tokens, users, cached, caches, pieces, mixed=True):
         """A step's seconds timed by its phases (``phases``), from the loop's running sums. Where prompts
@@ -224,7 +267,7 @@ class StepClock:
             step += max(attention * self.per_flop, read * self.per_byte)
         if step < self.launch_time:
             step = self.launch_time
-        return step + self.overhead + self.user_time * (users + len(pieces))
+        return step + self.overhead + self.communication(tokens) + self.user_time * (users + len(pieces))
 
     def copy_time(self, lengths, bandwidth):
         """Seconds to copy caches of these ``lengths`` between the GPU and the host, one after another."""

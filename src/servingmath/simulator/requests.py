@@ -40,6 +40,11 @@ class Request:
         return self.start_len + step - self.start_step
 
 
+def of(work):
+    """A request for each of ``work``'s, waiting, in order of arrival."""
+    return [Request(i, p, r) for i, (p, r) in enumerate(zip(work.prompt.tolist(), work.reply.tolist()))]
+
+
 class Decoding:
     """The users decoding: how many (``users``), their caches' tokens at the start of the coming step in all
     (``cached``), and a heap of the step at which each writes its last token (``finishing``). The step

@@ -25,7 +25,7 @@ import math
 from collections import deque
 
 from .blocks import BlockManager
-from .requests import DECODING, FINISHED, PREFILLING, SWAPPED, WAITING, Decoding, Request
+from .requests import DECODING, FINISHED, PREFILLING, SWAPPED, WAITING, Decoding, Request, of
 
 
 class Batch:
@@ -50,8 +50,9 @@ class Scheduler:
 
     chunks = False
 
-    def __init__(self, server, work, arrival, client=None):
-        self.requests = [Request(i, p, r) for i, (p, r) in enumerate(zip(work.prompt.tolist(), work.reply.tolist()))]
+    def __init__(self, server, work, arrival, client=None, requests=None):
+        # ``requests``: the requests' states, where several engines share them (a cluster's replicas)
+        self.requests = of(work) if requests is None else requests
         self.arrival, self.client = arrival, client   # when each request reaches the engine
         self.blocks = BlockManager(server, work)
         self.decoding = Decoding(self.requests, self.blocks)
@@ -70,6 +71,11 @@ class Scheduler:
     def next_arrival(self):
         """When the next request not yet queued reaches the engine (infinite when none is left)."""
         return self.arrival[self.arrived] if self.arrived < len(self.arrival) else math.inf
+
+    @property
+    def arrivals_left(self):
+        """Whether any request is still to reach the engine."""
+        return self.arrived < len(self.arrival)
 
     def take_arrivals(self, now):
         """Queue every request that has reached the engine by ``now``."""

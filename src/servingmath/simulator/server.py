@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check, engines
+from .. import _check, engines, parallel
 from ..hardware import GPU
 from ..memory import RESERVE, DoesNotFit, kv_cache_bytes, usable_memory, weight_bytes
 from ..models import Model
@@ -47,7 +47,8 @@ def _whole(name, value, minimum):
 
 @dataclass(frozen=True)
 class Server:
-    """A model on one GPU, and the engine's rules for sharing it (see ``servingmath.simulator``'s docstring)."""
+    """A model on one GPU (or a tensor-parallel group of them), and the engine's rules for sharing it (see
+    ``servingmath.simulator``'s docstring)."""
 
     model: Model
     gpu: GPU
@@ -74,6 +75,11 @@ class Server:
     # Measured step times in place of the pass model: a callable (decodes, tokens, prompts) -> seconds,
     # given each step's next tokens, all its tokens and the prompts it starts (see engine_lab.StepTable).
     step_time: object = None
+    # A tensor-parallel group (parallel.py): ``tensor_parallel`` GPUs of the kind ``gpu`` joined by ``link``
+    # (a key or name of a link the GPU can have; its fastest if None), each holding its share of the weights
+    # and the cache, each step followed by the all-reduces Megatron-LM's split needs.
+    tensor_parallel: int = 1
+    link: object = None
 
     def __post_init__(self):
         _check.instance("model", self.model, Model)
@@ -122,11 +128,45 @@ class Server:
                                         or not self.mixed_steps):
             raise ValueError("user_time, launch_time, linear_peak and mixed_steps=False are a step timed by its "
                              f"phases: they need clock='phases', got clock={self.clock!r}")
+        self._check_group()
         usable_memory(self.gpu, _check.single("reserve", self.reserve))
         if self.cache_room <= 0 or self.cache_blocks < 1:
-            raise DoesNotFit(f"{self.model.name}'s weights ({weight_bytes(self.model.parameters, self.weight_bits) / 1e9:.2f} GB) "
-                             f"leave no room for a block of cache on one {self.gpu.name} "
+            raise DoesNotFit(f"{self.model.name}'s weights ({self.gpu_weight_bytes / 1e9:.2f} GB a GPU) "
+                             f"leave no room for a block of cache on {self.gpus} "
                              f"(reserve {self.reserve!r}): the server cannot run")
+
+    def _check_group(self):
+        degree = _whole("tensor_parallel", self.tensor_parallel, 1)
+        if degree > 1:
+            parallel.check_tensor_parallel(self.model, degree)
+            parallel.group(self.gpu, degree, self.link)      # a link the GPU cannot have, or too many GPUs for it
+        elif self.link is not None:
+            raise ValueError(f"link joins the GPUs of a tensor-parallel group: it needs tensor_parallel above 1, "
+                             f"got link={self.link!r} with tensor_parallel={self.tensor_parallel!r}")
+
+    @property
+    def gpus(self) -> str:
+        """The GPUs the server runs on, in words."""
+        return f"one {self.gpu.name}" if self.tensor_parallel == 1 else self.group.name
+
+    @property
+    def group(self):
+        """The tensor-parallel group (``parallel.GPUGroup``) of ``tensor_parallel`` GPUs over ``link``."""
+        return parallel.group(self.gpu, self.tensor_parallel, self.link)
+
+    @property
+    def gpu_weight_bytes(self) -> float:
+        """Bytes of weights each GPU holds: all of them on one GPU; in a group, 1/``tensor_parallel`` of every
+        matrix and the norms whole (``parallel.fit``'s count)."""
+        if self.tensor_parallel == 1:
+            return weight_bytes(self.model.parameters, self.weight_bits)
+        whole = parallel.replicated_parameters(self.model)
+        return weight_bytes((self.model.parameters - whole) / self.tensor_parallel + whole, self.weight_bits)
+
+    @property
+    def kv_share(self) -> float:
+        """The share of each token's cache one GPU keeps (``parallel.kv_share``; 1 on one GPU)."""
+        return 1.0 if self.tensor_parallel == 1 else parallel.kv_share(self.model, self.tensor_parallel)
 
     @property
     def window(self) -> int:
@@ -147,8 +187,8 @@ class Server:
 
     @property
     def cache_room(self) -> float:
-        """Bytes left for caches once the weights and the reserve are out (lesson 2's budget)."""
-        return usable_memory(self.gpu, self.reserve) - weight_bytes(self.model.parameters, self.weight_bits)
+        """Bytes left for caches on each GPU once its weights and the reserve are out (lesson 2's budget)."""
+        return usable_memory(self.gpu, self.reserve) - self.gpu_weight_bytes
 
     @property
     def block_bytes(self) -> float:
@@ -158,7 +198,7 @@ class Server:
     @property
     def cache_blocks(self) -> int:
         """Blocks the cache room holds."""
-        return int(self.cache_room // self.block_bytes)
+        return int(self.cache_room // (self.block_bytes * self.kv_share))
 
     def blocks(self, tokens):
         """Blocks that hold ``tokens`` tokens of cache."""

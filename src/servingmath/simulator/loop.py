@@ -1,0 +1,97 @@
+"""The engine's loop: schedule, time, postprocess, a step at a time, for one server.
+
+``Engine`` holds what the loop carries from step to step (the scheduler, the step clock, the log, the step
+and the time), so that a run may stop at a time and go on later: ``simulate`` runs one engine to the end, and
+``cluster`` runs several side by side, each stopped whenever the router has a request to place.
+"""
+from __future__ import annotations
+
+import math
+
+from .clock import StepClock
+from .results import StepLog
+from .schedulers import Scheduler
+
+
+class Engine:
+    """One server's engine: its ``scheduler``, its step ``clock`` (shared by copies of one server: it holds
+    only tables of the server's costs), its ``log``, the ``step`` it is at and the time, ``now``."""
+
+    def __init__(self, server, scheduler: Scheduler, clock: StepClock | None = None):
+        self.server, self.scheduler = server, scheduler
+        self.clock = StepClock(server) if clock is None else clock
+        self.log = StepLog()
+        self.step, self.now = 0, 0.0
+
+    def run(self, until=math.inf, total=math.inf):
+        """Run steps till ``total`` requests are done, or till the time is ``until`` or later (a step begun
+        before ``until`` runs to its end)."""
+        scheduler, clock, log, server = self.scheduler, self.clock, self.log, self.server
+        step, now = self.step, self.now
+        while scheduler.done < total and now < until:
+            scheduler.take_arrivals(now)
+            if scheduler.idle:
+                now = scheduler.next_arrival
+                continue
+            if clock.linear and scheduler.only_decoding:   # most steps: next tokens only, till something changes
+                step, now, blocked = _decode_steps(scheduler, clock, log, step, now)
+                if not blocked:
+                    continue
+            batch = scheduler.schedule(step)                # who runs, preempting for room where needed
+            decoding = scheduler.decoding
+            tokens = decoding.users + sum(piece[1] for piece in batch.pieces)
+            if tokens == 0:
+                # Everyone admitted was preempted again before the step ran: wait for the next arrival or finish.
+                if not scheduler.waiting or not scheduler.arrivals_left:
+                    raise AssertionError("the engine stalled with nothing to run")
+                now = max(now, scheduler.next_arrival)
+                continue
+            seconds = clock.step(tokens, decoding.users, decoding.cached, lambda: decoding.caches(step), batch.pieces,
+                                 clock.copy_time(batch.copies, server.swap_bandwidth), server.mixed_steps)
+            now += seconds                                  # the step runs
+            log.step(now, seconds, decoding.users - len(batch.resumed), tokens)
+            scheduler.postprocess(batch, step, now)
+            log.memory(scheduler.blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
+            step += 1
+        self.step, self.now = step, now
+
+
+def _decode_steps(scheduler: Scheduler, clock: StepClock, log: StepLog, step, now):
+    """Steps of next tokens only, until someone arrives, finishes or needs a block that is not free: the
+    loop's steps with nothing else in them (most of an hour's steps), run with their sums held in locals.
+    Returns the next step, the time, and whether a step was blocked for want of a block (the loop's next
+    step then preempts someone)."""
+    decoding, blocks = scheduler.decoding, scheduler.blocks
+    users, cached, pre_cached = decoding.users, decoding.cached, scheduler.pre_cached
+    seconds_of = clock.decode_only(users)
+    next_arrival = scheduler.next_arrival
+    finishing = decoding.finishing
+    due = blocks.per_step if blocks.paged else None
+    block_tokens, total, free = blocks.block_tokens, blocks.total, blocks.free
+    ends, times, decodes, held, used = log.end, log.time, log.decodes, log.held, log.used
+    blocked = False
+    while True:
+        if due is not None:
+            need = due[step % block_tokens]
+            if need > free:
+                blocked = True
+                break
+            free -= need
+        seconds = seconds_of(cached)
+        now += seconds
+        ends.append(now)
+        times.append(seconds)
+        decodes.append(users)
+        cached += users
+        if finishing[0][0] <= step:
+            blocks.free, decoding.cached = free, cached
+            scheduler.retire(step, now)
+            log.memory(blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
+            return step + 1, now, False
+        held.append((total - free) * block_tokens)
+        used.append(cached + pre_cached)
+        step += 1
+        if next_arrival <= now:
+            break
+    blocks.free, decoding.cached = free, cached
+    return step, now, blocked
