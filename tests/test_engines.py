@@ -68,8 +68,10 @@ def test_vllm_start_up_budget_defaults_are_cells_of_the_table():
     for key in sm.CATALOG:
         gpu = sm.CATALOG[key]
         if gpu.cuda_reported_bytes is not None:
-            served = E.defaults("vllm", "V1", gpu=gpu)
-            assert sm.memory.vllm_profile_defaults(sm.LLAMA_3_8B, gpu, "v1") == (served.step_tokens, served.max_running)
+            for version, row in ((None, "0.27"), ("0.27.1", "0.27"), ("0.28.0", "V1")):
+                served = E.defaults("vllm", row, gpu=gpu)
+                assert sm.memory.vllm_profile_defaults(sm.LLAMA_3_8B, gpu, "v1", version=version) == \
+                    (served.step_tokens, served.max_running)
     assert "profile_min_tokens" not in E.markdown_table(sm.H100_SXM)
 
 
@@ -79,7 +81,22 @@ def test_vllm_v1_took_1024_users_a_step_on_every_card_until_0_8_4():
     assert E.defaults("vllm", "0.8.4", gpu=a100).max_running == 256
     assert E.row("vllm", "0.8.2").label == "vLLM V1 (0.8 to 0.8.3)"
     assert E.row("vllm", "0.20").label == "vLLM V1 (0.8.4 to 0.20)"
-    assert E.row("vllm", "V1").label == "vLLM V1 (0.21 on)"
+    assert E.row("vllm", "0.27").label == "vLLM V1 (0.21 to 0.27)"
+    assert E.row("vllm", "V1").label == "vLLM V1 (0.28 on)"
+
+
+def test_vllm_0_28_gives_cards_of_160_gib_16384_tokens_a_step():
+    # Pull request 51726, first in 0.28.0: a tier above the 70 GiB one; the H100 keeps 8,192 under `vllm serve`.
+    h100, b200, a100 = sm.H100_SXM, sm.CATALOG["b200"], sm.CATALOG["a100-80gb"]
+    for entry, h100_tokens in (("serve", 8192), ("llm", 16384)):
+        assert E.defaults("vllm", "0.27.1", gpu=b200, entry=entry).step_tokens == h100_tokens
+        assert E.defaults("vllm", "0.28.0", gpu=b200, entry=entry).step_tokens == 16384
+        assert E.defaults("vllm", "0.28.0", gpu=h100, entry=entry).step_tokens == h100_tokens
+        assert E.defaults("vllm", "0.28.0", gpu=a100, entry=entry).step_tokens == E.defaults("vllm", "0.27", gpu=a100,
+                                                                                             entry=entry).step_tokens
+    assert E.defaults("vllm", "0.28.0", gpu=b200).max_running == 1024
+    assert E.VLLM_LARGE_TIER_SINCE == E.row("vllm", "V1").since == "0.28"
+    assert "16,384 on cards of 160 GiB or more" in E.markdown_table(h100, rows=(("vllm", "V1"),))
 
 
 def test_vllm_raised_its_memory_share_with_the_cuda_graphs_estimate():
@@ -87,7 +104,7 @@ def test_vllm_raised_its_memory_share_with_the_cuda_graphs_estimate():
     before = E.defaults("vllm", "0.20", gpu=sm.H100_SXM).memory_fraction
     after = E.defaults("vllm", "V1", gpu=sm.H100_SXM)
     assert (before, after.memory_fraction) == (0.9, 0.92) == (sm.memory.VLLM_GPU_MEMORY_UTILIZATION, after.memory_fraction_current)
-    assert E.row("vllm", "V1").since == after.graph_estimate_since.rsplit(".0", 1)[0]
+    assert E.VLLM_V1_SHARE_RAISED == E.row("vllm", "0.21").since == after.graph_estimate_since.rsplit(".0", 1)[0]
     for version in ("0.6", "V0", "0.8", "0.8.4"):
         assert E.defaults("vllm", version, gpu=sm.H100_SXM).memory_fraction == 0.9
 

@@ -87,3 +87,11 @@ def test_part_threes_roomy_server_is_part_twos_run_of_the_same_requests():
     seen = load.preemption()
     assert seen.roomy == load.policies_at(10)["continuous"]
     assert len(load.run(10).workload) == load.REQUESTS
+
+
+def test_swapping_reads_the_cards_host_link_from_the_catalog():
+    # The H100 SXM's link to its host is PCIe Gen5 x16, 64 GB/s each way; the course assumes half of it reached.
+    from servingmath import hardware
+    assert load.swap_link().key == "pcie5" and load.swap_link() in hardware.links(load.GPU_)
+    assert load.SWAP_BANDWIDTH == load.SWAP_REACHED * load.swap_link().bandwidth == 32e9
+    assert load.swap_link(hardware.CATALOG["a100-80gb"]).key == "pcie4"

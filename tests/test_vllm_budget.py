@@ -161,8 +161,11 @@ def test_v1_profiles_by_the_card():
     assert large == {"h100-sxm", "mi300x", "b200"}
     assert small == {"a100-80gb", "a100-80gb-pcie", "l4", "l40s", "t4"}
     # The A100 reports more than 70 GiB and still takes the smaller defaults (vLLM pull request 17885).
-    large_tier = sm.engines.row("vllm", "V1").cells["step_tokens"].value.tiers[-1][0]
+    large_tier = sm.engines.row("vllm", "0.27").cells["step_tokens"].value.tiers[-1][0]
     assert CATALOG["a100-80gb"].cuda_reported_bytes > large_tier * GiB
+    # From 0.28 the cards reporting 160 GiB or more profile 16,384 tokens (vLLM pull request 51726).
+    later = {gpu.key for gpu in RUNS_VLLM if vllm_profile_defaults(LLAMA_3_8B, gpu, "v1", version="0.28.0") == (16384, 1024)}
+    assert later == {"mi300x", "b200"}
     # Short windows cap the pass at max_num_seqs × max_model_len.
     assert vllm_profile_defaults(LLAMA_3_8B, H100, "v1", max_model_len=4) == (4096, 1024)
 

@@ -134,7 +134,8 @@ _V0 = {
                         "smaller value is refused (SchedulerConfig._verify_args)", V0_BUDGET_SHORT),
     "chunked_prefill": Cell("--enable-chunked-prefill", False, VLLM_V0_SCHEDULER_CONFIG),
     "mixed_steps": Cell("", False, "vllm-project/vllm v0.6, vllm/core/scheduler.py, Scheduler._schedule_default",
-                        "prefill-only steps; with chunked prefill on, prompt pieces join decodes"),
+                        "prefill-only steps; with chunked prefill on, prompt pieces join decodes",
+                        "on with `--enable-chunked-prefill`"),
     "preemption": Cell("--preemption-mode", "recompute",
                        "kwon2023paged, section 4.5; vllm/core/scheduler.py, Scheduler._preempt",
                        "swap for groups of several sequences (beam search); --swap-space 4 GiB of host memory",
@@ -168,8 +169,8 @@ _V1 = {
                         "than the A100; 2,048 and 8,192 on the rest. Before that rule: the large figures on the "
                         "H100 and H200 by name (pull request 12369, January 2025), on every card of 70 GiB or more "
                         "from pull request 17073 (April 2025), the A100 set back to the small ones by pull request "
-                        "17885 (May 2025, version 0.9). Pull request 51726 (August 2026) raises the large cards' "
-                        "8,192 to 16,384; the first version with it was not read"),
+                        "17885 (May 2025, version 0.9). From 0.28.0 a tier above: 16,384 under both on cards of "
+                        "160 GiB or more (pull request 51726)"),
     "chunked_prefill": Cell("--enable-chunked-prefill", True, "vllm-project/vllm v0.8, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_args_v1; vllm-project/vllm, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
@@ -206,7 +207,18 @@ _V1_FROM_0_21 = {**_V1, "memory_fraction": Cell(
     "CacheConfig.gpu_memory_utilization", "0.9 before 0.21.0, raised with the CUDA graphs' estimate",
     "0.9 before 0.21")}
 
+# vLLM pull request 51726 ("[Config] Update default `_max_num_batched_tokens` from 8192 to 16384", merged
+# 2026-08-10; first released in 0.28.0, 2026-08-26) adds a tier to get_batch_defaults above the 70 GiB one:
+# cards reporting 160 GiB or more take 16,384 tokens a step under `vllm serve` and `LLM(...)` alike, with
+# 1,024 sequences as before. The H100 and H200 stay in the 70 GiB tier.
+VLLM_LARGE_TIER_SINCE = "0.28"
+_V1_FROM_0_28 = {**_V1_FROM_0_21, "step_tokens": Cell(
+    "--max-num-batched-tokens", ByCard(((0, {"serve": 2048, "llm": 8192}), (70, {"serve": 8192, "llm": 16384}),
+                                        (160, {"serve": 16384, "llm": 16384})), excluded=("a100",)),
+    VLLM_ARG_UTILS + " (v0.28.0); pull request 51726", _V1["step_tokens"].note, "16,384 on cards of 160 GiB or more")}
+
 # Version boundaries the pages name, each with where it was read.
+VLLM_V1_SHARE_RAISED = "0.21"            # --gpu-memory-utilization 0.9 -> 0.92 (pull request 38284)
 VLLM_V0_REMOVED = "0.11"                 # the "vLLM V0" rows end here; SchedulerConfig then has no preemption_mode
 VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunked_prefill = True whatever the flag
 # --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
@@ -228,8 +240,9 @@ TABLE = (
     Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
         "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
         "the H100 and H200", "1,024 on every card until version 0.8.4")}),
-    Row("vllm", "vLLM V1", "0.8.4", "0.21", _V1),
-    Row("vllm", "vLLM V1", "0.21", None, _V1_FROM_0_21),
+    Row("vllm", "vLLM V1", "0.8.4", VLLM_V1_SHARE_RAISED, _V1),
+    Row("vllm", "vLLM V1", VLLM_V1_SHARE_RAISED, VLLM_LARGE_TIER_SINCE, _V1_FROM_0_21),
+    Row("vllm", "vLLM V1", VLLM_LARGE_TIER_SINCE, None, _V1_FROM_0_28),
     Row("sglang", "SGLang 0.3", "0.3", "0.4", {
         "block_tokens": Cell("", 1, SGLANG_V03_SERVER_ARGS, "a token a slot of the pool"),
         "max_running": Cell("--max-running-requests", None, SGLANG_V03_SERVER_ARGS, "set from the cache's size"),
@@ -267,8 +280,8 @@ TABLE = (
     }),
     Row("tgi", "TGI v3", "3.0", None, {
         "block_tokens": Cell("", UNSTATED, TGI_LAUNCHER_DOC, "paged by the attention kernels"),
-        "max_running": Cell("--max-batch-size", UNSTATED, TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch",
-                            "no cap unless set"),
+        "max_running": Cell("--max-batch-size", "none", TGI_LAUNCHER_DOC, "no cap unless set: tokens cap the batch",
+                            "unless set"),
         "step_tokens": Cell("--max-batch-prefill-tokens", UNSTATED, TGI_LAUNCHER_DOC,
                             "prompt tokens a step; v3 chunks a longer prompt", "prompt tokens"),
         "chunked_prefill": Cell("", True, "https://huggingface.co/docs/text-generation-inference/conceptual/chunking"),
@@ -376,7 +389,7 @@ def shown(value) -> str:
     if value is None:
         return "set at start-up"
     if value == UNSTATED:
-        return ""
+        return "not read"
     if value is True:
         return "on"
     if value is False:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _check, engines, simulator
 from ._kept import kept_arrays
-from .hardware import GPU, H100_SXM
+from .hardware import GPU, H100_SXM, links
 from .models import LLAMA_3_8B, Model
 from .roofline import LESSON, PLATE, Assumptions
 from .simulator import Server, percentile, simulate
@@ -172,9 +172,20 @@ class Preemption:
     roomy: RunFigures
 
 
-# A host link for swapping: PCIe 5.0 x16, 64 GB/s each way as its specification gives it; the
-# course takes half of it as reached.
-SWAP_BANDWIDTH = 32e9
+# Swapping copies over the card's PCIe link to the host (hardware.GPU_LINKS); the course takes half of its
+# speed each way as reached by the engine's many block-sized copies: an assumption, stated on the page.
+SWAP_REACHED = 0.5
+
+
+def swap_link(gpu: GPU = GPU_):
+    """The PCIe link between ``gpu`` and its host, from the catalog (``hardware.links``)."""
+    found = [found for found in links(gpu) if found.kind == "pcie"]
+    if not found:
+        raise ValueError(f"gpu {gpu.name!r} has no PCIe link to a host in the catalog, so it cannot swap")
+    return found[0]
+
+
+SWAP_BANDWIDTH = swap_link().bandwidth * SWAP_REACHED      # bytes a second each way on the lesson's H100
 # Kwon et al. 2023, section 7.3 and figure 19: swapping's many small copies cost most with small blocks;
 # "for medium block sizes from 16 to 64, the two methods exhibit comparable end-to-end performance".
 KWON_SWAP_EVEN_BLOCKS = (16, 64)
@@ -193,7 +204,8 @@ def preemption(rate=10, blocks=800, count=REQUESTS, seed=0, model: Model = MODEL
     work = poisson_workload(rate, count, SHAREGPT, seed, model=model)
     out = {}
     for name, server in (("recompute", Server(model, small)),
-                         ("swap", Server(model, small, preemption="swap", swap_bandwidth=SWAP_BANDWIDTH))):
+                         ("swap", Server(model, small, preemption="swap",
+                                         swap_bandwidth=swap_link(gpu).bandwidth * SWAP_REACHED))):
         out[name] = figures(simulate(server, work), rate)
     out["roomy"] = figures(run(rate, "continuous", "paged", model, gpu, PLATE, count, seed), rate)
     return Preemption(blocks, out["recompute"], out["swap"], out["roomy"])

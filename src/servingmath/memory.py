@@ -221,7 +221,8 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 # - V1 (the default from 0.8.0, vllm-project/vllm pull request 13726; vllm/v1/worker/gpu_worker.py):
 #   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card: 8,192
 #   tokens and 1,024 sequences on cards that report 70 GiB or more, the A100 excepted; 2,048 and 256
-#   on the others (the A100, L40S, L4, T4). It runs the model compiled (torch.compile with CUDA
+#   on the others (the A100, L40S, L4, T4); from 0.28.0, 16,384 tokens on cards reporting 160 GiB or
+#   more (the MI300X, the B200). It runs the model compiled (torch.compile with CUDA
 #   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
 #   share; from 0.21.0 vLLM subtracts an estimate of their memory first.
 #
@@ -287,12 +288,13 @@ def _runs_vllm(gpu: GPU):
                          f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
 
 
-def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=None):
+def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=None, version=None):
     """The profiling pass vLLM runs by default for ``vllm serve``: (max_num_batched_tokens, max_num_seqs).
 
     V0: max(max_model_len, 2,048) tokens with chunked prefill off, which it is up to a window of
     32,768 tokens; past that 2,048. V1: 8,192 tokens and 1,024 sequences on cards reporting 70 GiB
-    or more other than the A100, 2,048 and 256 elsewhere. Both then cap the tokens at
+    or more other than the A100, 2,048 and 256 elsewhere; from ``version`` 0.28, 16,384 tokens on
+    cards reporting 160 GiB or more (None: a version before it). Both then cap the tokens at
     max_num_seqs × max_model_len and the sequences at the tokens, as vLLM does.
     """
     _check.instance("model", model, Model)
@@ -307,7 +309,10 @@ def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=Non
         tokens = (VLLM_V0_CHUNKED_TOKENS if max_model_len > VLLM_V0_CHUNKED_PAST
                   else max(max_model_len, VLLM_V0_MIN_PROFILE_TOKENS))
     else:
-        served = _engines.defaults("vllm", "V1", gpu=gpu, entry="serve")
+        parsed = _version(version)
+        since = _engines.VLLM_LARGE_TIER_SINCE
+        row = since if parsed is not None and parsed >= _version(since) else _engines._previous(since)
+        served = _engines.defaults("vllm", row, gpu=gpu, entry="serve")
         tokens, seqs = served.step_tokens, served.max_running
     tokens = min(seqs * max_model_len, tokens)
     return tokens, min(seqs, tokens)
@@ -494,7 +499,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
         max_model_len = window
     max_model_len = model.check_context(_check.count("max_model_len", max_model_len, minimum=1), "max_model_len")
     max_model_len = int(_check.single("max_model_len", max_model_len, "whole number"))
-    default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len)
+    default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len, version)
     tokens = default_tokens if max_num_batched_tokens is None else max_num_batched_tokens
     seqs = default_seqs if max_num_seqs is None else max_num_seqs
     activation = vllm_activation_bytes(model, tokens, seqs)

@@ -375,6 +375,7 @@ class Quiz:
 
 def _lesson_3_questions():
     from . import load
+    from .simulator import ATTAINMENT
     from .explorers import clock
 
     paged = load.paged_against_reserved(10)
@@ -426,7 +427,8 @@ def _lesson_3_questions():
         ),
         Question(
             prompt="What does DistServe's goodput count?",
-            options=("The most requests a second at which at least 90 % of requests meet both latency targets.",
+            options=(f"The most requests a second one GPU takes while a chosen share of requests meets both latency "
+                     f"targets ({units.percent(ATTAINMENT)} here, as in DistServe's evaluation).",
                      "All the tokens a second a server makes.",
                      "The tokens a second of the fastest user.",
                      "The requests a second at which the GPU turns compute-bound."),

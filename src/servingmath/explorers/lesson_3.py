@@ -119,7 +119,7 @@ def stall(prompt_tokens: int = 4000, step_tokens: int = 512) -> Explorer:
     return Explorer("stall", "A long prompt joins a running batch", [
         slider("prompt_tokens", "tokens in the arriving prompt", prompts, prompt_tokens, tokens_text),
         buttons("step_tokens", "token budget a step", {256: "256", 512: "512", 2048: "2,048",
-                                                        V1_BUDGET: f"{units.number(V1_BUDGET)} (vLLM V1)"}, step_tokens)],
+                                                        V1_BUDGET: f"{units.number(V1_BUDGET)} (vLLM V1, H100)"}, step_tokens)],
         readouts, [Layer(("prompt_tokens", "step_tokens"), bars)], panel.axes(), panel.bottom, refuse=REFUSE,
         note=f"{SETUP}.")
 
