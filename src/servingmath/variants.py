@@ -149,7 +149,7 @@ def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1, kv_bits=16)
 # -- Lesson 1, Part 1: passes ---------------------------------------------------------
 def _draw_1_1(rng):
     return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10),
-            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10),
+            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 40, 400, 1),
             "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100),
             "requests": _steps(rng, 5000, 20000, 1000), "day_prompt": _steps(rng, 1000, 4000, 100),
             "day_reply": _steps(rng, 100, 600, 10)}
@@ -187,12 +187,13 @@ def _efficiencies(rng, compute: str, memory_: str) -> dict:
     return {compute: drawn[0], memory_: drawn[1]}
 
 
-WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "llama-3-70b", "qwen3-8b")
+WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "gemma-2-9b",
+                 "gemma-2-27b", "phi-3-medium", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3-70b", "qwen2.5-72b", "qwen3-8b")
 
 
 def _draw_1_2(rng):
     return {"prompt": _steps(rng, 50, 400, 10),
-            "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
+            "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 6, 5, 4, 3)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "ridge_compute", "ridge_memory"),
             "decode_bits": rng.choice((3, 4, 5, 6, 8)),
@@ -254,7 +255,7 @@ def _draw_1_3(rng):
             "prompt": _steps(rng, 500, 4000, 100),
             "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
             "request_prompt": _steps(rng, 500, 3000, 100),
-            "request_reply": _steps(rng, 100, 1000, 50),
+            "request_reply": _steps(rng, 100, 1000, 10),
             # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
             # MI300X, both $3 an hour, would both be right.
             "speed": rng.choice((40, 50, 60, 80, 100, 120, 250))}
@@ -301,11 +302,15 @@ def _one_cheapest(speed: float) -> list[str]:
 
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
+# Prices of a million tokens Problem 4.5 asks a batch to reach: 2 to 20 cents, in tenths of a cent.
+TARGET_COSTS = tuple(tenths / 1000 for tenths in range(20, 201))
+
+
 def _draw_1_4(rng):
     # Not 8: Part 4's Your turn, whose answer the page's solution prints (folded, so the pages' reading misses it).
-    return {"users": rng.choice((4, 6, 10, 12, 14, 16, 20, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
-            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
-            "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
+    return {"users": _steps(rng, 2, 64, 1, but=(8,)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": _steps(rng, 10, 64, 1),
+            "bits": rng.choice((3, 4, 5, 6, 8)), "target": rng.choice(TARGET_COSTS),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "flip_compute", "flip_memory"),
             "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100)}
@@ -315,6 +320,7 @@ def _derive_1_4(n):
     from .roofline import PLATE
 
     return {"h100_price": CATALOG["h100-sxm"].price_per_hour, "gpu_price": CATALOG[n["gpu"]].price_per_hour,
+            "target_shown": f"{n['target']:.3f}".removesuffix("0"),
             "plate_compute": _decimal(PLATE.compute_efficiency * 100),
             "plate_memory": _decimal(PLATE.bandwidth_efficiency * 100), "plate_overhead": _decimal(PLATE.overhead * 1e3)}
 
@@ -334,7 +340,7 @@ LESSON_1_PART_4 = Template(
         "4.4": "Back on the H100 SXM at ${h100_price} an hour with {bits_users} users per pass, store the weights in "
                "{bits} bits. What does a million tokens cost now?",
         "4.5": "On the H100 SXM at ${h100_price} an hour, with 16-bit weights, what is the fewest users per pass "
-               "that brings a million tokens to ${target} or less?",
+               "that brings a million tokens to ${target_shown} or less?",
         "4.6": "Count the weights alone, as Example 4.1 does, with the arithmetic at {flip_compute} % of its peak and "
                "memory at {flip_memory} % of its bandwidth. Each user added to a pass then adds "
                "arithmetic but no "
