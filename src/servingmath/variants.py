@@ -196,7 +196,7 @@ def _draw_1_2(rng):
             "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 6, 5, 4, 3)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "ridge_compute", "ridge_memory"),
-            "decode_bits": rng.choice((3, 4, 5, 6, 8)),
+            "low_bits": rng.choice((3, 4, 5, 6, 8)), "low_prompt": _steps(rng, 20, 400, 5),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "turn_compute", "turn_memory"),
             "pace_prompt": _steps(rng, 100, 500, 10)}
@@ -210,7 +210,7 @@ def _derive_1_2(n):
 LESSON_1_PART_2 = Template(
     draw=_draw_1_2,
     practice={"prompt": 120, "model": "llama-3-70b", "bits": 8, "ridge_gpu": "a100-80gb", "ridge_compute": 70,
-              "ridge_memory": 90, "decode_bits": 4,
+              "ridge_memory": 90, "low_bits": 4, "low_prompt": 70,
               "turn_gpu": "l4", "turn_compute": 70, "turn_memory": 90, "pace_prompt": 300},
     derive=_derive_1_2,
     statements={
@@ -225,8 +225,8 @@ LESSON_1_PART_2 = Template(
                "{ridge_gpu_tbps} TB a second at its peaks; its kernels reach {ridge_compute} % of the first and "
                "{ridge_memory} % of the second. At the rates they reach, how many FLOPs can it do in the time it "
                "reads one byte?",
-        "2.5": "Store Llama 3 8B's weights in {decode_bits} bits each instead. How many FLOPs does one decode step "
-               "for one user now do for each byte of weights it reads?",
+        "2.5": "Store Llama 3 8B's weights in {low_bits} bits each instead. {low_prompt:A}-token prompt arrives. How "
+               "many FLOPs does its prefill pass now do for each byte of weights it reads?",
         "2.6": "On the {turn_gpu_named}, with 16-bit weights, its arithmetic at {turn_compute} % of its peak and its "
                "memory at {turn_memory} % of its bandwidth, what is the shortest prompt, in whole tokens, whose "
                "prefill pass spends longer on arithmetic than on reading the weights?",
@@ -239,21 +239,38 @@ LESSON_1_PART_2 = Template(
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "pace_prompt")
                      + _fits("llama-3-8b", "l40s", 8, n["pace_prompt"])
-                     + _fits("llama-3-8b", n["turn_gpu"]) + _fits("llama-3-8b", "h100-sxm", n["decode_bits"])),
+                     + _fits("llama-3-8b", n["turn_gpu"]) + _fits("llama-3-8b", "h100-sxm", n["low_bits"])),
 )
 
 
 # -- Lesson 1, Part 3: time ------------------------------------------------------------
-BIG_MODEL_GPUS = ("mi300x", "b200", "h200")
+# Models of a few billion parameters Problem 3.3 moves to another GPU: each fits every rented GPU in 16 bits.
+SPEED_MODELS = ("llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "gemma-2-9b",
+                "qwen3-8b", "llama-2-7b", "phi-3-mini", "gemma-3-4b")
+
+
+# Models bigger than Llama 3 8B, for Problem 3.4.
+BIG_MODELS = ("llama-3-70b", "qwen2.5-72b", "gemma-2-27b", "phi-3-medium")
+
+
+@functools.cache
+def _big_model_fits() -> list:
+    """(model, bits, GPU) for Problem 3.4: a big model's weights in so many bits, on a rented GPU that holds them."""
+    return [(model, bits, gpu) for model in BIG_MODELS for bits in (16, 8, 6, 5, 4) for gpu in RENTED
+            if not _fits(model, gpu, bits)]
+
+
 # A weight of so many bits, in bytes, as the problem says it in words.
 BYTES_IN_WORDS = {2: "a quarter of a byte", 3: "three eighths of a byte", 4: "half a byte",
                   5: "five eighths of a byte", 6: "three quarters of a byte", 7: "seven eighths of a byte", 8: "one byte"}
 
 
 def _draw_1_3(rng):
-    return {"bits": rng.choice(list(BYTES_IN_WORDS)),
+    big_model, big_bits, big_gpu = rng.choice(_big_model_fits())
+    return {"bits": rng.choice(list(BYTES_IN_WORDS)), "bits_gpu": rng.choice(RENTED),
             "prompt": _steps(rng, 500, 4000, 100),
-            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
+            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "speed_model": rng.choice(SPEED_MODELS),
+            "big_model": big_model, "big_bits": big_bits, "big_gpu": big_gpu,
             "request_prompt": _steps(rng, 500, 3000, 100),
             "request_reply": _steps(rng, 100, 1000, 10),
             # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
@@ -263,17 +280,19 @@ def _draw_1_3(rng):
 
 LESSON_1_PART_3 = Template(
     draw=_draw_1_3,
-    practice={"bits": 6, "prompt": 2000, "gpu": "mi300x", "big_gpu": "mi300x", "request_prompt": 1000,
+    practice={"bits": 6, "bits_gpu": "h100-sxm", "prompt": 2000, "gpu": "mi300x", "speed_model": "llama-3-8b",
+              "big_model": "llama-3-70b", "big_bits": 16, "big_gpu": "mi300x", "request_prompt": 1000,
               "request_reply": 500, "speed": 100},
     derive=lambda n: {"bits_in_bytes": BYTES_IN_WORDS[n["bits"]]},
     statements={
-        "3.1": "Keep Llama 3 8B on the H100 SXM, but store each weight in {bits} bits ({bits_in_bytes}) rather "
-               "than 16. What is the most tokens a second that a single reply can get?",
+        "3.1": "Run Llama 3 8B on the {bits_gpu_short}, but store each weight in {bits} bits ({bits_in_bytes}) "
+               "rather than 16. What is the most tokens a second that a single reply can get?",
         "3.2": "Back to 16-bit weights on the H100 SXM. {prompt:A}-token prompt arrives. At best, how many "
                "milliseconds pass before the first reply token?",
-        "3.3": "Move Llama 3 8B, in 16 bits, to {gpu_named:a}. At best, how many tokens a second does one user get?",
-        "3.4": 'Llama 3 70B (`sm.MODELS["llama-3-70b"]`), in 16 bits, runs on one {big_gpu_named}. At best, how '
-               "many milliseconds apart do one user's tokens come?",
+        "3.3": "Move {speed_model_named}, in 16 bits, to {gpu_named:a}. At best, how many tokens a second does one "
+               "user get?",
+        "3.4": "{big_model_named}, in {big_bits} bits, runs on one {big_gpu_named}. At best, how many milliseconds "
+               "apart do one user's tokens come?",
         "3.5": "Llama 3 8B, 16-bit, on the H100 SXM: {request_prompt:a}-token prompt and {request_reply:a}-token "
                "reply. At best, how many seconds pass from sending the prompt to receiving the last reply token?",
         "3.6": "Which GPU in the catalog rents for the least an hour while holding Llama 3 8B's 16-bit weights "
@@ -281,7 +300,7 @@ LESSON_1_PART_3 = Template(
                'with its catalog key, such as `"h100-sxm"`.',
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "request_prompt", "request_reply")
-                     + _fits("llama-3-8b", n["gpu"]) + _fits("llama-3-70b", n["big_gpu"])
+                     + _fits(n["speed_model"], n["gpu"]) + _fits(n["big_model"], n["big_gpu"], n["big_bits"])
                      + _one_cheapest(n["speed"])),
 )
 
