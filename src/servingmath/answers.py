@@ -48,7 +48,7 @@ def _cheapest(n):
 
 
 def _cache_share(n):
-    step = sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
+    step = sm.decode_step(L31, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
     return (step.kv_read_bytes + step.kv_write_bytes) / step.bytes
 
 
@@ -101,13 +101,14 @@ ANSWERS = {
                                       assumptions=sm.PLATE).time * 1e3,
         "2": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["cache"], batch=n["users"],
                                           assumptions=sm.PLATE).time,
-        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["plate_gpu"]], n["prompt"], assumptions=sm.PLATE).time_per_token * 1e3,
-        "4": lambda n: sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).time * 1e3,
+        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["plate_gpu"]], n["prompt"], assumptions=sm.PLATE).time * 1e3,
+        "4": lambda n: sm.decode_step(L31, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["long_cache"],
+                                      assumptions=sm.PLATE).time * 1e3,
         "5": _cache_share,
         "6": lambda n: math.ceil(sm.weight_bytes(L31.parameters, n["weight_bits"])
-                                 / L31.kv_bytes_per_token(n["kv_bits"])),
-        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), assumptions=sm.PLATE)
-                              .timing.compute_bound, _prompts()),
+                                 / (n["share_users"] * L31.kv_bytes_per_token(n["kv_bits"]))),
+        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), weight_bits=n["ridge_bits"],
+                                         assumptions=sm.PLATE).timing.compute_bound, _prompts()),
     },
 }
 

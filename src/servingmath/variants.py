@@ -385,8 +385,16 @@ def _draw_plate_1(rng):
     users, gpu = rng.choice(_batches_that_fit())
     return {"users": users, "plate_gpu": gpu, "cache": _steps(rng, 1000, 8000, 100),
             "prompt": _steps(rng, 1000, 8000, 100),
-            "long_cache": _steps(rng, 10_000, 120_000, 1000), "weight_bits": weight_bits, "kv_bits": kv_bits,
-            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"])}
+            "long_cache": rng.choice(_long_caches(gpu)), "weight_bits": weight_bits, "kv_bits": kv_bits,
+            "share_users": _steps(rng, 2, 32, 1),
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "ridge_bits": rng.choice((16, 8, 7, 6, 5, 4, 3))}
+
+
+@functools.cache
+def _long_caches(gpu: str) -> list:
+    """Plate XXIII.1's long conversation: 10,000 to 120,000 cached tokens, by the thousand, that fit the GPU beside
+    Llama 3.1 8B's 16-bit weights."""
+    return [tokens for tokens in range(10_000, 120_001, 1000) if not _fits("llama-3.1-8b", gpu, 16, tokens + 1)]
 
 
 @functools.cache
@@ -401,7 +409,9 @@ def _derive_plate_1(n):
     same = n["weight_bits"] == n["kv_bits"]
     return {"short_window": MODELS["llama-3-8b"].context_window, "long_window": MODELS["llama-3.1-8b"].context_window,
             "both_bits": f"both in {n['kv_bits']} bits" if same else
-            f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}"}
+            f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}",
+            "ridge_weights": "16-bit weights" if n["ridge_bits"] == 16 else
+            f"the weights stored in {n['ridge_bits']} bits and widened to 16 for the arithmetic"}
 
 
 def _outweighs(model_key: str, weight_bits: int, kv_bits: int) -> int:
@@ -418,30 +428,31 @@ PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
     practice={"users": 4, "plate_gpu": "h100-sxm", "cache": 6000, "prompt": 6000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
-              "ridge_gpu": "h200"},
+              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 16},
     derive=_derive_plate_1,
     statements={
         "1": "{users} users of Llama 3 8B share each decode step on the {plate_gpu_named}, weights and cache in 16 "
              "bits, each with {cache} tokens in the KV cache. How many milliseconds does their next decode step take?",
         "2": "How many tokens a second does each of those users get, one token per decode step?",
         "3": "{prompt:A}-token prompt is prefilled in one pass on the same GPU. How many milliseconds does that pass "
-             "take for each "
-             "prompt token?",
+             "take?",
         "4": "The conversation has grown past Llama 3 8B's {short_window}-token window. Llama 3.1 8B "
-             '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it, '
-             "the cache now holds {long_cache} tokens. How many milliseconds does one decode step take now?",
+             '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it on '
+             "the same GPU, the cache now holds {long_cache} tokens. How many milliseconds does one decode step take "
+             "now?",
         "5": "In that step over {long_cache} cached tokens, what fraction of all the bytes moved belongs to the KV "
              "cache, read or written? Give a fraction, such as 0.5.",
-        "6": "What is the fewest whole tokens Llama 3.1 8B's cache can hold for a decode step to read at least as "
-             "many bytes of cache as of weights, {both_bits}? Count the cache the step reads, not the one new "
-             "token's keys and values it writes.",
-        "7": "Under the plate's assumptions, what is the shortest prompt whose prefill pass on the {ridge_gpu_named} "
-             "is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
+        "6": "{share_users} users of Llama 3.1 8B share a decode step, each with as many tokens in the cache. What is "
+             "the fewest whole tokens each user's cache can hold for the step to read at least as many bytes of cache "
+             "as of weights, {both_bits}? Count the caches the step reads, not the new tokens' keys and values it "
+             "writes.",
+        "7": "Under the plate's assumptions, with {ridge_weights}, what is the shortest prompt whose prefill pass on "
+             "the {ridge_gpu_named} is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
              "peaks are reached in full.",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "cache", plus=1) + _within(n, "llama-3-8b", "prompt")
                      + _within(n, "llama-3.1-8b", "long_cache", plus=1)
-                     + _fits("llama-3.1-8b", "h100-sxm", 16, n["long_cache"] + 1)
+                     + _fits("llama-3.1-8b", n["plate_gpu"], 16, n["long_cache"] + 1)
                      + _fits("llama-3-8b", n["ridge_gpu"]) + _fits("llama-3-8b", n["plate_gpu"], 16, n["cache"] + 1, n["users"])
                      + ([] if _outweighs("llama-3.1-8b", n["weight_bits"], n["kv_bits"])
                         <= MODELS["llama-3.1-8b"].context_window
