@@ -244,9 +244,12 @@ LESSON_1_PART_2 = Template(
 
 
 # -- Lesson 1, Part 3: time ------------------------------------------------------------
-# Models of a few billion parameters Problem 3.3 moves to another GPU: each fits every rented GPU in 16 bits.
-SPEED_MODELS = ("llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "gemma-2-9b",
-                "qwen3-8b", "llama-2-7b", "phi-3-mini", "gemma-3-4b")
+@functools.cache
+def _speed_fits() -> list:
+    """(model, GPU) for Problem 3.3: a dense model's 16-bit weights (a step reads them all, as the lesson counts) on a
+    rented GPU, other than the H100 SXM, that holds them."""
+    return [(model, gpu) for model in WEIGHT_MODELS for gpu in RENTED
+            if MODELS[model].experts == 1 and gpu != "h100-sxm" and not _fits(model, gpu)]
 
 
 # Models bigger than Llama 3 8B, for Problem 3.4.
@@ -266,10 +269,11 @@ BYTES_IN_WORDS = {2: "a quarter of a byte", 3: "three eighths of a byte", 4: "ha
 
 
 def _draw_1_3(rng):
+    speed_model, gpu = rng.choice(_speed_fits())
     big_model, big_bits, big_gpu = rng.choice(_big_model_fits())
     return {"bits": rng.choice(list(BYTES_IN_WORDS)), "bits_gpu": rng.choice(RENTED),
             "prompt": _steps(rng, 500, 4000, 100),
-            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "speed_model": rng.choice(SPEED_MODELS),
+            "speed_model": speed_model, "gpu": gpu,
             "big_model": big_model, "big_bits": big_bits, "big_gpu": big_gpu,
             "request_prompt": _steps(rng, 500, 3000, 100),
             "request_reply": _steps(rng, 100, 1000, 10),
@@ -289,7 +293,7 @@ LESSON_1_PART_3 = Template(
                "rather than 16. What is the most tokens a second that a single reply can get?",
         "3.2": "Back to 16-bit weights on the H100 SXM. {prompt:A}-token prompt arrives. At best, how many "
                "milliseconds pass before the first reply token?",
-        "3.3": "Move {speed_model_named}, in 16 bits, to {gpu_named:a}. At best, how many tokens a second does one "
+        "3.3": "Run {speed_model_named}, in 16 bits, on {gpu_named:a}. At best, how many tokens a second does one "
                "user get?",
         "3.4": "{big_model_named}, in {big_bits} bits, runs on one {big_gpu_named}. At best, how many milliseconds "
                "apart do one user's tokens come?",
