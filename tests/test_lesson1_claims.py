@@ -282,9 +282,10 @@ def test_plate_problem_6_says_which_entries_count_where_the_new_one_would_change
     from servingmath import variants
 
     statement = variants.TEMPLATES["plate-xxiii-1"].statements["6"]
-    assert "Count the cache the step reads, not the one new token's keys and values it writes" in statement
+    assert "Count the caches the step reads, not the new tokens' keys and values it writes" in statement
     model = sm.MODELS["llama-3.1-8b"]
-    weights, per_token = sm.weight_bytes(model.parameters), model.kv_bytes_per_token()
+    users = variants.practice("plate-xxiii-1")["share_users"]
+    weights, per_token = sm.weight_bytes(model.parameters), users * model.kv_bytes_per_token()
     read_only = -(-weights // per_token)
     with_new_entry = -(-(weights - per_token) // per_token)
     assert read_only != with_new_entry and read_only <= model.context_window

@@ -78,7 +78,7 @@ def test_a_draw_past_the_window_or_the_memory_is_called_out():
     assert variants.sense("lesson-1-part-1", {**drawn, "prompt": 8000, "reply": 500}) == [
         "prompt + reply = 8,500 tokens is past Llama 3 8B's window of 8,192"]
     drawn = variants.numbers("lesson-1-part-3", "S1")
-    assert "does not fit" in variants.sense("lesson-1-part-3", {**drawn, "big_gpu": "l4"})[0]
+    assert "does not fit" in variants.sense("lesson-1-part-3", {**drawn, "big_model": "llama-3-70b", "big_gpu": "l4"})[0]
     # Problem 3.6 at 150 tokens a second: the H100 SXM and the MI300X both rent for $3 an hour.
     assert variants.sense("lesson-1-part-3", {**drawn, "speed": 150}) == [
         "h100-sxm and mi300x rent for the same least price at 150 tokens a second"]

@@ -48,7 +48,7 @@ def _cheapest(n):
 
 
 def _cache_share(n):
-    step = sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
+    step = sm.decode_step(L31, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["long_cache"], assumptions=sm.PLATE).cost
     return (step.kv_read_bytes + step.kv_write_bytes) / step.bytes
 
 
@@ -70,16 +70,17 @@ ANSWERS = {
         "2.3": lambda n: sm.weight_bytes(sm.MODELS[n["model"]].parameters, n["bits"]) / 1e9,
         "2.4": lambda n: sm.ridge_point(sm.CATALOG[n["ridge_gpu"]].peak_flops * n["ridge_compute"] / 100,
                                         sm.CATALOG[n["ridge_gpu"]].memory_bandwidth * n["ridge_memory"] / 100),
-        "2.5": lambda n: sm.decode_step(L3, H100, weight_bits=n["decode_bits"]).cost.intensity,
+        "2.5": lambda n: sm.prefill(L3, H100, n["low_prompt"], weight_bits=n["low_bits"]).cost.intensity,
         "2.6": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["turn_gpu"]], _prompts(), assumptions=_reached(
             n["turn_compute"], n["turn_memory"])).timing.compute_bound, _prompts()),
         "2.7": lambda n: sm.prefill(L3, sm.CATALOG["l40s"], n["pace_prompt"], weight_bits=8).bound,
     },
     "lesson-1-part-3": {
-        "3.1": lambda n: 1 / sm.decode_step(L3, H100, weight_bits=n["bits"]).time,
+        "3.1": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["bits_gpu"]], weight_bits=n["bits"]).time,
         "3.2": lambda n: sm.prefill(L3, H100, n["prompt"]).time * 1e3,
-        "3.3": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["gpu"]]).time,
-        "3.4": lambda n: sm.decode_step(sm.MODELS["llama-3-70b"], sm.CATALOG[n["big_gpu"]]).time * 1e3,
+        "3.3": lambda n: 1 / sm.decode_step(sm.MODELS[n["speed_model"]], sm.CATALOG[n["gpu"]]).time,
+        "3.4": lambda n: sm.decode_step(sm.MODELS[n["big_model"]], sm.CATALOG[n["big_gpu"]],
+                                        weight_bits=n["big_bits"]).time * 1e3,
         "3.5": lambda n: sm.request(L3, H100, n["request_prompt"], n["request_reply"]).total_time,
         "3.6": _cheapest,
     },
@@ -100,13 +101,14 @@ ANSWERS = {
                                       assumptions=sm.PLATE).time * 1e3,
         "2": lambda n: 1 / sm.decode_step(L3, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["cache"], batch=n["users"],
                                           assumptions=sm.PLATE).time,
-        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["plate_gpu"]], n["prompt"], assumptions=sm.PLATE).time_per_token * 1e3,
-        "4": lambda n: sm.decode_step(L31, H100, cached_tokens=n["long_cache"], assumptions=sm.PLATE).time * 1e3,
+        "3": lambda n: sm.prefill(L3, sm.CATALOG[n["plate_gpu"]], n["prompt"], assumptions=sm.PLATE).time * 1e3,
+        "4": lambda n: sm.decode_step(L31, sm.CATALOG[n["plate_gpu"]], cached_tokens=n["long_cache"],
+                                      assumptions=sm.PLATE).time * 1e3,
         "5": _cache_share,
         "6": lambda n: math.ceil(sm.weight_bytes(L31.parameters, n["weight_bits"])
-                                 / L31.kv_bytes_per_token(n["kv_bits"])),
-        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), assumptions=sm.PLATE)
-                              .timing.compute_bound, _prompts()),
+                                 / (n["share_users"] * L31.kv_bytes_per_token(n["kv_bits"]))),
+        "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), weight_bits=n["ridge_bits"],
+                                         assumptions=sm.PLATE).timing.compute_bound, _prompts()),
     },
 }
 

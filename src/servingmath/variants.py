@@ -149,7 +149,7 @@ def _fits(model_key: str, gpu_key: str, bits=16, context=0, batch=1, kv_bits=16)
 # -- Lesson 1, Part 1: passes ---------------------------------------------------------
 def _draw_1_1(rng):
     return {"prompt": _steps(rng, 200, 900, 10), "reply": _steps(rng, 300, 2000, 10),
-            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 50, 300, 10),
+            "report": _steps(rng, 3000, 7000, 100), "summary": _steps(rng, 40, 400, 1),
             "short": _steps(rng, 10, 60, 5), "story": _steps(rng, 1000, 3000, 100),
             "requests": _steps(rng, 5000, 20000, 1000), "day_prompt": _steps(rng, 1000, 4000, 100),
             "day_reply": _steps(rng, 100, 600, 10)}
@@ -187,15 +187,16 @@ def _efficiencies(rng, compute: str, memory_: str) -> dict:
     return {compute: drawn[0], memory_: drawn[1]}
 
 
-WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "llama-3-70b", "qwen3-8b")
+WEIGHT_MODELS = ("llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "qwen2-7b", "gemma-7b", "gemma-2-9b",
+                 "gemma-2-27b", "phi-3-medium", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3-70b", "qwen2.5-72b", "qwen3-8b")
 
 
 def _draw_1_2(rng):
     return {"prompt": _steps(rng, 50, 400, 10),
-            "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 4)),
+            "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 6, 5, 4, 3)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "ridge_compute", "ridge_memory"),
-            "decode_bits": rng.choice((3, 4, 5, 6, 8)),
+            "low_bits": rng.choice((3, 4, 5, 6, 8)), "low_prompt": _steps(rng, 20, 400, 5),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "turn_compute", "turn_memory"),
             "pace_prompt": _steps(rng, 100, 500, 10)}
@@ -209,7 +210,7 @@ def _derive_1_2(n):
 LESSON_1_PART_2 = Template(
     draw=_draw_1_2,
     practice={"prompt": 120, "model": "llama-3-70b", "bits": 8, "ridge_gpu": "a100-80gb", "ridge_compute": 70,
-              "ridge_memory": 90, "decode_bits": 4,
+              "ridge_memory": 90, "low_bits": 4, "low_prompt": 70,
               "turn_gpu": "l4", "turn_compute": 70, "turn_memory": 90, "pace_prompt": 300},
     derive=_derive_1_2,
     statements={
@@ -224,8 +225,8 @@ LESSON_1_PART_2 = Template(
                "{ridge_gpu_tbps} TB a second at its peaks; its kernels reach {ridge_compute} % of the first and "
                "{ridge_memory} % of the second. At the rates they reach, how many FLOPs can it do in the time it "
                "reads one byte?",
-        "2.5": "Store Llama 3 8B's weights in {decode_bits} bits each instead. How many FLOPs does one decode step "
-               "for one user now do for each byte of weights it reads?",
+        "2.5": "Store Llama 3 8B's weights in {low_bits} bits each instead. {low_prompt:A}-token prompt arrives. How "
+               "many FLOPs does its prefill pass now do for each byte of weights it reads?",
         "2.6": "On the {turn_gpu_named}, with 16-bit weights, its arithmetic at {turn_compute} % of its peak and its "
                "memory at {turn_memory} % of its bandwidth, what is the shortest prompt, in whole tokens, whose "
                "prefill pass spends longer on arithmetic than on reading the weights?",
@@ -238,23 +239,44 @@ LESSON_1_PART_2 = Template(
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "pace_prompt")
                      + _fits("llama-3-8b", "l40s", 8, n["pace_prompt"])
-                     + _fits("llama-3-8b", n["turn_gpu"]) + _fits("llama-3-8b", "h100-sxm", n["decode_bits"])),
+                     + _fits("llama-3-8b", n["turn_gpu"]) + _fits("llama-3-8b", "h100-sxm", n["low_bits"])),
 )
 
 
 # -- Lesson 1, Part 3: time ------------------------------------------------------------
-BIG_MODEL_GPUS = ("mi300x", "b200", "h200")
+@functools.cache
+def _speed_fits() -> list:
+    """(model, GPU) for Problem 3.3: a dense model's 16-bit weights (a step reads them all, as the lesson counts) on a
+    rented GPU, other than the H100 SXM, that holds them."""
+    return [(model, gpu) for model in WEIGHT_MODELS for gpu in RENTED
+            if MODELS[model].experts == 1 and gpu != "h100-sxm" and not _fits(model, gpu)]
+
+
+# Models bigger than Llama 3 8B, for Problem 3.4.
+BIG_MODELS = ("llama-3-70b", "qwen2.5-72b", "gemma-2-27b", "phi-3-medium")
+
+
+@functools.cache
+def _big_model_fits() -> list:
+    """(model, bits, GPU) for Problem 3.4: a big model's weights in so many bits, on a rented GPU that holds them."""
+    return [(model, bits, gpu) for model in BIG_MODELS for bits in (16, 8, 6, 5, 4) for gpu in RENTED
+            if not _fits(model, gpu, bits)]
+
+
 # A weight of so many bits, in bytes, as the problem says it in words.
 BYTES_IN_WORDS = {2: "a quarter of a byte", 3: "three eighths of a byte", 4: "half a byte",
                   5: "five eighths of a byte", 6: "three quarters of a byte", 7: "seven eighths of a byte", 8: "one byte"}
 
 
 def _draw_1_3(rng):
-    return {"bits": rng.choice(list(BYTES_IN_WORDS)),
+    speed_model, gpu = rng.choice(_speed_fits())
+    big_model, big_bits, big_gpu = rng.choice(_big_model_fits())
+    return {"bits": rng.choice(list(BYTES_IN_WORDS)), "bits_gpu": rng.choice(RENTED),
             "prompt": _steps(rng, 500, 4000, 100),
-            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "big_gpu": rng.choice(BIG_MODEL_GPUS),
+            "speed_model": speed_model, "gpu": gpu,
+            "big_model": big_model, "big_bits": big_bits, "big_gpu": big_gpu,
             "request_prompt": _steps(rng, 500, 3000, 100),
-            "request_reply": _steps(rng, 100, 1000, 50),
+            "request_reply": _steps(rng, 100, 1000, 10),
             # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
             # MI300X, both $3 an hour, would both be right.
             "speed": rng.choice((40, 50, 60, 80, 100, 120, 250))}
@@ -262,17 +284,19 @@ def _draw_1_3(rng):
 
 LESSON_1_PART_3 = Template(
     draw=_draw_1_3,
-    practice={"bits": 6, "prompt": 2000, "gpu": "mi300x", "big_gpu": "mi300x", "request_prompt": 1000,
+    practice={"bits": 6, "bits_gpu": "h100-sxm", "prompt": 2000, "gpu": "mi300x", "speed_model": "llama-3-8b",
+              "big_model": "llama-3-70b", "big_bits": 16, "big_gpu": "mi300x", "request_prompt": 1000,
               "request_reply": 500, "speed": 100},
     derive=lambda n: {"bits_in_bytes": BYTES_IN_WORDS[n["bits"]]},
     statements={
-        "3.1": "Keep Llama 3 8B on the H100 SXM, but store each weight in {bits} bits ({bits_in_bytes}) rather "
-               "than 16. What is the most tokens a second that a single reply can get?",
+        "3.1": "Run Llama 3 8B on the {bits_gpu_short}, but store each weight in {bits} bits ({bits_in_bytes}) "
+               "rather than 16. What is the most tokens a second that a single reply can get?",
         "3.2": "Back to 16-bit weights on the H100 SXM. {prompt:A}-token prompt arrives. At best, how many "
                "milliseconds pass before the first reply token?",
-        "3.3": "Move Llama 3 8B, in 16 bits, to {gpu_named:a}. At best, how many tokens a second does one user get?",
-        "3.4": 'Llama 3 70B (`sm.MODELS["llama-3-70b"]`), in 16 bits, runs on one {big_gpu_named}. At best, how '
-               "many milliseconds apart do one user's tokens come?",
+        "3.3": "Run {speed_model_named}, in 16 bits, on {gpu_named:a}. At best, how many tokens a second does one "
+               "user get?",
+        "3.4": "{big_model_named}, in {big_bits} bits, runs on one {big_gpu_named}. At best, how many milliseconds "
+               "apart do one user's tokens come?",
         "3.5": "Llama 3 8B, 16-bit, on the H100 SXM: {request_prompt:a}-token prompt and {request_reply:a}-token "
                "reply. At best, how many seconds pass from sending the prompt to receiving the last reply token?",
         "3.6": "Which GPU in the catalog rents for the least an hour while holding Llama 3 8B's 16-bit weights "
@@ -280,7 +304,7 @@ LESSON_1_PART_3 = Template(
                'with its catalog key, such as `"h100-sxm"`.',
     },
     sense=lambda n: (_within(n, "llama-3-8b", "prompt") + _within(n, "llama-3-8b", "request_prompt", "request_reply")
-                     + _fits("llama-3-8b", n["gpu"]) + _fits("llama-3-70b", n["big_gpu"])
+                     + _fits(n["speed_model"], n["gpu"]) + _fits(n["big_model"], n["big_gpu"], n["big_bits"])
                      + _one_cheapest(n["speed"])),
 )
 
@@ -301,11 +325,15 @@ def _one_cheapest(speed: float) -> list[str]:
 
 
 # -- Lesson 1, Part 4: batching and cost -------------------------------------------------
+# Prices of a million tokens Problem 4.5 asks a batch to reach: 2 to 20 cents, in tenths of a cent.
+TARGET_COSTS = tuple(tenths / 1000 for tenths in range(20, 201))
+
+
 def _draw_1_4(rng):
     # Not 8: Part 4's Your turn, whose answer the page's solution prints (folded, so the pages' reading misses it).
-    return {"users": rng.choice((4, 6, 10, 12, 14, 16, 20, 24)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
-            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": rng.choice((16, 24, 32, 48)),
-            "bits": rng.choice((4, 8)), "target": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)),
+    return {"users": _steps(rng, 2, 64, 1, but=(8,)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": _steps(rng, 10, 64, 1),
+            "bits": rng.choice((3, 4, 5, 6, 8)), "target": rng.choice(TARGET_COSTS),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "flip_compute", "flip_memory"),
             "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100)}
@@ -315,6 +343,7 @@ def _derive_1_4(n):
     from .roofline import PLATE
 
     return {"h100_price": CATALOG["h100-sxm"].price_per_hour, "gpu_price": CATALOG[n["gpu"]].price_per_hour,
+            "target_shown": f"{n['target']:.3f}".removesuffix("0"),
             "plate_compute": _decimal(PLATE.compute_efficiency * 100),
             "plate_memory": _decimal(PLATE.bandwidth_efficiency * 100), "plate_overhead": _decimal(PLATE.overhead * 1e3)}
 
@@ -334,7 +363,7 @@ LESSON_1_PART_4 = Template(
         "4.4": "Back on the H100 SXM at ${h100_price} an hour with {bits_users} users per pass, store the weights in "
                "{bits} bits. What does a million tokens cost now?",
         "4.5": "On the H100 SXM at ${h100_price} an hour, with 16-bit weights, what is the fewest users per pass "
-               "that brings a million tokens to ${target} or less?",
+               "that brings a million tokens to ${target_shown} or less?",
         "4.6": "Count the weights alone, as Example 4.1 does, with the arithmetic at {flip_compute} % of its peak and "
                "memory at {flip_memory} % of its bandwidth. Each user added to a pass then adds "
                "arithmetic but no "
@@ -360,8 +389,16 @@ def _draw_plate_1(rng):
     users, gpu = rng.choice(_batches_that_fit())
     return {"users": users, "plate_gpu": gpu, "cache": _steps(rng, 1000, 8000, 100),
             "prompt": _steps(rng, 1000, 8000, 100),
-            "long_cache": _steps(rng, 10_000, 120_000, 1000), "weight_bits": weight_bits, "kv_bits": kv_bits,
-            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"])}
+            "long_cache": rng.choice(_long_caches(gpu)), "weight_bits": weight_bits, "kv_bits": kv_bits,
+            "share_users": _steps(rng, 2, 32, 1),
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "ridge_bits": rng.choice((16, 8, 7, 6, 5, 4, 3))}
+
+
+@functools.cache
+def _long_caches(gpu: str) -> list:
+    """Plate XXIII.1's long conversation: 10,000 to 120,000 cached tokens, by the thousand, that fit the GPU beside
+    Llama 3.1 8B's 16-bit weights."""
+    return [tokens for tokens in range(10_000, 120_001, 1000) if not _fits("llama-3.1-8b", gpu, 16, tokens + 1)]
 
 
 @functools.cache
@@ -376,7 +413,9 @@ def _derive_plate_1(n):
     same = n["weight_bits"] == n["kv_bits"]
     return {"short_window": MODELS["llama-3-8b"].context_window, "long_window": MODELS["llama-3.1-8b"].context_window,
             "both_bits": f"both in {n['kv_bits']} bits" if same else
-            f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}"}
+            f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}",
+            "ridge_weights": "16-bit weights" if n["ridge_bits"] == 16 else
+            f"the weights stored in {n['ridge_bits']} bits and widened to 16 for the arithmetic"}
 
 
 def _outweighs(model_key: str, weight_bits: int, kv_bits: int) -> int:
@@ -393,30 +432,31 @@ PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
     practice={"users": 4, "plate_gpu": "h100-sxm", "cache": 6000, "prompt": 6000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
-              "ridge_gpu": "h200"},
+              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 16},
     derive=_derive_plate_1,
     statements={
         "1": "{users} users of Llama 3 8B share each decode step on the {plate_gpu_named}, weights and cache in 16 "
              "bits, each with {cache} tokens in the KV cache. How many milliseconds does their next decode step take?",
         "2": "How many tokens a second does each of those users get, one token per decode step?",
         "3": "{prompt:A}-token prompt is prefilled in one pass on the same GPU. How many milliseconds does that pass "
-             "take for each "
-             "prompt token?",
+             "take?",
         "4": "The conversation has grown past Llama 3 8B's {short_window}-token window. Llama 3.1 8B "
-             '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it, '
-             "the cache now holds {long_cache} tokens. How many milliseconds does one decode step take now?",
+             '(`sm.MODELS["llama-3.1-8b"]`) has the same shape and reads up to {long_window} tokens: served by it on '
+             "the same GPU, the cache now holds {long_cache} tokens. How many milliseconds does one decode step take "
+             "now?",
         "5": "In that step over {long_cache} cached tokens, what fraction of all the bytes moved belongs to the KV "
              "cache, read or written? Give a fraction, such as 0.5.",
-        "6": "What is the fewest whole tokens Llama 3.1 8B's cache can hold for a decode step to read at least as "
-             "many bytes of cache as of weights, {both_bits}? Count the cache the step reads, not the one new "
-             "token's keys and values it writes.",
-        "7": "Under the plate's assumptions, what is the shortest prompt whose prefill pass on the {ridge_gpu_named} "
-             "is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
+        "6": "{share_users} users of Llama 3.1 8B share a decode step, each with as many tokens in the cache. What is "
+             "the fewest whole tokens each user's cache can hold for the step to read at least as many bytes of cache "
+             "as of weights, {both_bits}? Count the caches the step reads, not the new tokens' keys and values it "
+             "writes.",
+        "7": "Under the plate's assumptions, with {ridge_weights}, what is the shortest prompt whose prefill pass on "
+             "the {ridge_gpu_named} is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
              "peaks are reached in full.",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "cache", plus=1) + _within(n, "llama-3-8b", "prompt")
                      + _within(n, "llama-3.1-8b", "long_cache", plus=1)
-                     + _fits("llama-3.1-8b", "h100-sxm", 16, n["long_cache"] + 1)
+                     + _fits("llama-3.1-8b", n["plate_gpu"], 16, n["long_cache"] + 1)
                      + _fits("llama-3-8b", n["ridge_gpu"]) + _fits("llama-3-8b", n["plate_gpu"], 16, n["cache"] + 1, n["users"])
                      + ([] if _outweighs("llama-3.1-8b", n["weight_bits"], n["kv_bits"])
                         <= MODELS["llama-3.1-8b"].context_window
