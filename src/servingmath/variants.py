@@ -479,7 +479,7 @@ LESSON_2_PART_1 = Template(
 GQA_MODELS = tuple({MODELS[key].kv_bytes_per_token(): key for key in MODELS
                     if 1 < MODELS[key].kv_heads < MODELS[key].heads}.values())
 LARGE_MODELS = ("llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "qwen2-57b-a14b", "qwen3-30b-a3b",
-                "qwen3-235b-a22b", "gemma-2-27b", "gemma-3-27b", "deepseek-llm-67b")
+                "qwen3-235b-a22b", "gemma-2-27b", "gemma-3-27b", "deepseek-llm-67b", "phi-3-medium")
 LATENT_MODELS = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3")
 CACHE_BITS = (16, 8, 4)
 # (model, weight bits, cache bits) for which one conversation's cache outweighs the weights within the model's
@@ -561,8 +561,9 @@ def _draw_2_3(rng):
     room_model, room_gpu, room_bits = rng.choice(ROOM_CASES)
     users = _steps(rng, 100, 400, 4)
     return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100), "room_model": room_model,
-            "room_gpu": room_gpu, "room_bits": room_bits, "fit_gpu": rng.choice(RENTED), "context": _steps(rng, 1000, 6000, 100), "window_model": window_model,
-            "window_gpu": window_gpu, "users": users, "users_context": _steps(rng, 1000, 5000, 100),
+            "room_gpu": room_gpu, "room_bits": room_bits, "fit_gpu": rng.choice(RENTED),
+            "context": _steps(rng, 1000, 6000, 100), "window_model": window_model, "window_gpu": window_gpu,
+            "users": users, "users_context": _steps(rng, 1000, 5000, 100),
             "users_intro": f"Say {users:,} users share each decode step.",
             "big_gpu": rng.choice(("h200", "mi300x", "b200")), "big_context": _steps(rng, 2000, 8000, 100)}
 
@@ -581,7 +582,8 @@ def _derive_2_3(n):
 LESSON_2_PART_3 = Template(
     draw=_draw_2_3,
     practice={"bits": 8, "bits_context": 7000, "room_model": "llama-3-8b", "room_gpu": "l40s", "room_bits": 16,
-              "fit_gpu": "h100-sxm", "context": 2000, "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm", "users": 296, "users_context": 1000,
+              "fit_gpu": "h100-sxm", "context": 2000, "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm",
+              "users": 296, "users_context": 1000,
               "users_intro": "Lesson 1 found decode turning compute-bound at 296 users.", "big_gpu": "h200",
               "big_context": 8000},
     derive=_derive_2_3,
@@ -670,8 +672,8 @@ def _draw_plate_2(rng):
 
 PLATE_XXIII_2 = Template(
     draw=_draw_plate_2,
-    practice={"latent": "deepseek-v3", "latent_bits": 16, "latent_context": 6000, "gpu": "h100-sxm", "mha_context": 3000,
-              "lite_context": 5000, "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 20_000},
+    practice={"latent": "deepseek-v3", "latent_bits": 16, "latent_context": 6000, "gpu": "h100-sxm",
+              "mha_context": 3000, "lite_context": 5000, "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 20_000},
     derive=lambda n: {**_shapes(n, "latent"), "reserve_percent": f"{n['reserve'] * 100:g} %",
                       "long_window": MODELS["llama-3.1-8b"].context_window},
     statements={
