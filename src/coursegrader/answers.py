@@ -57,18 +57,20 @@ def _batch_slips(model, gpu, context, kv_bits=16, decimal=True, decimal_name="de
     return slips
 
 
-def _room_slips(gpu):
+def _room_slips(model, gpu, weight_bits):
     """Problem 3.2's slips: the card's memory taken as decimal gigabytes, and the reserve forgotten."""
     decimal = gpu.with_changes(memory_bytes=gpu.memory_bytes / 2**30 * 1e9)
     binary = _binary(gpu, variants.SHORT_NAMES.get(gpu.key, gpu.name))
     return {"decimal gigabytes for the memory": (
-                _room_gb(decimal), f"the card's {binary[:-1]}; only the answer is given in decimal gigabytes."),
-            "the reserve forgotten": (_room_gb(gpu, reserve=0), RESERVE)}
+                _room_gb(model, decimal, weight_bits=weight_bits),
+                f"the card's {binary[:-1]}; only the answer is given in decimal gigabytes."),
+            "the reserve forgotten": (_room_gb(model, gpu, weight_bits=weight_bits, reserve=0), RESERVE)}
 
 
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {
-    ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.CATALOG[n["room_gpu"]]),
+    ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.MODELS[n["room_model"]], sm.CATALOG[n["room_gpu"]],
+                                                      n["room_bits"]),
     ("lesson-2-part-3", "3.1"): lambda n: _batch_slips(L3, H100, n["bits_context"], n["bits"]),
     ("lesson-2-part-3", "3.3"): lambda n: _batch_slips(L3, sm.CATALOG[n["fit_gpu"]], n["context"]),
     ("lesson-2-part-3", "3.6"): lambda n: _batch_slips(L3, sm.CATALOG[n["big_gpu"]], n["big_context"],

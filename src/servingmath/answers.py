@@ -113,19 +113,24 @@ ANSWERS = {
 }
 
 
+def _latent_conversation(n):
+    """Megabytes of one conversation's cache in a latent-attention model (Part 2's problem 2.5, the plate's 1)."""
+    return kv_cache_bytes(sm.MODELS[n["latent"]], n["latent_context"], kv_bits=n["latent_bits"]) / 1e6
+
+
 def _without_against_with(n):
     steps = cache.decode_with_and_without_cache(L3, np.arange(n["prompt"], n["last"] + 1))
     return steps.without_cache.flops.sum() / steps.with_cache.flops.sum()
 
 
-def _room_gb(card, **options):
-    """Decimal gigabytes left for caches beside Llama 3 8B's weights on ``card`` (problem 3.2 and its slips)."""
-    budget = fit(L3, card, **options)
+def _room_gb(model, card, **options):
+    """Decimal gigabytes left for caches beside ``model``'s weights on ``card`` (problem 3.2 and its slips)."""
+    budget = fit(model, card, **options)
     return (budget.usable_bytes - budget.weight_bytes) / 1e9
 
 
 def _room(n):
-    return _room_gb(sm.CATALOG[n["room_gpu"]])
+    return _room_gb(sm.MODELS[n["room_model"]], sm.CATALOG[n["room_gpu"]], weight_bits=n["room_bits"])
 
 
 def _full(n):
@@ -136,8 +141,8 @@ def _full(n):
 ANSWERS.update({
     "lesson-2-part-1": {
         "1.1": lambda n: cache.decode_with_and_without_cache(L3, n["context"]).flops_saved,
-        "1.2": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).without_cache.flops,
-        "1.3": lambda n: cache.decode_with_and_without_cache(L3, n["long"]).with_cache.flops,
+        "1.2": lambda n: cache.decode_with_and_without_cache(sm.MODELS[n["long_model"]], n["long"]).without_cache.flops,
+        "1.3": lambda n: cache.decode_with_and_without_cache(sm.MODELS[n["long_model"]], n["long"]).with_cache.flops,
         "1.4": lambda n: cache.time_with_and_without_cache(L3, sm.CATALOG[n["gpu"]], n["clock_context"])
         .without_cache.time * 1e3,
         "1.5": _without_against_with,
@@ -148,7 +153,7 @@ ANSWERS.update({
         "2.3": lambda n: kv_cache_bytes(sm.MODELS["llama-2-7b"], n["mha_context"]) / 1e9,
         "2.4": lambda n: sm.weight_bytes(sm.MODELS[n["outweigh"]].parameters, n["outweigh_bits"])
         / kv_cache_bytes(sm.MODELS[n["outweigh"]], 1, kv_bits=n["outweigh_kv_bits"]),
-        "2.5": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "2.5": _latent_conversation,
         "2.6": lambda n: kv_cache_bytes(L31, n["long_context"], kv_bits=n["long_bits"]) / 1e9,
     },
     "lesson-2-part-3": {
@@ -169,7 +174,7 @@ ANSWERS.update({
         "4.6": _full,
     },
     "plate-xxiii-2": {
-        "1": lambda n: kv_cache_bytes(sm.MODELS[n["latent"]], 1, kv_bits=n["latent_bits"]),
+        "1": _latent_conversation,
         "2": lambda n: max_batch(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
         "3": lambda n: cache.cache_matches_weights_batch(sm.MODELS["deepseek-v2-lite"], n["lite_context"]),
         "4": lambda n: max_batch(L3, H100, n["reserve_context"], reserve=n["reserve"]),

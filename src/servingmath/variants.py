@@ -465,9 +465,19 @@ PLATE_XXIII_1 = Template(
 
 
 # -- Lesson 2, Part 1: what the cache saves ---------------------------------------------
+# Models whose every weight works on every token and whose every layer attends to every position before it (no
+# experts, no sliding window, no latent cache): a decode step's FLOPs are Part 1's count, 2 a weight a token
+# plus 4 × layers × heads × head dim a position attended.
+FULL_ATTENTION_MODELS = ("llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3-70b", "llama-2-7b", "llama-2-70b",
+                         "llama-3.1-405b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-72b", "qwen3-0.6b", "qwen3-8b",
+                         "gemma-2b", "gemma-7b", "deepseek-llm-67b")
+
+
 def _draw_2_1(rng):
     prompt = _steps(rng, 1000, 6000, 100)
-    return {"context": _steps(rng, 500, 7000, 100), "long": _steps(rng, 4000, 8000, 100),
+    long_model = rng.choice(FULL_ATTENTION_MODELS)
+    return {"context": _steps(rng, 500, 7000, 100), "long_model": long_model,
+            "long": _steps(rng, 1000, min(8000, MODELS[long_model].context_window - 1), 100),
             "gpu": rng.choice(RENTED), "clock_context": _steps(rng, 1000, 7000, 100),
             "prompt": prompt, "reply": _steps(rng, 100, min(1000, 8192 - prompt), 10)}
 
@@ -480,13 +490,14 @@ def _derive_2_1(n):
 
 LESSON_2_PART_1 = Template(
     draw=_draw_2_1,
-    practice={"context": 2000, "long": 8000, "gpu": "a100-80gb", "clock_context": 3000, "prompt": 2000, "reply": 300},
+    practice={"context": 2000, "long_model": "llama-3-8b", "long": 8000, "gpu": "a100-80gb", "clock_context": 3000,
+              "prompt": 2000, "reply": 300},
     derive=_derive_2_1,
     statements={
         "1.1": "Llama 3 8B has read {context} tokens. How many times the arithmetic does the next decode step take "
                "without the cache, against the step that uses it?",
-        "1.2": "After {long} tokens, how many FLOPs does Llama 3 8B's next decode step take without the cache? Give "
-               "the count of FLOPs, not of trillions.",
+        "1.2": "{long_model_named} has read {long} tokens. How many FLOPs does its next decode step take without "
+               "the cache? Give the count of FLOPs, not of trillions.",
         "1.3": "And with the cache, after the same {long} tokens: how many FLOPs?",
         "1.4": "On the {gpu_named}, how many milliseconds does Llama 3 8B's decode step after {clock_context} tokens "
                "take without the cache? It reads only the weights; take the slower of its arithmetic and its reading.",
@@ -494,7 +505,7 @@ LESSON_2_PART_1 = Template(
                "{prompt}, {second}, ... {last} tokens. Over all {steps} steps, how many times the arithmetic does "
                "decoding without the cache take, against decoding with it?",
     },
-    sense=lambda n: (_within(n, "llama-3-8b", "context", plus=1) + _within(n, "llama-3-8b", "long", plus=1)
+    sense=lambda n: (_within(n, "llama-3-8b", "context", plus=1) + _within(n, n["long_model"], "long", plus=1)
                      + _within(n, "llama-3-8b", "clock_context", plus=1)
                      + _within(n, "llama-3-8b", "prompt", "reply")
                      + _fits("llama-3-8b", n["gpu"], 16, n["clock_context"] + 1)),
@@ -502,15 +513,20 @@ LESSON_2_PART_1 = Template(
 
 
 # -- Lesson 2, Part 2: the cache's size ---------------------------------------------------
-GQA_MODELS = ("qwen3-8b", "qwen2-7b", "llama-3-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "gemma-7b")
-LARGE_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-2-70b", "llama-3.1-405b")
+# Grouped-query models (several key-value heads, fewer than the query heads), one of each cache size a token (Mistral
+# 7B's is Llama 3 8B's: a model of the same shape would only repeat another's answers); and larger models, each with
+# a size of its own.
+GQA_MODELS = tuple({MODELS[key].kv_bytes_per_token(): key for key in MODELS
+                    if 1 < MODELS[key].kv_heads < MODELS[key].heads}.values())
+LARGE_MODELS = ("llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "qwen2-57b-a14b", "qwen3-30b-a3b",
+                "qwen3-235b-a22b", "gemma-2-27b", "gemma-3-27b", "deepseek-llm-67b", "phi-3-medium")
 LATENT_MODELS = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3")
-# Models whose window is long enough for one conversation's cache to outweigh the weights.
-LONG_MODELS = ("llama-3.2-3b", "llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "qwen2-7b", "mistral-7b", "qwen3-8b",
-               "gemma-3-4b", "llama-3.3-70b", "qwen2.5-72b")
-# (model, weight bits, cache bits) for which that happens within the window.
-OUTWEIGHED = tuple((key, weight_bits, kv_bits) for key in LONG_MODELS for weight_bits in (16, 8, 4)
-                   for kv_bits in (16, 8) if _outweighs(key, weight_bits, kv_bits) <= MODELS[key].context_window)
+CACHE_BITS = (16, 8, 4)
+# (model, weight bits, cache bits) for which one conversation's cache outweighs the weights within the model's
+# window: one of each threshold (8-bit weights over an 8-bit cache cross where 16-bit ones over a 16-bit cache do).
+OUTWEIGHED = tuple({_outweighs(key, weight_bits, kv_bits): (key, weight_bits, kv_bits) for key in MODELS
+                    for weight_bits in (16, 8, 6, 5, 4, 3) for kv_bits in CACHE_BITS
+                    if _outweighs(key, weight_bits, kv_bits) <= MODELS[key].context_window}.values())
 
 
 def _shape(key: str) -> dict:
@@ -523,10 +539,18 @@ def _shapes(n: dict, *keys: str) -> dict:
     return {f"{key}_{part}": value for key in keys for part, value in _shape(n[key]).items()}
 
 
+# A latent-attention model's cache: its shape, and one conversation's megabytes (Part 2's problem 2.5, the plate's 1).
+LATENT_CONVERSATION = ("{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of "
+                       "{latent_rank} numbers and a {latent_rope}-number key for position, per token. How many "
+                       "megabytes (1e6 bytes) does the cache of one {latent_context}-token conversation take at "
+                       "{latent_bits} bits?")
+
+
 def _draw_2_2(rng):
     outweigh, outweigh_bits, outweigh_kv_bits = rng.choice(OUTWEIGHED)
     return {"small": rng.choice(GQA_MODELS), "large": rng.choice(LARGE_MODELS), "latent": rng.choice(LATENT_MODELS),
-            "small_bits": rng.choice((16, 8)), "large_bits": rng.choice((16, 8, 4)), "latent_bits": rng.choice((16, 8)),
+            "small_bits": rng.choice(CACHE_BITS), "large_bits": rng.choice(CACHE_BITS),
+            "latent_bits": rng.choice((16, 8)), "latent_context": _steps(rng, 1000, 16000, 100),
             "mha_context": _steps(rng, 1000, 4000, 100), "outweigh": outweigh, "outweigh_bits": outweigh_bits,
             "outweigh_kv_bits": outweigh_kv_bits, "long_bits": rng.choice((8, 4)),
             "long_context": _steps(rng, 10_000, 130_000, 1000)}
@@ -535,8 +559,8 @@ def _draw_2_2(rng):
 LESSON_2_PART_2 = Template(
     draw=_draw_2_2,
     practice={"small": "qwen3-8b", "large": "llama-3-70b", "latent": "deepseek-v2", "small_bits": 8, "large_bits": 16,
-              "latent_bits": 8, "mha_context": 3000, "outweigh": "llama-3.2-3b", "outweigh_bits": 16,
-              "outweigh_kv_bits": 16, "long_bits": 8, "long_context": 40_000},
+              "latent_bits": 8, "latent_context": 4000, "mha_context": 3000, "outweigh": "llama-3.2-3b",
+              "outweigh_bits": 16, "outweigh_kv_bits": 16, "long_bits": 8, "long_context": 40_000},
     derive=lambda n: _shapes(n, "small", "large", "latent"),
     statements={
         "2.1": "{small_named} has {small_layers} layers, {small_kv_heads} key-value heads and a head dim of "
@@ -548,30 +572,38 @@ LESSON_2_PART_2 = Template(
         "2.4": "At how many tokens does one {outweigh_name} conversation's {outweigh_kv_bits}-bit cache weigh as "
                "much as the model's {outweigh_bits}-bit weights? ({outweigh_name}, "
                '`sm.MODELS["{outweigh}"]`, reads up to {outweigh_window} tokens.)',
-        "2.5": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
-               "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
-               "{latent_bits} bits?",
+        "2.5": LATENT_CONVERSATION,
         "2.6": "Llama 3.1 8B's cache stored in {long_bits} bits: how many gigabytes (1e9 bytes) for one "
                "{long_context}-token conversation?",
     },
     sense=lambda n: (_within(n, "llama-2-7b", "mha_context") + _within(n, "llama-3.1-8b", "long_context")
-                     + ([] if (n["outweigh"], n["outweigh_bits"], n["outweigh_kv_bits"]) in OUTWEIGHED else
+                     + _within(n, n["latent"], "latent_context")
+                     + ([] if _outweighs(n["outweigh"], n["outweigh_bits"], n["outweigh_kv_bits"])
+                        <= MODELS[n["outweigh"]].context_window else
                         [f"{MODELS[n['outweigh']].name}'s cache does not outweigh its weights within its window"])),
 )
 
 
 # -- Lesson 2, Part 3: users that fit ------------------------------------------------------
 # (model, GPU) where a model's whole window, cached in 16 bits, fits beside its weights at least once.
-WINDOW_CASES = tuple((key, gpu) for key in ("llama-3.1-8b", "llama-3.2-3b", "qwen2.5-7b", "mistral-7b", "qwen3-8b")
-                     for gpu in RENTED if memory.max_batch(MODELS[key], CATALOG[gpu], MODELS[key].context_window) >= 1)
+WINDOW_CASES = tuple((key, gpu) for key in MODELS for gpu in RENTED
+                     if memory.max_batch(MODELS[key], CATALOG[gpu], MODELS[key].context_window) >= 1)
+# (model, GPU, weight bits) where the weights fit and take a tenth of the usable memory or more (beside smaller
+# ones every card leaves nearly all of it): one of each room left (the H100s and the A100 hold the same 80 GB).
+ROOM_CASES = tuple({budget.usable_bytes - budget.weight_bytes: (key, gpu, bits)
+                    for key in MODELS for gpu in RENTED for bits in (16, 8, 4)
+                    for budget in [memory.fit(MODELS[key], CATALOG[gpu], weight_bits=bits)]
+                    if budget.fits and budget.weight_bytes >= budget.usable_bytes / 10}.values())
 
 
 def _draw_2_3(rng):
     window_model, window_gpu = rng.choice(WINDOW_CASES)
+    room_model, room_gpu, room_bits = rng.choice(ROOM_CASES)
     users = _steps(rng, 100, 400, 4)
-    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100), "room_gpu": rng.choice(RENTED),
-            "fit_gpu": rng.choice(RENTED), "context": _steps(rng, 1000, 6000, 100), "window_model": window_model,
-            "window_gpu": window_gpu, "users": users, "users_context": _steps(rng, 1000, 5000, 100),
+    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100), "room_model": room_model,
+            "room_gpu": room_gpu, "room_bits": room_bits, "fit_gpu": rng.choice(RENTED),
+            "context": _steps(rng, 1000, 6000, 100), "window_model": window_model, "window_gpu": window_gpu,
+            "users": users, "users_context": _steps(rng, 1000, 5000, 100),
             "users_intro": f"Say {users:,} users share each decode step.",
             "big_gpu": rng.choice(("h200", "mi300x", "b200")), "big_context": _steps(rng, 2000, 8000, 100)}
 
@@ -589,16 +621,18 @@ def _derive_2_3(n):
 
 LESSON_2_PART_3 = Template(
     draw=_draw_2_3,
-    practice={"bits": 8, "bits_context": 7000, "room_gpu": "l40s", "fit_gpu": "h100-sxm", "context": 2000,
-              "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm", "users": 296, "users_context": 1000,
+    practice={"bits": 8, "bits_context": 7000, "room_model": "llama-3-8b", "room_gpu": "l40s", "room_bits": 16,
+              "fit_gpu": "h100-sxm", "context": 2000, "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm",
+              "users": 296, "users_context": 1000,
               "users_intro": "Lesson 1 found decode turning compute-bound at 296 users.", "big_gpu": "h200",
               "big_context": 8000},
     derive=_derive_2_3,
     statements={
         "3.1": "Store Llama 3 8B's cache in {bits} bits on the H100 SXM, keeping the weights in 16 bits. What is the "
                "largest batch of users with {bits_context} tokens each?",
-        "3.2": 'On the {room_gpu_short} (`sm.CATALOG["{room_gpu}"]`, {room_gpu_memory}) with Llama 3 8B\'s '
-               "16-bit weights, how many gigabytes (1e9 bytes) are left for the caches?",
+        "3.2": 'On the {room_gpu_short} (`sm.CATALOG["{room_gpu}"]`, {room_gpu_memory}) with {room_model_name}\'s '
+               '{room_bits}-bit weights (`sm.MODELS["{room_model}"]`), how many gigabytes (1e9 bytes) are left for '
+               "the caches?",
         "3.3": "How many users of Llama 3 8B, each with {context:a}-token conversation, fit on the {fit_gpu_named}?",
         "3.4": "An engine without paging sets aside the whole window for every user. Serving {window_model_named}, "
                "whose window is {window_model_window} tokens, how many users fit on the {window_gpu_named}?",
@@ -609,7 +643,8 @@ LESSON_2_PART_3 = Template(
     },
     sense=lambda n: (_within(n, "llama-3-8b", "bits_context") + _within(n, "llama-3-8b", "context")
                      + _within(n, "llama-3-8b", "users_context") + _within(n, "llama-3-8b", "big_context")
-                     + _fits("llama-3-8b", n["room_gpu"]) + _fits("llama-3-8b", n["fit_gpu"], 16, n["context"])
+                     + _fits(n["room_model"], n["room_gpu"], n["room_bits"])
+                     + _fits("llama-3-8b", n["fit_gpu"], 16, n["context"])
                      + _fits("llama-3-8b", n["big_gpu"], 16, n["big_context"])
                      + _fits("llama-3-8b", "h100-sxm", 16, n["bits_context"], kv_bits=n["bits"])
                      + _fits(n["window_model"], n["window_gpu"], 16, MODELS[n["window_model"]].context_window)),
@@ -668,7 +703,8 @@ LESSON_2_PART_4 = Template(
 
 # -- Plate XXIII.2 --------------------------------------------------------------------------
 def _draw_plate_2(rng):
-    return {"latent": rng.choice(LATENT_MODELS), "latent_bits": rng.choice((16, 8)), "gpu": rng.choice(RENTED),
+    return {"latent": rng.choice(LATENT_MODELS), "latent_bits": rng.choice((16, 8)),
+            "latent_context": _steps(rng, 1000, 16000, 100), "gpu": rng.choice(RENTED),
             "mha_context": _steps(rng, 1000, 4000, 100), "lite_context": _steps(rng, 2000, 8000, 100),
             "reserve": rng.choice((0.08, 0.10, 0.12, 0.15, 0.20)), "reserve_context": _steps(rng, 2000, 8000, 100),
             "bits": rng.choice((8, 4)), "bits_context": _steps(rng, 8000, 64_000, 1000)}
@@ -676,14 +712,12 @@ def _draw_plate_2(rng):
 
 PLATE_XXIII_2 = Template(
     draw=_draw_plate_2,
-    practice={"latent": "deepseek-v3", "latent_bits": 16, "gpu": "h100-sxm", "mha_context": 3000, "lite_context": 5000,
-              "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 20_000},
+    practice={"latent": "deepseek-v3", "latent_bits": 16, "latent_context": 6000, "gpu": "h100-sxm",
+              "mha_context": 3000, "lite_context": 5000, "reserve": 0.10, "reserve_context": 8000, "bits": 8, "bits_context": 20_000},
     derive=lambda n: {**_shapes(n, "latent"), "reserve_percent": f"{n['reserve'] * 100:g} %",
                       "long_window": MODELS["llama-3.1-8b"].context_window},
     statements={
-        "1": "{latent_named} caches, in each of its {latent_layers} layers, one compressed vector of {latent_rank} "
-             "numbers and a {latent_rope}-number key for position, per token. How many bytes a token at "
-             "{latent_bits} bits?",
+        "1": LATENT_CONVERSATION,
         "2": "How many Llama 2 7B users, with {mha_context} tokens each, fit on the {gpu_named}?",
         "3": "At {lite_context} tokens each, at how many DeepSeek-V2-Lite users do the caches weigh as much as its "
              "weights? (A fraction is fine.)",
@@ -693,6 +727,7 @@ PLATE_XXIII_2 = Template(
              "with {bits:a}-bit cache (16-bit weights): how many users with {bits_context} tokens each fit?",
     },
     sense=lambda n: (_within(n, "llama-2-7b", "mha_context") + _within(n, "deepseek-v2-lite", "lite_context")
+                     + _within(n, n["latent"], "latent_context")
                      + _within(n, "llama-3-8b", "reserve_context") + _within(n, "llama-3.1-8b", "bits_context")
                      + _fits("llama-2-7b", n["gpu"], 16, n["mha_context"])
                      + _fits("llama-3.1-8b", "h100-sxm", 16, n["bits_context"], kv_bits=n["bits"])
