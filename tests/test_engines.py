@@ -365,3 +365,14 @@ def test_a_tensor_parallel_degree_or_link_that_cannot_serve_is_refused_naming_th
         E.engine("tensorrt-llm", "1.0").server(big, h100)
     with pytest.raises(ValueError, match="tp_size must be a whole number of at least 1 for sglang 0.5, got 0"):
         E.engine("sglang", "0.5").server(big, h100, tp_size=0)
+
+
+def test_fp8_products_are_shared_among_the_gpus_of_a_group_like_16_bit_ones():
+    big, h100 = sm.MODELS["llama-3.3-70b"], sm.hardware.CATALOG["h100-sxm"]
+    trt = E.engine("tensorrt-llm", "1.0")
+    for bits in ({}, {"quantization": "fp8"}):
+        one = S.StepClock(trt.server(sm.LLAMA_3_8B, h100, **bits)).phases(pieces=[(8192, 0)])["matrix products"]
+        four = S.StepClock(trt.server(sm.LLAMA_3_8B, h100, tp=4, **bits)).phases(pieces=[(8192, 0)])["matrix products"]
+        assert four == pytest.approx(one / 4, rel=1e-3)     # compute-bound: a quarter of the arithmetic each
+    assert S.StepClock(trt.server(big, h100, tp=4, quantization="fp8")).phases(pieces=[(8192, 0)])["matrix products"] < \
+        S.StepClock(trt.server(big, h100, tp=4)).phases(pieces=[(8192, 0)])["matrix products"]
