@@ -164,3 +164,41 @@ def test_the_predictions_land_where_the_multi_gpu_page_says():
         ("0.92", "1.50", "0.47", "1.62")
     with pytest.raises(ValueError, match="found must hold at least one prediction"):
         multi_runs.summary([None])
+
+
+def test_the_misses_the_multi_gpu_page_reads():
+    by_id = {found.run.id: found for found in PREDICTIONS if found is not None}
+    overview = [found.ratio for found in PREDICTIONS if found is not None and found.run.source.key == "trtllm-perf"]
+    assert (f"{min(overview):.2f}", f"{max(overview):.2f}") == ("0.92", "1.10")      # large batches over NVLink land
+    assert [f"{by_id[i].ratio:.2f}" for i in ("mlperf41-h100x8-llama2-70b-server", "mlperf41-h200x8-llama2-70b-server")] \
+        == ["1.04", "1.06"]
+    timed = [found for found in PREDICTIONS if found is not None and found.run.unit == "ms"]
+    assert len(timed) == 4 and all(1.4 < found.ratio < 1.65 for found in timed)
+    gaps = sorted(found.allreduce_gap for found in timed)
+    assert (f"{gaps[0] * 1e6:.0f}", f"{gaps[-1] * 1e6:.0f}") == ("42", "70")
+    assert all(gap > 5 * timed[0].run.link.latency for gap in gaps)                   # far past the link's latency
+    assert [f"{by_id[i].ratio:.2f}" for i in ("sglang030-h100x4-llama31-70b-offline", "vllm060-h100x4-llama31-70b-offline")] \
+        == ["0.69", "0.83"]
+    near = [found.value / multi_runs.floor(found.run).value for found in PREDICTIONS
+            if found is not None and found.run.engine == "lmdeploy" and found.run.metric == "decode_rate"]
+    assert f"{min(near):.2f}" == "0.92"
+    with pytest.raises(ValueError, match="allreduce_gap needs a time between tokens, got 'output_throughput'"):
+        by_id["mlperf41-h100x8-llama2-70b-server"].allreduce_gap
+
+
+def test_the_table_sets_every_row_beside_its_floor_and_its_prediction():
+    table = multi_runs.markdown_table(RUNS, PREDICTIONS)
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(RUNS)
+    assert sum(line.endswith("| – | – |") for line in lines) == 3                  # gpt-fast: the floor alone
+    assert "| 21,606 tok/s | 98,644 tok/s | 22 % | 20,780 tok/s | 1.04 |" in table
+    with pytest.raises(ValueError, match="found must hold one prediction"):
+        multi_runs.markdown_table(RUNS, PREDICTIONS[:3])
+
+
+def test_a_floor_in_the_rows_own_unit_is_never_beaten():
+    for lower in FLOORS:
+        if lower.run.unit == "tok/s":
+            assert lower.value >= lower.run.value
+        else:
+            assert lower.value <= lower.run.value

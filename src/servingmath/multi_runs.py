@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 import yaml
 
-from . import _check, parallel
+from . import _check, parallel, units
 from . import runs as _runs
 from .runs import _DATE
 from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
@@ -255,6 +255,11 @@ class Floor:
         """Floor ÷ measured: 1 would be a run at the spec sheet's peaks with nothing else spent."""
         return self.time / self.run.measured_time
 
+    @property
+    def value(self) -> float:
+        """The floor in the row's own unit: the most tokens a second, or the fewest milliseconds a token."""
+        return self.run.value / self.share if self.run.unit == "tok/s" else self.run.value * self.share
+
 
 def _saturated(run: MultiRun, prompt, reply) -> tuple[float, float]:
     """One generated token of a copy that batches without limit: each GPU's share of a request's
@@ -379,6 +384,14 @@ class Prediction:
         """Published ÷ predicted: above 1, a rate beat the prediction, or a time between tokens was longer."""
         return self.run.value / self.value
 
+    @property
+    def allreduce_gap(self) -> float:
+        """For a time between one user's tokens: the seconds more each all-reduce of a step would have to take
+        for the prediction to match the run, (published − predicted) ÷ a step's all-reduces (two a layer)."""
+        if self.run.unit != "ms":
+            raise ValueError(f"allreduce_gap needs a time between tokens, got {self.run.metric!r} in {self.run.id!r}")
+        return (self.run.value - self.value) * 1e-3 / (parallel.ALLREDUCES_PER_LAYER * self.run.shape.layers)
+
 
 def profile(run: MultiRun):
     """The engine profile that replays ``run`` (``engines.engine``), or None for an engine with none."""
@@ -485,3 +498,46 @@ def summary(found=None) -> Summary:
     return Summary(len(made), float(np.mean((ratios >= BAND[0]) & (ratios <= BAND[1]))),
                    float(np.mean((ratios >= WIDE_BAND[0]) & (ratios <= WIDE_BAND[1]))), float(ratios.min()),
                    float(ratios.max()), median(rates), median(times), len(found) - len(made))
+
+
+def _sent(run: MultiRun) -> str:
+    a = run.arrivals
+    if a["kind"] == "fixed-batch":
+        return f"a batch of {run.batch}"
+    if a["kind"] == "all-at-once":
+        return "all at once"
+    return f"{a['rate']:g} a second"
+
+
+def _lengths_shown(run: MultiRun) -> str:
+    if run.prompt_tokens is not None and run.reply_tokens is not None:
+        return f"{run.prompt_tokens:,} in, {run.reply_tokens:,} out"
+    return {"sharegpt": "ShareGPT", "openorca": "OpenOrca"}.get(run.dataset, run.dataset)
+
+
+def _shown(value, unit) -> str:
+    return f"{value:,.0f} tok/s" if unit == "tok/s" and value >= 100 else f"{value:.1f} {unit}"
+
+
+def markdown_table(runs=None, found=None) -> str:
+    """Every row of ``runs`` as a table: what was run, the published figure, its floor (``floor``) and the
+    share of it the run reached, the prediction by the engine's profile (``found``, as ``predictions(runs)``
+    gives it; a dash where the engine has none), and published ÷ predicted."""
+    from .calibration import ENGINE_NAMES
+    runs = load() if runs is None else list(runs)
+    found = predictions(runs) if found is None else list(found)
+    if len(found) != len(runs):
+        raise ValueError(f"found must hold one prediction (or None) a run, {len(runs)}, got {len(found)}")
+    what = {"output_throughput": "output", "decode_rate": "one user", "itl_median": "ITL median",
+            "tpot_median": "TPOT median"}
+    lines = ["| engine | model, GPUs | split | lengths | requests | figure | published | floor | share of floor "
+             "| predicted | published ÷ predicted |", "|---|---|---|---|---|---|--:|--:|--:|--:|--:|"]
+    for run, made in zip(runs, found):
+        lower = floor(run)
+        split = f"TP {run.tensor_parallel}" + (f" × {run.replicas} copies" if run.replicas > 1 else "")
+        predicted, ratio = ("–", "–") if made is None else (_shown(made.value, run.unit), f"{made.ratio:.2f}")
+        lines.append(f"| {ENGINE_NAMES.get(run.engine, run.engine)} | {run.shape.name}, {run.gpus} × "
+                     f"{run.gpu_spec.name} | {split} | {_lengths_shown(run)} | {_sent(run)} | {what[run.metric]} | "
+                     f"{_shown(run.value, run.unit)} | {_shown(lower.value, run.unit)} | {units.percent(lower.share)} | "
+                     f"{predicted} | {ratio} |")
+    return "\n".join(lines)
