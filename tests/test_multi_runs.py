@@ -141,7 +141,8 @@ def test_each_run_is_replayed_as_it_was_run():
     assert by_id["trtllm-h100x2-llama33-70b-128-128"].lengths == "fixed, 128 in, 128 out"
     assert dict(by_id["vllm060-h100x4-llama31-70b-offline"].flags) == {
         "num_scheduler_steps": 10, "max_model_len": 4096, "tensor_parallel_size": 4}
-    assert by_id["mlperf41-h200x8-llama2-70b-offline"].flags["quantization"] == "fp8"
+    assert dict(by_id["mlperf41-h200x8-llama2-70b-offline"].flags) == {"max_batch_size": 806, "tp": 1, "quantization": "fp8"}
+    assert by_id["mlperf41-h200x8-llama2-70b-offline"].requests == 4 * 806   # four times what a copy runs at once
 
 
 def test_printed_reads_a_reports_lines_and_a_tables_last_row():
@@ -161,7 +162,7 @@ def test_the_predictions_land_where_the_multi_gpu_page_says():
     assert (s.rows, s.unpredicted) == (18, 3)
     assert (round(s.within * s.rows), round(s.within_wide * s.rows)) == (10, 15)
     assert (f"{s.throughput_median:.2f}", f"{s.per_user_median:.2f}", f"{s.lowest:.2f}", f"{s.highest:.2f}") == \
-        ("0.92", "1.50", "0.47", "1.62")
+        ("0.93", "1.50", "0.47", "1.62")
     with pytest.raises(ValueError, match="found must hold at least one prediction"):
         multi_runs.summary([None])
 

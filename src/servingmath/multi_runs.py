@@ -312,8 +312,15 @@ RELEASES = {"MLPerf Inference v4.1 submission (NVIDIA's harness)": "1.0",
             "performance overview of the v1.0 documentation": "1.0"}
 # The flags each source started its engine with, under the engine's own names, by (source, engine, arrivals):
 # SGLang's benchmark_vllm_060/README.md starts SGLang with --disable-radix-cache (and --mem-frac 0.88 offline;
-# at TP 4 its default is 0.85, the README says) and vLLM with --num-scheduler-steps 10 --max_model_len 4096.
+# at TP 4 its default is 0.85, the README says) and vLLM with --num-scheduler-steps 10 --max_model_len 4096;
+# NVIDIA's MLPerf configs (closed/NVIDIA/configs/llama2-70b/{Server,Offline}/__init__.py at the rows' commit)
+# set gpu_batch_size, the most sequences an engine runs at once: 1,024 and 896 for the H100's copies, 896 and
+# 806 for the H200's.
 FLAGS = {
+    ("mlperf-v41-h100", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 1024},
+    ("mlperf-v41-h100", "tensorrt-llm", "all-at-once"): {"max_batch_size": 896},
+    ("mlperf-v41-h200", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 896},
+    ("mlperf-v41-h200", "tensorrt-llm", "all-at-once"): {"max_batch_size": 806},
     ("sglang-vllm060", "sglang", "poisson"): {"disable_radix_cache": True, "mem_fraction_static": 0.85},
     ("sglang-vllm060", "sglang", "all-at-once"): {"disable_radix_cache": True, "mem_fraction_static": 0.88},
     ("sglang-vllm060", "vllm", "poisson"): {"num_scheduler_steps": 10, "max_model_len": 4096},
@@ -500,6 +507,17 @@ def summary(found=None) -> Summary:
                    float(ratios.max()), median(rates), median(times), len(found) - len(made))
 
 
+# How the table names a version that is not a release.
+VERSIONS_SHOWN = {"MLPerf Inference v4.1 submission (NVIDIA's harness)": "in MLPerf v4.1",
+                  "performance overview of the v1.0 documentation": "1.0", "README as of its Llama 3.1 tables": ""}
+
+
+def _engine_shown(run: MultiRun) -> str:
+    from .calibration import ENGINE_NAMES
+    version = VERSIONS_SHOWN.get(run.version, run.version)
+    return f"{ENGINE_NAMES.get(run.engine, run.engine)} {version}".strip()
+
+
 def _sent(run: MultiRun) -> str:
     a = run.arrivals
     if a["kind"] == "fixed-batch":
@@ -523,7 +541,6 @@ def markdown_table(runs=None, found=None) -> str:
     """Every row of ``runs`` as a table: what was run, the published figure, its floor (``floor``) and the
     share of it the run reached, the prediction by the engine's profile (``found``, as ``predictions(runs)``
     gives it; a dash where the engine has none), and published ÷ predicted."""
-    from .calibration import ENGINE_NAMES
     runs = load() if runs is None else list(runs)
     found = predictions(runs) if found is None else list(found)
     if len(found) != len(runs):
@@ -536,7 +553,7 @@ def markdown_table(runs=None, found=None) -> str:
         lower = floor(run)
         split = f"TP {run.tensor_parallel}" + (f" × {run.replicas} copies" if run.replicas > 1 else "")
         predicted, ratio = ("–", "–") if made is None else (_shown(made.value, run.unit), f"{made.ratio:.2f}")
-        lines.append(f"| {ENGINE_NAMES.get(run.engine, run.engine)} | {run.shape.name}, {run.gpus} × "
+        lines.append(f"| {_engine_shown(run)} | {run.shape.name}, {run.gpus} × "
                      f"{run.gpu_spec.name} | {split} | {_lengths_shown(run)} | {_sent(run)} | {what[run.metric]} | "
                      f"{_shown(run.value, run.unit)} | {_shown(lower.value, run.unit)} | {units.percent(lower.share)} | "
                      f"{predicted} | {ratio} |")
