@@ -285,6 +285,7 @@ def test_each_page_has_the_budget_the_course_sets():
     assert bench.prose_budget("chapters/lesson-1/wrap-up") == 1800
     assert bench.prose_budget("chapters/plates/xxiii-1-prefill-and-decode") == 1400
     assert bench.prose_budget("chapters/lab/measure-your-machine") == 1800
+    assert bench.prose_budget("chapters/reality-check-multi-gpu") == 1400
     assert bench.prose_budget("chapters/lesson-1/index") is None and bench.prose_budget("chapters/glossary") is None
 
 
@@ -305,7 +306,7 @@ def test_every_built_page_keeps_within_its_budget():
 
 @pytest.mark.skipif(not (BUILT / "index.html").is_file(), reason="needs a built book")
 @pytest.mark.parametrize("page", ["index", "chapters/lesson-1/wrap-up", "chapters/plates/xxiii-1-prefill-and-decode",
-                                  "chapters/lab/measure-your-machine", *(f"chapters/lesson-1/{p.stem}" for p in PARTS)])
+                                  "chapters/lab/measure-your-machine", "chapters/reality-check-multi-gpu", *(f"chapters/lesson-1/{p.stem}" for p in PARTS)])
 def test_no_raw_float_is_printed_on_a_built_page(page):
     html = (BUILT / f"{page}.html").read_text(encoding="utf-8")
     outputs = re.findall(r'<div class="cell_output.*?</div>\s*</div>', html, flags=re.S)

@@ -320,3 +320,59 @@ def test_v1s_profiling_pass_is_bounded_by_version_on_the_a100():
     assert {r.cells["memory_fraction"].value for r in engines.TABLE
             if r.engine == "vllm" and engines._parse(r.since) < engines._parse("0.21")} == {0.9}
     assert engines.row("vllm", "V1").cells["memory_fraction_current"].value == 0.92
+
+
+def test_each_engine_splits_a_model_under_its_own_tensor_parallel_flag_over_the_cards_nvlink():
+    big, h100 = sm.MODELS["llama-3.3-70b"], sm.hardware.CATALOG["h100-sxm"]
+    assert E.TENSOR_PARALLEL_FLAGS == {"vllm": "tensor_parallel_size", "sglang": "tp_size", "tensorrt-llm": "tp",
+                                       "lmdeploy": "tp"}
+    for name, flag in E.TENSOR_PARALLEL_FLAGS.items():
+        profile = E.engine(name, E.PROFILED[name][-1][0])
+        assert flag in profile.flags
+        server = profile.server(big, h100, **{flag: 4})
+        assert (server.tensor_parallel, server.group.link) == (4, sm.hardware.link(h100))
+        assert server.group.link.key == "nvlink4"
+        # Each GPU holds a quarter of the matrices, and the step waits for the all-reduces.
+        assert server.gpu_weight_bytes < sm.memory.weight_bytes(big.parameters, 16) / 3.9
+        assert S.StepClock(server).phases([500] * 8)["all-reduces"] > 0
+    slow = E.engine("vllm", "0.9.2").server(big, h100, tensor_parallel_size=4, link="pcie5")
+    fast = E.engine("vllm", "0.9.2").server(big, h100, tensor_parallel_size=4)
+    assert slow.group.link.key == "pcie5"
+    assert S.StepClock(slow).time([500] * 8) > S.StepClock(fast).time([500] * 8)
+    # TensorRT-LLM's cache takes its share of what each GPU's own share of the weights leaves.
+    trt = E.engine("tensorrt-llm", "1.0")
+    for degree in (2, 4):
+        server = trt.server(big, h100, tp=degree)
+        left = 1 - server.gpu_weight_bytes / h100.memory_bytes
+        assert server.reserve == pytest.approx((1 - E.defaults("tensorrt-llm", "1.0").memory_fraction) * left)
+
+
+def test_a_tensor_parallel_degree_or_link_that_cannot_serve_is_refused_naming_the_flag_and_value():
+    big, h100, l4 = sm.MODELS["llama-3.3-70b"], sm.hardware.CATALOG["h100-sxm"], sm.hardware.CATALOG["l4"]
+    with pytest.raises(ValueError, match=r"tensor_parallel_size=3 is refused for Llama 3.3 70B .*64 attention heads, got 3"):
+        E.engine("vllm", "0.9.2").server(big, h100, tensor_parallel_size=3)
+    with pytest.raises(ValueError, match=r"tp_size=6 is refused .*got 6"):
+        E.engine("sglang", "0.5").server(big, h100, tp_size=6)
+    with pytest.raises(ValueError, match=r"tp=16 is refused .*at most 8 .*got 16"):
+        E.engine("tensorrt-llm", "1.0").server(big, h100, tp=16)
+    with pytest.raises(ValueError, match=r"tensor_parallel_size=2 is refused .*cannot have 'nvlink3'"):
+        E.engine("vllm", "0.9.2").server(big, h100, tensor_parallel_size=2, link="nvlink3")
+    with pytest.raises(ValueError, match="link joins the GPUs tensor_parallel_size splits .*got link='pcie5'"):
+        E.engine("vllm", "0.9.2").server(big, h100, link="pcie5")
+    with pytest.raises(sm.DoesNotFit, match=r"tensor_parallel_size=2 for vllm 0.9.2: Llama 3.3 70B's weights"):
+        E.engine("vllm", "0.9.2").server(big, l4, tensor_parallel_size=2)
+    with pytest.raises(sm.DoesNotFit, match=r"tp=1 for tensorrt-llm 1.0"):
+        E.engine("tensorrt-llm", "1.0").server(big, h100)
+    with pytest.raises(ValueError, match="tp_size must be a whole number of at least 1 for sglang 0.5, got 0"):
+        E.engine("sglang", "0.5").server(big, h100, tp_size=0)
+
+
+def test_fp8_products_are_shared_among_the_gpus_of_a_group_like_16_bit_ones():
+    big, h100 = sm.MODELS["llama-3.3-70b"], sm.hardware.CATALOG["h100-sxm"]
+    trt = E.engine("tensorrt-llm", "1.0")
+    for bits in ({}, {"quantization": "fp8"}):
+        one = S.StepClock(trt.server(sm.LLAMA_3_8B, h100, **bits)).phases(pieces=[(8192, 0)])["matrix products"]
+        four = S.StepClock(trt.server(sm.LLAMA_3_8B, h100, tp=4, **bits)).phases(pieces=[(8192, 0)])["matrix products"]
+        assert four == pytest.approx(one / 4, rel=1e-3)     # compute-bound: a quarter of the arithmetic each
+    assert S.StepClock(trt.server(big, h100, tp=4, quantization="fp8")).phases(pieces=[(8192, 0)])["matrix products"] < \
+        S.StepClock(trt.server(big, h100, tp=4)).phases(pieces=[(8192, 0)])["matrix products"]

@@ -100,3 +100,109 @@ def test_a_missing_field_and_a_duplicate_id_are_refused():
     document["runs"][1]["id"] = document["runs"][0]["id"]
     with pytest.raises(ValueError, match="run ids must be unique"):
         multi_runs.parse(document)
+
+
+# -- the prediction by engine profile -------------------------------------------------------------
+from servingmath import engines  # noqa: E402
+
+PREDICTIONS = multi_runs.predictions(RUNS)
+
+
+def test_every_row_with_a_profiled_engine_is_replayed_by_that_profile_over_its_own_split_and_link():
+    for run, found in zip(RUNS, PREDICTIONS):
+        if run.engine not in engines.PROFILED:
+            assert found is None and multi_runs.profile(run) is None, run.id
+            continue
+        assert found.run is run and found.engine.name == run.engine
+        assert found.flags[engines.TENSOR_PARALLEL_FLAGS[run.engine]] == run.tensor_parallel
+        server = found.engine.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None,
+                                     **found.flags)
+        assert server.tensor_parallel == run.tensor_parallel
+        if run.tensor_parallel > 1:
+            assert server.group.link.key == run.interconnect
+        assert found.value > 0 and found.ratio == pytest.approx(run.value / found.value)
+    assert {run.engine for run, found in zip(RUNS, PREDICTIONS) if found is None} == {"gpt-fast"}
+
+
+def test_the_profiles_are_the_one_gpu_fit_applied_as_it_is():
+    for found in PREDICTIONS:
+        if found is not None:
+            assert found.engine.given is None      # the kept overheads, not fitted again on these rows
+    assert multi_runs.profile(next(r for r in RUNS if r.id.startswith("mlperf41"))).version == "1.0"
+
+
+def test_each_run_is_replayed_as_it_was_run():
+    by_id = {found.run.id: found for found in PREDICTIONS if found is not None}
+    server = by_id["mlperf41-h100x8-llama2-70b-server"]
+    assert server.requests == 75 * multi_runs.MLPERF_SECONDS        # ten minutes of Poisson arrivals
+    assert "a mean reply of 290" in server.lengths                   # 21,605.79 tokens ÷ 74.42 samples a second
+    assert by_id["sglang030-h100x4-llama31-70b-offline"].requests == 5000   # as many as the run sent
+    assert by_id["lmdeploy-a100x4-llama2-70b-b64-1-128"].requests == 64     # its fixed batch
+    assert by_id["trtllm-h100x2-llama33-70b-128-128"].lengths == "fixed, 128 in, 128 out"
+    assert dict(by_id["vllm060-h100x4-llama31-70b-offline"].flags) == {
+        "num_scheduler_steps": 10, "max_model_len": 4096, "tensor_parallel_size": 4}
+    assert dict(by_id["mlperf41-h200x8-llama2-70b-offline"].flags) == {"max_batch_size": 806, "tp": 1, "quantization": "fp8"}
+    assert by_id["mlperf41-h200x8-llama2-70b-offline"].requests == 4 * 806   # four times what a copy runs at once
+
+
+def test_printed_reads_a_reports_lines_and_a_tables_last_row():
+    by_id = {run.id: run for run in RUNS}
+    assert multi_runs.printed(by_id["mlperf41-h100x8-llama2-70b-server"]) == {
+        "completed samples per second": 74.42, "completed tokens per second": 21605.79}
+    table = multi_runs.printed(by_id["sglang030-h100x4-llama31-70b-offline"])
+    assert (table["num prompts"], table["request throughput"], table["output token throughput"]) == (5000, 19.84, 3856.01)
+    with pytest.raises(TypeError, match="run must be"):
+        multi_runs.printed("mlperf41-h100x8-llama2-70b-server")
+    with pytest.raises(TypeError, match="run must be"):
+        multi_runs.predict(None)
+
+
+def test_the_predictions_land_where_the_multi_gpu_page_says():
+    s = multi_runs.summary(PREDICTIONS)
+    assert (s.rows, s.unpredicted) == (18, 3)
+    assert (round(s.within * s.rows), round(s.within_wide * s.rows)) == (10, 15)
+    assert (f"{s.throughput_median:.2f}", f"{s.per_user_median:.2f}", f"{s.lowest:.2f}", f"{s.highest:.2f}") == \
+        ("0.93", "1.50", "0.47", "1.62")
+    with pytest.raises(ValueError, match="found must hold at least one prediction"):
+        multi_runs.summary([None])
+
+
+def test_the_misses_the_multi_gpu_page_reads():
+    by_id = {found.run.id: found for found in PREDICTIONS if found is not None}
+    overview = [found.ratio for found in PREDICTIONS if found is not None and found.run.source.key == "trtllm-perf"]
+    assert (f"{min(overview):.2f}", f"{max(overview):.2f}") == ("0.92", "1.10")      # large batches over NVLink land
+    assert [f"{by_id[i].ratio:.2f}" for i in ("mlperf41-h100x8-llama2-70b-server", "mlperf41-h200x8-llama2-70b-server")] \
+        == ["1.04", "1.06"]
+    timed = [found for found in PREDICTIONS if found is not None and found.run.unit == "ms"]
+    assert len(timed) == 4 and all(1.4 < found.ratio < 1.65 for found in timed)
+    gaps = sorted(found.allreduce_gap for found in timed)
+    assert (f"{gaps[0] * 1e6:.0f}", f"{gaps[-1] * 1e6:.0f}") == ("42", "70")
+    assert all(gap > 5 * timed[0].run.link.latency for gap in gaps)                   # far past the link's latency
+    assert [f"{by_id[i].ratio:.2f}" for i in ("sglang030-h100x4-llama31-70b-offline", "vllm060-h100x4-llama31-70b-offline")] \
+        == ["0.69", "0.83"]
+    near = [found.value / multi_runs.floor(found.run).value for found in PREDICTIONS
+            if found is not None and found.run.engine == "lmdeploy" and found.run.metric == "decode_rate"]
+    assert f"{min(near):.2f}" == "0.92"
+    slow = sorted(1 / found.ratio for found in PREDICTIONS
+                  if found is not None and found.run.engine == "lmdeploy" and found.run.metric == "decode_rate")
+    assert [f"{x:.2f}" for x in slow] == ["1.53", "1.61"]     # one user's tokens, half as long again as predicted
+    with pytest.raises(ValueError, match="allreduce_gap needs a time between tokens, got 'output_throughput'"):
+        by_id["mlperf41-h100x8-llama2-70b-server"].allreduce_gap
+
+
+def test_the_table_sets_every_row_beside_its_floor_and_its_prediction():
+    table = multi_runs.markdown_table(RUNS, PREDICTIONS)
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(RUNS)
+    assert sum(line.endswith("| – | – |") for line in lines) == 3                  # gpt-fast: the floor alone
+    assert "| 21,606 tok/s | 98,644 tok/s | 22 % | 20,780 tok/s | 1.04 |" in table
+    with pytest.raises(ValueError, match="found must hold one prediction"):
+        multi_runs.markdown_table(RUNS, PREDICTIONS[:3])
+
+
+def test_a_floor_in_the_rows_own_unit_is_never_beaten():
+    for lower in FLOORS:
+        if lower.run.unit == "tok/s":
+            assert lower.value >= lower.run.value
+        else:
+            assert lower.value <= lower.run.value

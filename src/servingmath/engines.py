@@ -458,17 +458,22 @@ class Overheads:
 # No overheads, the datasheet's peaks: today's lesson 3 server, the floor the lessons teach.
 IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, "none: the roofline")
 
+# Each engine's flag for its tensor-parallel degree, under its own name: vLLM's EngineArgs.tensor_parallel_size
+# (``--tensor-parallel-size``, vllm/engine/arg_utils.py), SGLang's ServerArgs.tp_size (``--tp-size``,
+# python/sglang/srt/server_args.py), TensorRT-LLM's ``--tp`` of trtllm-bench and trtllm-serve
+# (tensorrt_llm/bench/benchmark/throughput.py), LMDeploy's ``--tp`` (TurbomindEngineConfig.tp).
+TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "tensorrt-llm": "tp", "lmdeploy": "tp"}
 # Each engine's flags, under its own names, as ``Engine.server`` takes them.
 VLLM_FLAGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "max_model_len",
               "enable_chunked_prefill", "num_scheduler_steps", "enable_prefix_caching", "enforce_eager",
-              "quantization", "kv_cache_dtype")
+              "quantization", "kv_cache_dtype", "tensor_parallel_size")
 SGLANG_FLAGS = ("chunked_prefill_size", "mem_fraction_static", "max_running_requests", "disable_radix_cache",
                 "disable_cuda_graph", "enable_mixed_chunk", "enable_torch_compile", "cuda_graph_max_bs",
-                "quantization", "kv_cache_dtype", "context_length")
+                "quantization", "kv_cache_dtype", "context_length", "tp_size")
 TRTLLM_FLAGS = ("max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction", "enable_chunked_context",
-                "backend", "cuda_graph_config", "quantization", "kv_cache_dtype", "max_seq_len")
+                "backend", "cuda_graph_config", "quantization", "kv_cache_dtype", "max_seq_len", "tp")
 LMDEPLOY_FLAGS = ("max_batch_size", "cache_max_entry_count", "max_context_token_num", "cache_chunk_size",
-                  "quantization")
+                  "quantization", "tp")
 # The versions profiled, each with the group whose overheads it takes (one fit a group).
 PROFILED = {
     "vllm": (("0.6", "vllm-v0"), ("0.8", "vllm-v1")),
@@ -518,16 +523,22 @@ class Engine:
             raise TypeError(f"given must be Overheads, got {given!r}")
         return Engine(self.name, self.version, self.asked, self.group, given)
 
-    def server(self, model, gpu, **flags):
+    def server(self, model, gpu, link=None, **flags):
         """A ``simulator.Server`` for ``model`` on ``gpu`` as this engine runs it, with ``flags`` under
         the engine's own names (an unknown flag is an error naming the ones it takes). The ideal engine
         takes the ``Server``'s own fields instead, and adds nothing.
+
+        The engine's tensor-parallel flag (``TENSOR_PARALLEL_FLAGS``: ``tensor_parallel_size``, ``tp_size``,
+        ``tp``) splits the model over that many GPUs of the kind ``gpu`` joined by ``link`` (a key or name of
+        a link the GPU can have; the fastest the catalog gives it, its NVLink where it has one, if None). A
+        degree that does not divide the model's heads, or a model whose share does not fit each GPU, is
+        refused naming the flag and its value.
 
         Flags that change what the simulator cannot see are taken, checked and change nothing: the
         prefix cache (``enable_prefix_caching``, ``disable_radix_cache``: the simulator's requests share
         no prompts), ``enable_torch_compile``, ``cuda_graph_max_bs``, ``backend`` and
         ``cuda_graph_config``, and LMDeploy's cache settings."""
-        return _build(self, model, gpu, flags)
+        return _build(self, model, gpu, flags, link)
 
 
 def engine(name: str, version: str = "") -> Engine:
@@ -583,12 +594,15 @@ _KINDS = {
     "max_batch_size": int, "max_num_tokens": int, "kv_cache_free_gpu_memory_fraction": float,
     "enable_chunked_context": bool, "backend": ("pytorch", "tensorrt"), "cuda_graph_config": object, "max_seq_len": int,
     "cache_max_entry_count": object, "max_context_token_num": int, "cache_chunk_size": object,
+    "tensor_parallel_size": int, "tp_size": int, "tp": int,
 }
 
 
-def _build(engine_: Engine, model, gpu, flags):
+def _build(engine_: Engine, model, gpu, flags, link=None):
     import dataclasses
 
+    from . import parallel
+    from .memory import DoesNotFit
     from .models import Model
     from .roofline import Assumptions
     from .simulator import Server
@@ -597,12 +611,24 @@ def _build(engine_: Engine, model, gpu, flags):
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be a GPU from servingmath.hardware, got {gpu!r}")
     if engine_.name == "ideal":
-        return Server(model, gpu, **flags)
+        return Server(model, gpu, link=link, **flags)
     unknown = sorted(set(flags) - set(engine_.flags))
     if unknown:
         raise ValueError(f"{unknown[0]} is not a flag of {engine_.label}: it takes {', '.join(engine_.flags)}")
     for name, value in flags.items():
         _flag(engine_, name, value, _KINDS[name])
+    tp_flag = TENSOR_PARALLEL_FLAGS[engine_.name]
+    degree = flags.get(tp_flag, 1)
+    if degree > 1:
+        try:
+            parallel.check_tensor_parallel(model, degree)
+            parallel.group(gpu, degree, link)       # a link the GPU cannot have, or more GPUs than it joins
+        except ValueError as error:
+            raise ValueError(f"{tp_flag}={degree} is refused for {model.name} on {gpu.name} under {engine_.label}: "
+                             f"{error}") from None
+    elif link is not None:
+        raise ValueError(f"link joins the GPUs {tp_flag} splits the model over: it needs {tp_flag} above 1 for "
+                         f"{engine_.label}, got link={link!r}")
     o = engine_.overheads
     # The defaults of the release asked for (0.9.2's, not the profile's 0.8), its numbers without "post3" or "rc1".
     release = re.match(r"\d+(\.\d+)*", engine_.asked or "").group(0) if re.match(r"\d", engine_.asked or "") else engine_.version
@@ -610,7 +636,7 @@ def _build(engine_: Engine, model, gpu, flags):
     window = flags.get("max_model_len", flags.get("context_length", flags.get("max_seq_len")))
     if window is not None:
         model = dataclasses.replace(model, context_window=min(window, model.context_window or window))
-    fields = {"memory": "paged", "clock": "phases", "preemption": "recompute",
+    fields = {"memory": "paged", "clock": "phases", "preemption": "recompute", "tensor_parallel": degree, "link": link,
               "assumptions": Assumptions(o.compute_efficiency, o.bandwidth_efficiency, o.step_time,
                                          attention="causal", kv_cache=True, label=engine_.label),
               "user_time": o.user_time, "request_time": o.request_time}
@@ -623,15 +649,24 @@ def _build(engine_: Engine, model, gpu, flags):
             fields["linear_peak"] = gpu.dense_flops["fp8"]
     if flags.get("kv_cache_dtype", "auto") != "auto":
         fields["kv_bits"] = 8
+    if _weights_share(model, gpu, fields) >= 1:
+        each = _weights_share(model, gpu, fields) * gpu.memory_bytes
+        raise DoesNotFit(f"{tp_flag}={degree} for {engine_.label}: {model.name}'s weights ({each / 1e9:.2f} GB a GPU) "
+                         f"do not fit the {gpu.memory_bytes / 1e9:.2f} GB of one {gpu.name}")
     fields.update(_schedule(engine_, d, gpu, model, flags, fields))
     if fields.get("policy") == "continuous":
         fields["step_tokens"] = None if fields.get("step_tokens") is None else max(fields["step_tokens"], model.context_window)
-    return Server(model, gpu, **fields)
+    try:
+        return Server(model, gpu, **fields)
+    except DoesNotFit as error:
+        raise DoesNotFit(f"{tp_flag}={degree} for {engine_.label}: {error}") from None
 
 
 def _weights_share(model, gpu, fields):
-    from .memory import weight_bytes
-    return float(weight_bytes(model.parameters, fields.get("weight_bits", 16))) / gpu.memory_bytes
+    """The share of each GPU's memory its weights take (its share of them in a tensor-parallel group)."""
+    from . import parallel
+    group = parallel.group(gpu, fields["tensor_parallel"], fields["link"])
+    return float(parallel.fit(model, group, weight_bits=fields.get("weight_bits", 16)).weight_bytes) / gpu.memory_bytes
 
 
 def _schedule(engine_, d, gpu, model, flags, fields):

@@ -13,6 +13,7 @@ check: how close the run came to the floor.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import partial
@@ -23,7 +24,7 @@ from typing import Mapping
 import numpy as np
 import yaml
 
-from . import _check, parallel
+from . import _check, parallel, units
 from . import runs as _runs
 from .runs import _DATE
 from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
@@ -254,6 +255,11 @@ class Floor:
         """Floor ÷ measured: 1 would be a run at the spec sheet's peaks with nothing else spent."""
         return self.time / self.run.measured_time
 
+    @property
+    def value(self) -> float:
+        """The floor in the row's own unit: the most tokens a second, or the fewest milliseconds a token."""
+        return self.run.value / self.share if self.run.unit == "tok/s" else self.run.value * self.share
+
 
 def _saturated(run: MultiRun, prompt, reply) -> tuple[float, float]:
     """One generated token of a copy that batches without limit: each GPU's share of a request's
@@ -295,3 +301,260 @@ def floor(run: MultiRun) -> Floor:
 
 def floors(runs=None) -> list[Floor]:
     return [floor(run) for run in (load() if runs is None else runs)]
+
+
+# -- the prediction by engine profile ---------------------------------------------------------------
+# Each row is replayed by the profile of its engine (``engines.engine``), whose overheads were fitted on
+# one-GPU runs only (``calibration``): none of these rows took part in that fit, and nothing here is fitted.
+# A row that names no release takes the profile given here: MLPerf's harness and the TensorRT-LLM overview
+# run TensorRT-LLM, whose one profile is 1.0. gpt-fast has no profile: its rows keep their floor alone.
+RELEASES = {"MLPerf Inference v4.1 submission (NVIDIA's harness)": "1.0",
+            "performance overview of the v1.0 documentation": "1.0"}
+# The flags each source started its engine with, under the engine's own names, by (source, engine, arrivals):
+# SGLang's benchmark_vllm_060/README.md starts SGLang with --disable-radix-cache (and --mem-frac 0.88 offline;
+# at TP 4 its default is 0.85, the README says) and vLLM with --num-scheduler-steps 10 --max_model_len 4096;
+# NVIDIA's MLPerf configs (closed/NVIDIA/configs/llama2-70b/{Server,Offline}/__init__.py at the rows' commit)
+# set gpu_batch_size, the most sequences an engine runs at once: 1,024 and 896 for the H100's copies, 896 and
+# 806 for the H200's.
+FLAGS = {
+    ("mlperf-v41-h100", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 1024},
+    ("mlperf-v41-h100", "tensorrt-llm", "all-at-once"): {"max_batch_size": 896},
+    ("mlperf-v41-h200", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 896},
+    ("mlperf-v41-h200", "tensorrt-llm", "all-at-once"): {"max_batch_size": 806},
+    ("sglang-vllm060", "sglang", "poisson"): {"disable_radix_cache": True, "mem_fraction_static": 0.85},
+    ("sglang-vllm060", "sglang", "all-at-once"): {"disable_radix_cache": True, "mem_fraction_static": 0.88},
+    ("sglang-vllm060", "vllm", "poisson"): {"num_scheduler_steps": 10, "max_model_len": 4096},
+    ("sglang-vllm060", "vllm", "all-at-once"): {"num_scheduler_steps": 10, "max_model_len": 4096},
+}
+# Sources whose client calls the engine in its own process, with no API server in between: MLPerf's
+# LoadGen harness, trtllm-bench, LMDeploy's profile_generation.py.
+IN_PROCESS = ("mlperf-v41-h100", "mlperf-v41-h200", "trtllm-perf", "lmdeploy-a100")
+# How MLPerf's server rows share their Poisson stream among the copies (simulator.ROUTERS), and how long
+# they send it: a server run's least duration, ten minutes (mlcommons/inference, mlperf.conf:
+# ``*.Server.min_duration = 600000``, in milliseconds), so that the replies still running when the stream stops do not set the rate.
+ROUTER = "least-loaded"
+MLPERF_SECONDS = 600
+_PRINTED_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*:\s*([\d.]+)\s*$", re.M)
+
+
+def printed(run: MultiRun) -> dict:
+    """The figures the row's quote prints, by their names in lower case: a report's "name : value" lines,
+    or the columns of a table's last row (asterisks of bold dropped)."""
+    _check.instance("run", run, MultiRun)
+    found = {name.lower(): float(value) for name, value in _PRINTED_LINE.findall(run.quote)}
+    rows = [line for line in run.quote.splitlines() if line.startswith("|") and not set(line) <= set("|- ")]
+    if len(rows) >= 2:
+        head = [cell.strip().lower() for cell in rows[0].strip("|").split("|")]
+        last = [cell.strip().strip("*") for cell in rows[-1].strip("|").split("|")]
+        for name, cell in zip(head, last):
+            if _NUMBER.fullmatch(cell):
+                found[name] = float(cell.replace(",", ""))
+    return found
+
+
+def _requests_per_second(run: MultiRun):
+    figures = printed(run)
+    return next((figures[name] for name in ("completed samples per second", "samples per second",
+                                             "request throughput") if name in figures), None)
+
+
+def lengths(run: MultiRun):
+    """(fixed (prompt, reply) or None, a ``LengthDistribution`` or None, words saying where they come from):
+    the row's own lengths where it fixed them; else ShareGPT's mean prompt (kwon2023paged) and a reply whose
+    mean is the row's output tokens ÷ its requests where it prints both, ShareGPT's mean reply where not."""
+    from .workload import SHAREGPT, LengthDistribution
+    _check.instance("run", run, MultiRun)
+    if run.prompt_tokens is not None and run.reply_tokens is not None:
+        return (run.prompt_tokens, run.reply_tokens), None, f"fixed, {run.prompt_tokens:,} in, {run.reply_tokens:,} out"
+    rate = _requests_per_second(run)
+    if rate is not None and run.metric == "output_throughput":
+        reply = run.value / rate
+        return None, LengthDistribution("replay", SHAREGPT.mean_prompt, reply), \
+            f"ShareGPT's mean prompt, a mean reply of {reply:.0f} from the printed rates"
+    return None, SHAREGPT, "ShareGPT's means"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A row as its engine's profile predicts it: the engine, the flags it was started with, the row's
+    metric in the row's unit (``value``), and where the lengths came from."""
+
+    run: MultiRun
+    engine: object
+    flags: Mapping
+    value: float
+    lengths: str
+    requests: int
+
+    @property
+    def ratio(self) -> float:
+        """Published ÷ predicted: above 1, a rate beat the prediction, or a time between tokens was longer."""
+        return self.run.value / self.value
+
+    @property
+    def allreduce_gap(self) -> float:
+        """For a time between one user's tokens: the seconds more each all-reduce of a step would have to take
+        for the prediction to match the run, (published − predicted) ÷ a step's all-reduces (two a layer)."""
+        if self.run.unit != "ms":
+            raise ValueError(f"allreduce_gap needs a time between tokens, got {self.run.metric!r} in {self.run.id!r}")
+        return (self.run.value - self.value) * 1e-3 / (parallel.ALLREDUCES_PER_LAYER * self.run.shape.layers)
+
+
+def profile(run: MultiRun):
+    """The engine profile that replays ``run`` (``engines.engine``), or None for an engine with none."""
+    from . import engines
+    _check.instance("run", run, MultiRun)
+    if run.engine not in engines.PROFILED:
+        return None
+    return engines.engine(run.engine, RELEASES.get(run.version, run.version))
+
+
+def predict(run: MultiRun, requests=None, seed=0) -> Prediction | None:
+    """The row simulated as it was run, by its engine's profile (None where its engine has none): one copy
+    of the model split over the row's tensor-parallel degree and link; requests all at once (at least four
+    times what a copy runs at once, so that its steady state sets the rate, and no more than the run printed
+    that it sent), at the row's Poisson rate, or
+    a fixed batch run to its end; MLPerf's server rows as Poisson arrivals at the row's rate shared among
+    its copies by ``ROUTER``. A throughput counts every copy; a per-user figure is one user's."""
+    from . import engines
+    from .calibration import REPLAY_REQUESTS
+    from .simulator import simulate, simulate_cluster
+    from .workload import workload
+    found = profile(run)
+    if found is None:
+        return None
+    flags = dict(FLAGS.get((run.source.key, run.engine, run.arrivals["kind"]), {}))
+    flags[engines.TENSOR_PARALLEL_FLAGS[run.engine]] = run.tensor_parallel
+    if run.compute == "fp8" or run.weight_bits == 8:
+        flags["quantization"] = "fp8"
+    if run.kv_bits == 8:
+        flags["kv_cache_dtype"] = "fp8"
+    server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
+    if run.source.key in IN_PROCESS:
+        server = dataclasses.replace(server, request_time=0.0)
+    kind = run.arrivals["kind"]
+    requests = REPLAY_REQUESTS if requests is None else int(_check.count("requests", requests, minimum=1))
+    if kind == "fixed-batch":
+        count = run.batch or 1
+    elif kind == "all-at-once":      # at most the requests the run printed that it sent
+        count = int(min(max(requests, 4 * server.max_running), printed(run).get("num prompts", np.inf)))
+    elif kind == "mlperf-server":
+        count = max(requests, round(run.arrivals["rate"] * MLPERF_SECONDS))
+    else:
+        count = requests
+    fixed, dist, said = lengths(run)
+    if fixed is not None:
+        prompt, reply = np.full(count, fixed[0]), np.full(count, fixed[1])
+    else:
+        prompt, reply = dist.draw(count, seed, longest=server.window)
+    if kind in ("poisson", "mlperf-server"):
+        arrival = np.cumsum(np.random.default_rng(seed).exponential(1 / run.arrivals["rate"], count))
+        arrival -= arrival[0]
+    else:
+        arrival = np.zeros(count)
+    work = workload(arrival, prompt, reply, run.id)
+    if kind == "mlperf-server":
+        bench = simulate_cluster(server, work, run.replicas, ROUTER).benchmark()
+        copies = 1
+    else:
+        bench = simulate(server, work).benchmark()
+        copies = run.replicas
+    value = {"output_throughput": bench.output_throughput * copies, "itl_median": bench.itl_p50 * 1e3,
+             "tpot_median": bench.tpot_p50 * 1e3, "decode_rate": bench.output_throughput}[run.metric]
+    return Prediction(run, found, MappingProxyType(flags), float(value), said, count)
+
+
+def predictions(runs=None, requests=None) -> list:
+    """``predict`` for every row (None where its engine has no profile)."""
+    return [predict(run, requests) for run in (load() if runs is None else runs)]
+
+
+# The band a prediction is judged within: published ÷ predicted from 0.75 to 1.25, as the engines' page
+# judges the one-GPU runs the fit never saw; and a wider one, 0.5 to 1.5.
+BAND, WIDE_BAND = (0.75, 1.25), (0.5, 1.5)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Published ÷ predicted over the rows predicted: how many, the share within ``BAND`` and ``WIDE_BAND``,
+    the lowest and highest, and the medians of the throughputs and of the per-user figures apart (a rate
+    above 1 beat its prediction; a time above 1 was slower than it)."""
+
+    rows: int
+    within: float
+    within_wide: float
+    lowest: float
+    highest: float
+    throughput_median: float
+    per_user_median: float
+    unpredicted: int
+
+
+def summary(found=None) -> Summary:
+    """``Summary`` of ``found`` (``predictions()`` if None; the rows without a profile counted apart)."""
+    found = predictions() if found is None else list(found)
+    made = [p for p in found if p is not None]
+    if not made:
+        raise ValueError("found must hold at least one prediction, got none")
+    ratios = np.array([p.ratio for p in made])
+    rates = [p.ratio for p in made if p.run.metric in ("output_throughput", "decode_rate")]
+    times = [p.ratio for p in made if p.run.metric not in ("output_throughput", "decode_rate")]
+
+    def median(values):
+        return float(np.median(values)) if values else float("nan")
+    return Summary(len(made), float(np.mean((ratios >= BAND[0]) & (ratios <= BAND[1]))),
+                   float(np.mean((ratios >= WIDE_BAND[0]) & (ratios <= WIDE_BAND[1]))), float(ratios.min()),
+                   float(ratios.max()), median(rates), median(times), len(found) - len(made))
+
+
+# How the table names a version that is not a release.
+VERSIONS_SHOWN = {"MLPerf Inference v4.1 submission (NVIDIA's harness)": "in MLPerf v4.1",
+                  "performance overview of the v1.0 documentation": "1.0", "README as of its Llama 3.1 tables": ""}
+
+
+def _engine_shown(run: MultiRun) -> str:
+    from .calibration import ENGINE_NAMES
+    version = VERSIONS_SHOWN.get(run.version, run.version)
+    return f"{ENGINE_NAMES.get(run.engine, run.engine)} {version}".strip()
+
+
+def _sent(run: MultiRun) -> str:
+    a = run.arrivals
+    if a["kind"] == "fixed-batch":
+        return f"a batch of {run.batch}"
+    if a["kind"] == "all-at-once":
+        return "all at once"
+    return f"{a['rate']:g} a second"
+
+
+def _lengths_shown(run: MultiRun) -> str:
+    if run.prompt_tokens is not None and run.reply_tokens is not None:
+        return f"{run.prompt_tokens:,} in, {run.reply_tokens:,} out"
+    return {"sharegpt": "ShareGPT", "openorca": "OpenOrca"}.get(run.dataset, run.dataset)
+
+
+def _shown(value, unit) -> str:
+    return f"{value:,.0f} tok/s" if unit == "tok/s" and value >= 100 else f"{value:.1f} {unit}"
+
+
+def markdown_table(runs=None, found=None) -> str:
+    """Every row of ``runs`` as a table: what was run, the published figure, its floor (``floor``) and the
+    share of it the run reached, the prediction by the engine's profile (``found``, as ``predictions(runs)``
+    gives it; a dash where the engine has none), and published ÷ predicted."""
+    runs = load() if runs is None else list(runs)
+    found = predictions(runs) if found is None else list(found)
+    if len(found) != len(runs):
+        raise ValueError(f"found must hold one prediction (or None) a run, {len(runs)}, got {len(found)}")
+    what = {"output_throughput": "output", "decode_rate": "one user", "itl_median": "ITL median",
+            "tpot_median": "TPOT median"}
+    lines = ["| engine | model, GPUs | split | lengths | requests | figure | published | floor | share of floor "
+             "| predicted | published ÷ predicted |", "|---|---|---|---|---|---|--:|--:|--:|--:|--:|"]
+    for run, made in zip(runs, found):
+        lower = floor(run)
+        split = f"TP {run.tensor_parallel}" + (f" × {run.replicas} copies" if run.replicas > 1 else "")
+        predicted, ratio = ("–", "–") if made is None else (_shown(made.value, run.unit), f"{made.ratio:.2f}")
+        lines.append(f"| {_engine_shown(run)} | {run.shape.name}, {run.gpus} × "
+                     f"{run.gpu_spec.name} | {split} | {_lengths_shown(run)} | {_sent(run)} | {what[run.metric]} | "
+                     f"{_shown(run.value, run.unit)} | {_shown(lower.value, run.unit)} | {units.percent(lower.share)} | "
+                     f"{predicted} | {ratio} |")
+    return "\n".join(lines)

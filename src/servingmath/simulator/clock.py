@@ -75,7 +75,7 @@ class StepClock:
         # Measured step times in place of the pass model (Server.step_time), as a profiler records them.
         self.measured = server.step_time
         self.per_linear_flop = self.per_flop if server.linear_peak is None else \
-            float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time)
+            float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time) / degree
         self.user_time = float(server.user_time)
         self.launch_time = float(server.launch_time)
 
