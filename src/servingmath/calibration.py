@@ -50,6 +50,29 @@ REPEATED = ("trtllm10-h100-llama31-8b-fp8-128-128", "trtllm10-h100-llama31-8b-fp
             "trtllm10-h200-llama31-8b-fp8-1000-1000", "trtllm10-h200-llama31-8b-fp8-2048-128")
 
 
+def cache_format(run: Run, runs=None) -> tuple[str | None, str]:
+    """The run's cache format as the replay takes it, and words saying why.
+
+    As published where the publisher states it. Where not, 16 bits, unless a saturated run of the same
+    table (publisher, checkpoint, engine and version) passes more output tokens a second than a 16-bit
+    cache lets any server pass on its card (``reality.saturated_output_rate``, the reality check's
+    floor): a 16-bit cache cannot have done it, so the table's cache is the 8 bits the FP8 path stores."""
+    from .reality import saturated_output_rate
+    if run.kv_cache_dtype:
+        return run.kv_cache_dtype, f"{run.kv_cache_dtype}, as published"
+    table = [other for other in (load_runs() if runs is None else runs)
+             if (other.source, other.hf_id, other.engine, other.version) ==
+             (run.source, run.hf_id, run.engine, run.version)]
+    beaten = [other.id for other in table
+              if other.input_len and other.output_len and other.arrivals.kind == "all-at-once"
+              and other.has("output_throughput") and run.precision == "fp8"
+              and other.metrics["output_throughput"] > saturated_output_rate(
+                  other.shape, other.gpu_spec, other.precision, 8, 16, other.input_len, other.output_len)]
+    if beaten:
+        return "fp8", "fp8: not stated, but " + ", ".join(beaten) + " passed more than a 16-bit cache allows"
+    return None, "16-bit: not stated"
+
+
 @dataclass(frozen=True)
 class Replay:
     """How one published run is simulated: its engine, flags, requests and client."""
@@ -61,6 +84,7 @@ class Replay:
     concurrency: int | None
     lengths: str
     in_process: bool
+    cache: str
 
 
 def _lengths(run: Run) -> tuple[LengthDistribution | None, tuple | None, str]:
@@ -100,8 +124,9 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     flags = {k: v for k, v in run.flags.items()}
     if run.precision == "fp8":
         flags["quantization"] = "fp8"
-    if run.kv_cache_dtype:
-        flags["kv_cache_dtype"] = run.kv_cache_dtype
+    kv_cache_dtype, cache = cache_format(run)
+    if kv_cache_dtype:
+        flags["kv_cache_dtype"] = kv_cache_dtype
     server = found.server(run.shape, run.gpu_spec, **flags)
     dist, fixed, said = _lengths(run)
     kind = run.arrivals.kind
@@ -129,7 +154,7 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     in_process = any(run.client.startswith(c) for c in IN_PROCESS_CLIENTS)
     if in_process:
         server = _without_api(server)
-    return Replay(run, found, flags, work, concurrency, said, in_process)
+    return Replay(run, found, flags, work, concurrency, said, in_process, cache)
 
 
 def _without_api(server):
@@ -457,7 +482,8 @@ def markdown_table(engine=None) -> str:
                  f"{units.number(round(r.metrics[name]))} tok/s" if name == "output_throughput"
                  else f"{r.metrics[name]:.3g} req/s")
         mark = "*" if not c.counts_as_unseen else ""
-        setup = r.precision + (", fp8 cache" if r.kv_cache_dtype else "") + (
+        cache = cache_format(r)[0]
+        setup = r.precision + ("" if cache is None else ", fp8 cache" if r.kv_cache_dtype else ", fp8 cache (deduced)") + (
             f", {r.input_len:,} in {r.output_len:,} out" if r.input_len and r.output_len else f", {r.dataset}")
         lines.append(f"| {ENGINE_NAMES[r.engine]} {r.version}{mark} | {r.shape.name}, {r.gpu_spec.name} | {setup} | "
                      f"{r.num_prompts:,}, {sent} | {shown} | {ratio(c.fit['throughput'])} | {ratio(c.held_out['throughput'])} | "

@@ -560,6 +560,15 @@ def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_t
             (cache_reads + tokens) * model.kv_bytes_per_token(kv_bits))
 
 
+def saturated_output_rate(model: Model, gpu: GPU, compute: str, weight_bits, kv_bits, prompt_tokens,
+                          reply_tokens) -> float:
+    """Output tokens a second that no server passes on one ``gpu`` with every request of these lengths,
+    however many users it batches: the roofline's best case for ``saturated_request``."""
+    flops, moved = saturated_request(model, weight_bits, kv_bits, prompt_tokens, reply_tokens)
+    timing = pass_time(flops, moved, gpu.flops(compute), gpu.memory_bandwidth, FLOOR)
+    return reply_tokens / float(timing.time)
+
+
 def _decode_cache(m: Measurement):
     if m.context_window is not None:
         return cache_lengths(m.prompt_tokens, m.reply_tokens, m.context_window)
