@@ -127,7 +127,7 @@ def check_of(notebook: str, label: str) -> tuple[object, float, str]:
 # still land on figures the pages print (no clean draw among ``variants.DRAWS``: one of its problems has a few
 # answers, most of them printed or the practice's) ...
 GRADED_STILL_GIVEN_AWAY = {
-    'lesson-2-part-3', 'lesson-3-part-3',
+    'lesson-2-part-3',
 }
 # ... and problems whose answers take too few values (a count, a choice of GPU, model or bits) for two students
 # to share one in under 5 % of pairs, or that a clean draw cannot yet keep off the practice's answer.
@@ -136,8 +136,8 @@ VARIETY_STILL_SHORT = {
     ('lesson-1-part-3', '3.3'), ('lesson-1-part-3', '3.4'), ('lesson-1-part-3', '3.5'), ('lesson-1-part-4', '4.1'), ('lesson-1-part-4', '4.2'),
     ('lesson-1-part-4', '4.4'), ('lesson-1-part-4', '4.5'), ('lesson-2-part-1', '1.2'), ('lesson-2-part-1', '1.3'), ('lesson-2-part-2', '2.1'),
     ('lesson-2-part-2', '2.2'), ('lesson-2-part-2', '2.4'), ('lesson-2-part-2', '2.5'), ('lesson-2-part-3', '3.2'), ('lesson-2-part-3', '3.4'),
-    ('lesson-3-part-1', '1.3'), ('lesson-3-part-1', '1.4'), ('lesson-3-part-1', '1.5'), ('lesson-3-part-2', '2.1'), ('lesson-3-part-2', '2.2'),
-    ('lesson-3-part-2', '2.4'), ('lesson-3-part-2', '2.5'), ('lesson-3-part-3', '3.1'), ('lesson-3-part-3', '3.2'), ('lesson-3-part-4', '4.1'),
+    ('lesson-3-part-2', '2.1'), ('lesson-3-part-2', '2.2'),
+    ('lesson-3-part-2', '2.4'), ('lesson-3-part-2', '2.5'), ('lesson-3-part-4', '4.1'),
     ('lesson-3-part-4', '4.2'), ('lesson-3-part-4', '4.4'), ('plate-xxiii-1', '3'), ('plate-xxiii-1', '4'), ('plate-xxiii-1', '6'),
     ('plate-xxiii-1', '7'), ('plate-xxiii-2', '1'), ('plate-xxiii-4', '3'), ('plate-xxiii-4', '4'), ('plate-xxiii-4', '5'),
 }
