@@ -201,13 +201,20 @@ def test_the_simulator_settings_drawn_are_runs_that_finish_and_mean_what_the_pro
     a goodput of its own."""
     from servingmath import load
 
-    for rate in set(variants.STATIC_RATES) | set(variants.THROUGHPUT_RATES) | set(variants.STATIC_QUEUE_RATES):
+    for rate in set(variants.THROUGHPUT_RATES):
         assert np.isfinite(load.run(rate, policy="static").finish).all(), rate
+    for key in variants.SERVING_GPUS:
+        for rate in set(variants.STATIC_RATES) | set(variants.STATIC_QUEUE_RATES):
+            assert np.isfinite(load.run(rate, policy="static", gpu=CATALOG[key]).finish).all(), (key, rate)
     for rate in set(variants.MEDIAN_RATES) | set(variants.KNEE_RATES) | set(variants.PLATE_4_RATES):
         assert np.isfinite(load.run(rate).finish).all(), rate
         assert np.isfinite(load.run(rate, policy="chunked").finish).all(), rate
     for rate in variants.CHUNKED_RATES:
         assert np.isfinite(load.run(rate, policy="chunked").finish).all(), rate
+    for key in variants.SERVING_GPUS:     # what chunking saves: both policies on each GPU
+        for rate in variants.PLATE_4_RATES:
+            for policy in ("continuous", "chunked"):
+                assert np.isfinite(load.run(rate, policy=policy, gpu=CATALOG[key]).finish).all(), (key, rate, policy)
     idle = load.figures(load.run(1), 1).ttft_p99
     for rate in variants.KNEE_RATES:
         assert load.figures(load.run(rate), rate).ttft_p99 > 10 * idle, rate

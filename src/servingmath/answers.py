@@ -248,7 +248,7 @@ ANSWERS.update({
         "1.6": lambda n: _users(n, "paged", n["prompt"], n["reply"]),
     },
     "lesson-3-part-2": {
-        "2.1": lambda n: _figures(n["rate"], "static").ttft_p99,
+        "2.1": lambda n: _figures(n["rate"], "static", n["run_gpu"]).ttft_p99,
         "2.2": lambda n: _alone(n["a_prompt"], n["a_reply"]).finish[0] * 1e3,
         "2.3": lambda n: _joined(n["a_prompt"], n["a_reply"], n["b_prompt"]).first_token[1] * 1e3,
         "2.4": lambda n: _figures(n["median_rate"], "continuous", n["median_gpu"]).tbt_p99 * 1e3,
@@ -272,8 +272,9 @@ ANSWERS.update({
         "1": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").ttft_p99, n["ttft_limit"] / 1e3),
         "2": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").tbt_p99, n["tbt_limit"] / 1e3),
         "3": lambda n: _figures(n["chunked_rate"], "chunked").tokens_per_second,
-        "4": lambda n: _figures(n["static_rate"], "static").ttft_p99,
-        "5": lambda n: _figures(n["ratio_rate"], "continuous").tbt_p99 / _figures(n["ratio_rate"], "chunked").tbt_p99,
+        "4": lambda n: _figures(n["static_rate"], "static", n["static_gpu"]).ttft_p99,
+        "5": lambda n: (_figures(n["saving_rate"], "continuous", n["saving_gpu"]).tbt_p99
+                        - _figures(n["saving_rate"], "chunked", n["saving_gpu"]).tbt_p99) * 1e3,
     },
 })
 

@@ -723,9 +723,12 @@ def _off_chart(low: float, high: float, step: float = 1) -> tuple:
 # Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from: static batching's
 # queue at rates where its p99 wait still grows; its throughput below saturation; continuous batching's gaps
 # below the knee; rates past the knee.
-STATIC_RATES = _off_chart(11, 39)
+STATIC_RATES = _off_chart(11, 45, 2)
 THROUGHPUT_RATES = _off_chart(0.6, 18.4, 0.2)
 MEDIAN_RATES = _off_chart(4, 49, 0.5)
+# GPUs at least as fast as the lesson's H100 SXM that problems run the server on (static batching's queue, what
+# chunking saves): each rate on each a run of its own.
+SERVING_GPUS = ("h100-sxm", "h200", "mi300x", "b200")
 # The GPUs continuous batching's gaps are asked on, each with the highest of those rates below its knee.
 MEDIAN_GPUS = {"h100-sxm": 49, "h200": 49, "mi300x": 49, "b200": 49, "h100-pcie": 34, "a100-80gb": 20}
 
@@ -733,7 +736,7 @@ MEDIAN_GPUS = {"h100-sxm": 49, "h200": 49, "mi300x": 49, "b200": 49, "h100-pcie"
 def _draw_3_2(rng):
     gpu = rng.choice(tuple(MEDIAN_GPUS))
     return {"median_gpu": gpu, "median_rate": rng.choice([rate for rate in MEDIAN_RATES if rate <= MEDIAN_GPUS[gpu]]),
-            "rate": rng.choice(STATIC_RATES), "a_prompt": _steps(rng, 5, 2000, 1),
+            "rate": rng.choice(STATIC_RATES), "run_gpu": rng.choice(SERVING_GPUS), "a_prompt": _steps(rng, 5, 2000, 1),
             "a_reply": _steps(rng, 20, 1500, 1), "b_prompt": _steps(rng, 500, 4000, 50),
             "static_rate": rng.choice(THROUGHPUT_RATES)}
 
@@ -746,11 +749,11 @@ def _rates_shown(*names):
 LESSON_3_PART_2 = Template(
     draw=_draw_3_2,
     practice={"rate": 4, "a_prompt": 10, "a_reply": 60, "b_prompt": 1500, "median_rate": 17, "static_rate": 14,
-              "median_gpu": "h100-sxm"},
+              "median_gpu": "h100-sxm", "run_gpu": "h100-sxm"},
     derive=_rates_shown("static_rate", "median_rate"),
     statements={
-        "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching). What is the p99 time to "
-               "first token, in seconds?",
+        "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching), Llama 3 8B on the "
+               "{run_gpu_named}. What is the p99 time to first token, in seconds?",
         "2.2": "A, as in Example 2.1, is alone on the GPU under the plate's assumptions; here it has {a_prompt:a}-token "
                "prompt and {a_reply:a}-token reply. When, in milliseconds after it arrives, is its last token made?",
         "2.3": "B ({b_prompt}-token prompt) arrives 1 ms after A. Under continuous batching, when does B's first token "
@@ -812,9 +815,9 @@ LESSON_3_PART_3 = Template(
 )
 
 # Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for: 0.2 s,
-# and 6.8 to 13 ms a token, where the time per token binds (a looser one binds on the engine's 256 users a step,
+# and 6.75 to 13 ms a token in eighths of a millisecond, where the time per token binds (a looser one binds on the engine's 256 users a step,
 # within 2 % of the page's goodput; a tighter one leaves a few requests a second).
-TARGETS = tuple((0.2, tpot / 1e5) for tpot in range(680, 1301, 15))
+TARGETS = tuple((0.2, tpot / 8e3) for tpot in range(54, 105))
 # Rates past the knee of continuous batching on the lesson's server (off the chart's rates).
 KNEE_RATES = _off_chart(60.5, 79.5, 0.5)
 
@@ -864,28 +867,30 @@ TBT_LIMITS_MS = tuple(limit / 2 for limit in range(14, 57))      # 7 to 28 ms
 
 
 # Rates for the plate's problems 3 to 5, between the chart's: a student runs the server (``load.run``) there.
-PLATE_4_RATES = _off_chart(25, 79)
+PLATE_4_RATES = _off_chart(30, 99)
 CHUNKED_RATES = _off_chart(2, 58, 0.25)
-STATIC_QUEUE_RATES = _off_chart(3, 79)
+STATIC_QUEUE_RATES = _off_chart(3, 79, 2)
 
 
 def _draw_plate_4(rng):
     return {"ttft_limit": rng.choice(TTFT_LIMITS_MS), "tbt_limit": rng.choice(TBT_LIMITS_MS),
             "chunked_rate": rng.choice(CHUNKED_RATES), "static_rate": rng.choice(STATIC_QUEUE_RATES),
-            "ratio_rate": rng.choice(PLATE_4_RATES)}
+            "static_gpu": rng.choice(SERVING_GPUS), "saving_gpu": rng.choice(SERVING_GPUS),
+            "saving_rate": rng.choice(PLATE_4_RATES)}
 
 
 def _plate_rates(n):
     from .load import PLATE_RATES
 
     return [f"{name} = {n[name]} is not a rate the problem runs" for name, rates in (
-        ("chunked_rate", CHUNKED_RATES), ("static_rate", STATIC_QUEUE_RATES), ("ratio_rate", PLATE_4_RATES))
+        ("chunked_rate", CHUNKED_RATES), ("static_rate", STATIC_QUEUE_RATES), ("saving_rate", PLATE_4_RATES))
         if n[name] not in rates + PLATE_RATES]
 
 
 PLATE_XXIII_4 = Template(
     draw=_draw_plate_4,
-    practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "ratio_rate": 30},
+    practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "saving_rate": 30,
+              "static_gpu": "h100-sxm", "saving_gpu": "h100-sxm"},
     derive=lambda n: {"ttft_limit_ms": _decimal(n["ttft_limit"]), "tbt_limit_ms": _decimal(n["tbt_limit"]),
                       **_rates_shown("chunked_rate")(n)},
     statements={
@@ -894,9 +899,10 @@ PLATE_XXIII_4 = Template(
         "2": "Drawn the same way, at what rate does continuous batching's p99 time between tokens first reach "
              "{tbt_limit_ms} ms?",
         "3": "At {chunked_rate_shown} requests a second, how many tokens a second does chunked prefill make?",
-        "4": "At {static_rate} requests a second, what is static batching's p99 time to first token, in seconds?",
-        "5": "At {ratio_rate} requests a second, how many times longer is continuous batching's p99 time between "
-             "tokens than chunked prefill's?",
+        "4": "With Llama 3 8B on the {static_gpu_named} at {static_rate} requests a second, what is static batching's "
+             "p99 time to first token, in seconds?",
+        "5": "With Llama 3 8B on the {saving_gpu_named} at {saving_rate} requests a second, how many milliseconds "
+             "does chunked prefill take off continuous batching's p99 time between tokens?",
     },
     sense=lambda n: (_plate_rates(n) + [f"{n[name]} ms is not a listed limit" for name, listed in (
         ("ttft_limit", TTFT_LIMITS_MS), ("tbt_limit", TBT_LIMITS_MS)) if n[name] not in listed]),
