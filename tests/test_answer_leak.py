@@ -136,9 +136,8 @@ VARIETY_STILL_SHORT = {
     ('lesson-1-part-3', '3.3'), ('lesson-1-part-3', '3.4'), ('lesson-1-part-3', '3.5'), ('lesson-1-part-4', '4.1'), ('lesson-1-part-4', '4.2'),
     ('lesson-1-part-4', '4.4'), ('lesson-1-part-4', '4.5'), ('lesson-2-part-1', '1.2'), ('lesson-2-part-1', '1.3'), ('lesson-2-part-2', '2.1'),
     ('lesson-2-part-2', '2.2'), ('lesson-2-part-2', '2.4'), ('lesson-2-part-2', '2.5'), ('lesson-2-part-3', '3.2'), ('lesson-2-part-3', '3.4'),
-    ('lesson-3-part-4', '4.1'),
-    ('lesson-3-part-4', '4.2'), ('lesson-3-part-4', '4.4'), ('plate-xxiii-1', '3'), ('plate-xxiii-1', '4'), ('plate-xxiii-1', '6'),
-    ('plate-xxiii-1', '7'), ('plate-xxiii-2', '1'), ('plate-xxiii-4', '3'), ('plate-xxiii-4', '4'), ('plate-xxiii-4', '5'),
+    ('plate-xxiii-1', '3'), ('plate-xxiii-1', '4'), ('plate-xxiii-1', '6'),
+    ('plate-xxiii-1', '7'), ('plate-xxiii-2', '1'),
 }
 
 
