@@ -664,7 +664,8 @@ PLATE_XXIII_2 = Template(
 
 # -- Lesson 3: the serving simulator ---------------------------------------------------------
 # A simulated run costs a tenth of a second and a goodput search a few seconds, so the problems that
-# run the simulator draw their settings from short lists: a class shares a few runs, each run once.
+# run the simulator draw their settings from lists of a few dozen to a few hundred: a class shares its runs,
+# each run once (and kept, ``servingmath._kept``).
 def _draw_3_1(rng):
     cap = rng.choice((512, 768, 1024, 1536, 2048, 4096))
     while True:
@@ -799,8 +800,8 @@ LESSON_3_PART_3 = Template(
         "3.2": "On the same GPU, with one user decoding and a budget of {steps_budget} tokens a step, the user's next "
                "token takes one token of each step. How long, in milliseconds, does {steps_prompt:a}-token prompt "
                "take to its first token?",
-        "3.3": "Prefilled whole on the same GPU, how long does {whole_prompt:a}-token prompt stall the running user, in "
-               "milliseconds?",
+        "3.3": "Prefilled whole on the same GPU, how long does {whole_prompt:a}-token prompt stall the running user, "
+               "in milliseconds?",
         "3.4": "How many megabytes (1e6 bytes) must be copied to swap out a user holding {swap_tokens} tokens of "
                "Llama 3 8B's 16-bit cache?",
         "3.5": "At the lesson's host link of {link} GB/s, how many milliseconds does that copy take one way?",
@@ -814,9 +815,9 @@ LESSON_3_PART_3 = Template(
                         if n[name] not in BUDGETS]),
 )
 
-# Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for: 0.2 s,
-# and 6.75 to 13 ms a token in eighths of a millisecond, where the time per token binds (a looser one binds on the engine's 256 users a step,
-# within 2 % of the page's goodput; a tighter one leaves a few requests a second).
+# Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for: 0.2 s, and
+# 6.75 to 13 ms a token in eighths of a millisecond, where the time per token binds (a looser one binds on the
+# engine's 256 users a step, within 2 % of the page's goodput; a tighter one leaves a few requests a second).
 TARGETS = tuple((0.2, tpot / 8e3) for tpot in range(54, 105))
 # Rates past the knee of continuous batching on the lesson's server (off the chart's rates).
 KNEE_RATES = _off_chart(60.5, 79.5, 0.5)
