@@ -727,8 +727,8 @@ def _off_chart(low: float, high: float, step: float = 1) -> tuple:
 STATIC_RATES = _off_chart(11, 45, 2)
 THROUGHPUT_RATES = _off_chart(0.6, 18.4, 0.2)
 MEDIAN_RATES = _off_chart(4, 49, 0.5)
-# GPUs at least as fast as the lesson's H100 SXM that problems run the server on (static batching's queue, what
-# chunking saves): each rate on each a run of its own.
+# GPUs at least as fast as the lesson's H100 SXM that problems run the server on (static batching's queue; what
+# chunking saves, ``SAVING_FROM``): each rate on each a run of its own.
 SERVING_GPUS = ("h100-sxm", "h200", "mi300x", "b200")
 # The GPUs continuous batching's gaps are asked on, each with the highest of those rates below its knee.
 MEDIAN_GPUS = {"h100-sxm": 49, "h200": 49, "mi300x": 49, "b200": 49, "h100-pcie": 34, "a100-80gb": 20}
@@ -868,25 +868,33 @@ TBT_LIMITS_MS = tuple(limit / 2 for limit in range(14, 57))      # 7 to 28 ms
 
 
 # Rates for the plate's problems 3 to 5, between the chart's: a student runs the server (``load.run``) there. Chunked
-# prefill's throughput below its ceiling; static batching's queue; what chunking saves, from where it saves a few ms.
+# prefill's throughput below its ceiling; static batching's queue; what chunking saves, from the rate where it saves
+# half a millisecond or more on each GPU (below it, a long prompt seldom meets a crowd and the two policies are even).
 CHUNKED_RATES = _off_chart(2, 58, 0.25)
 STATIC_QUEUE_RATES = _off_chart(3, 79, 2)
-PLATE_4_RATES = _off_chart(30, 99)
+PLATE_4_RATES = _off_chart(30, 99, 0.5)
+SAVING_FROM = {"h100-sxm": 30, "h200": 35, "mi300x": 40, "b200": 65}
 
 
 def _draw_plate_4(rng):
     return {"ttft_limit": rng.choice(TTFT_LIMITS_MS), "tbt_limit": rng.choice(TBT_LIMITS_MS),
             "chunked_rate": rng.choice(CHUNKED_RATES), "static_rate": rng.choice(STATIC_QUEUE_RATES),
-            "static_gpu": rng.choice(SERVING_GPUS), "saving_gpu": rng.choice(SERVING_GPUS),
-            "saving_rate": rng.choice(PLATE_4_RATES)}
+            "static_gpu": rng.choice(SERVING_GPUS), **_saving(rng)}
+
+
+def _saving(rng):
+    gpu = rng.choice(tuple(SAVING_FROM))
+    return {"saving_gpu": gpu, "saving_rate": rng.choice([rate for rate in PLATE_4_RATES if rate >= SAVING_FROM[gpu]])}
 
 
 def _plate_rates(n):
     from .load import PLATE_RATES
 
     return [f"{name} = {n[name]} is not a rate the problem runs" for name, rates in (
-        ("chunked_rate", CHUNKED_RATES), ("static_rate", STATIC_QUEUE_RATES), ("saving_rate", PLATE_4_RATES))
-        if n[name] not in rates + PLATE_RATES]
+        ("chunked_rate", CHUNKED_RATES), ("static_rate", STATIC_QUEUE_RATES + (12,)), ("saving_rate", PLATE_4_RATES))
+        if n[name] not in rates + PLATE_RATES] + (
+        [] if n["saving_rate"] >= SAVING_FROM.get(n["saving_gpu"], math.inf) else
+        [f"chunking saves little at {n['saving_rate']} requests a second on the {n['saving_gpu']}"])
 
 
 PLATE_XXIII_4 = Template(
@@ -894,7 +902,7 @@ PLATE_XXIII_4 = Template(
     practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "saving_rate": 30,
               "static_gpu": "h100-sxm", "saving_gpu": "h100-sxm"},
     derive=lambda n: {"ttft_limit_ms": _decimal(n["ttft_limit"]), "tbt_limit_ms": _decimal(n["tbt_limit"]),
-                      **_rates_shown("chunked_rate")(n)},
+                      **_rates_shown("chunked_rate", "saving_rate")(n)},
     statements={
         "1": "Draw continuous batching's p99 time to first token as the chart does, straight between the plate's rates "
              "(`load.PLATE_RATES`). At what rate, in requests a second, does the line first reach {ttft_limit_ms} ms?",
@@ -903,7 +911,7 @@ PLATE_XXIII_4 = Template(
         "3": "At {chunked_rate_shown} requests a second, how many tokens a second does chunked prefill make?",
         "4": "With Llama 3 8B on the {static_gpu_named} at {static_rate} requests a second, what is static batching's "
              "p99 time to first token, in seconds?",
-        "5": "With Llama 3 8B on the {saving_gpu_named} at {saving_rate} requests a second, how many milliseconds "
+        "5": "With Llama 3 8B on the {saving_gpu_named} at {saving_rate_shown} requests a second, how many milliseconds "
              "does chunked prefill take off continuous batching's p99 time between tokens?",
     },
     sense=lambda n: (_plate_rates(n) + [f"{n[name]} ms is not a listed limit" for name, listed in (
