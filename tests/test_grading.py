@@ -556,13 +556,18 @@ def attacked(problems, tmp_path_factory):
     (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
     checks = (ROOT / "src" / "servingmath" / "checks.py").read_bytes()
     out = root / "out"
-    assert cli.main([str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"]) == 0
+    # The grader in a process of its own, so that its peak memory is its own, not that of other tests run here.
+    graded = subprocess.run(
+        [sys.executable, "-c", "import resource, sys\nfrom coursegrader import cli\ncode = cli.main(sys.argv[1:])\n"
+         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)",
+         str(folder), "--rubric", str(root / "rubric.yml"), "--out", str(out), "--jobs", "1"],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert graded.returncode == 0, graded.stderr[-3000:]
     canvas = (out / "canvas.csv").read_bytes()
     time.sleep(3)  # time for a process left behind to act
     table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
-    import resource
     return {"table": table, "canvas_before": canvas, "out": out,
-            "grader_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "canvas_after": (out / "canvas.csv").read_bytes(),
+            "grader_rss": int(graded.stderr.split()[-1]) * 1024, "canvas_after": (out / "canvas.csv").read_bytes(),
             "checks_before": checks, "checks_after": (ROOT / "src" / "servingmath" / "checks.py").read_bytes()}
 
 

@@ -57,14 +57,9 @@ def test_a_thousand_students_each_get_a_case_that_can_happen(thousand):
 
 
 def test_classmates_rarely_share_an_answer(thousand):
-    """No answer for more than half the class (tests/test_answer_leak.py holds each to 5 % of pairs, and lists the
-    problems still short of it)."""
-    from test_answer_leak import VARIETY_STILL_SHORT
-
+    """No answer for more than half the class (tests/test_answer_leak.py holds each to 5 % of pairs)."""
     name, answers = thousand
     for label, values in answers.items():
-        if (name, label) in VARIETY_STILL_SHORT:
-            continue
         counts = Counter(values)
         if isinstance(values[0], str):
             # A word to choose: each choice comes up, none for nearly everyone.
@@ -366,10 +361,6 @@ def test_no_student_is_set_a_case_whose_answer_the_page_prints():
     assert list(page.values()) == ["417", "49 ms", "$0.499", "6.24 ms", "222"]
     written = {"3.1": units.number, "3.2": lambda v: units.ms(v / 1e3, 0), "4.1": lambda v: units.dollars(v, 3),
                "1": lambda v: units.ms(v / 1e3), "7": units.number}
-    from test_answer_leak import GRADED_STILL_GIVEN_AWAY
-
     for (name, label), figure in page.items():
-        if name in GRADED_STILL_GIVEN_AWAY:     # listed there, draw by draw
-            continue
         for student in STUDENTS:
             assert written[label](variant_answers.expected(name, label, student)) != figure, (name, label, student)
