@@ -55,6 +55,27 @@ def test_the_repeated_trtllm_rows_are_left_out_of_the_unseen_summaries():
     assert C.summary("held_out").runs == C.summary("held_out", unseen=False).runs - len(C.REPEATED)
 
 
+def test_a_cache_format_left_unstated_is_16_bits_unless_the_table_beats_what_16_bits_allow():
+    from servingmath.reality import saturated_output_rate
+    by_id = {r.id: r for r in RUNS}
+    nvidia = [r for r in RUNS if r.source_group == by_id["trtllm10-h100-llama31-8b-fp8-128-2048"].source_group]
+    beyond = [r.id for r in nvidia if r.metrics["output_throughput"] > saturated_output_rate(
+        r.shape, r.gpu_spec, "fp8", 8, 16, r.input_len, r.output_len)]
+    # Two of NVIDIA's H100 rows pass more tokens than a 16-bit cache lets the card pass; none passes an 8-bit one's.
+    assert sorted(beyond) == ["trtllm10-h100-llama31-8b-fp8-128-2048", "trtllm10-h100-llama31-8b-fp8-2048-2048"]
+    assert all(r.metrics["output_throughput"] < saturated_output_rate(
+        r.shape, r.gpu_spec, "fp8", 8, 8, r.input_len, r.output_len) for r in nvidia)
+    assert all(C.cache_format(r)[0] == "fp8" for r in nvidia)
+    assert C.replay(by_id["trtllm10-h100-llama31-8b-fp8-2048-128"], 10).flags["kv_cache_dtype"] == "fp8"
+    # A stated format is kept; an unstated one with nothing beyond 16 bits stays 16 bits.
+    assert C.cache_format(by_id["gpustack-h100-qwen3-8b-vllm092-bf16-kvfp8"])[0] == "fp8_e4m3"
+    others = [r for r in RUNS if r not in nvidia and not r.kv_cache_dtype]
+    assert others and all(C.cache_format(r) == (None, "16-bit: not stated") for r in others)
+    # The same run, alone in its table, keeps 16 bits: the deduction needs the run that beats the floor.
+    assert C.cache_format(by_id["trtllm10-h100-llama31-8b-fp8-128-128"],
+                          [by_id["trtllm10-h100-llama31-8b-fp8-128-128"]])[0] is None
+
+
 def _held(run_id, name):
     return KEPT["rows"][run_id]["held_out"][name]
 
@@ -75,8 +96,13 @@ def test_predicted_throughput_rises_with_load_then_saturates():
 
 
 def test_predicted_ttft_grows_with_prompt_length_and_load():
-    short, long_ = "inferencebench-l4-qwen25-7b-vllm-short-c64", "inferencebench-l4-qwen25-7b-vllm-long-c64"
-    assert _held(long_, "ttft_median") > _held(short, "ttft_median")
+    # The published pairs differ in their replies, not their prompts (both replayed at ShareGPT's mean
+    # prompt), so prompt length is tried on the profile itself: the same load, prompts ten times as long.
+    server = E.engine("vllm", "0.8.5").server(sm.MODELS["qwen2.5-7b"], sm.CATALOG["l4"])
+    ttft = [S.simulate(server, W.poisson_workload(2, 200, W.LengthDistribution("prompts", prompt, 128), seed=3,
+                                                  model=server.model)).benchmark().ttft_p50
+            for prompt in (200, 2000)]
+    assert ttft[1] > 2 * ttft[0]
     loads = [_held(f"inferencebench-l4-qwen25-7b-vllm-short-c{c}", "ttft_median") for c in (1, 4, 16, 64)]
     assert loads == sorted(loads)
     rates = [_held(f"kvcached-a100-llama32-3b-sglang-rps{r}", "ttft_median") for r in (8, 16, 32)]
@@ -98,13 +124,13 @@ def test_the_held_out_figures_the_page_reports():
     80 % within 0.75 to 1.25 and all within 0.5 to 1.5, and 0.7 to 1.4 for the TPOT and TTFT medians."""
     held = C.summary("held_out")
     assert held.runs == 25 and held.tpot_runs == 24 and held.ttft_runs == 29
-    assert held.throughput_median == pytest.approx(1.07, abs=0.005)
-    assert 0.9 <= held.throughput_median <= 1.1                        # met
-    assert held.within_25 == pytest.approx(17 / 25) and held.within_50 == pytest.approx(22 / 25)  # below 80 % and 100 %
-    assert held.tpot_median == pytest.approx(1.11, abs=0.005) and 0.7 <= held.tpot_median <= 1.4
+    assert held.throughput_median == pytest.approx(1.13, abs=0.005)   # above the target's 1.1
+    assert held.within_25 == pytest.approx(18 / 25) and held.within_50 == pytest.approx(23 / 25)  # below 80 % and 100 %
+    assert held.tpot_median == pytest.approx(1.05, abs=0.005) and 0.7 <= held.tpot_median <= 1.4
     assert held.ttft_median == pytest.approx(0.74, abs=0.005) and 0.7 <= held.ttft_median <= 1.4
-    # By engine: vLLM and SGLang meet the throughput targets held out; TensorRT-LLM and LMDeploy do not.
-    for engine in ("vllm", "sglang"):
-        s = C.summary("held_out", engine)
-        assert s.within_25 >= 0.8 and s.within_50 == 1 and 0.9 <= s.throughput_median <= 1.1, engine
+    # By engine: vLLM meets the throughput targets held out; SGLang within a quarter only; the others not.
+    s = C.summary("held_out", "vllm")
+    assert s.within_25 >= 0.8 and s.within_50 == 1 and 0.9 <= s.throughput_median <= 1.1
+    s = C.summary("held_out", "sglang")
+    assert s.within_25 >= 0.8 and s.within_50 < 1
     assert C.summary("held_out", "tensorrt-llm").within_50 < 1 and C.summary("held_out", "lmdeploy").within_25 == 0

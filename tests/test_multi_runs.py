@@ -175,9 +175,9 @@ def test_printed_reads_a_reports_lines_and_a_tables_last_row():
 def test_the_predictions_land_where_the_multi_gpu_page_says():
     s = multi_runs.summary(PREDICTIONS)
     assert (s.rows, s.unpredicted) == (22, 3)
-    assert (round(s.within * s.rows), round(s.within_wide * s.rows)) == (8, 14)
-    assert (f"{s.throughput_median:.2f}", f"{s.lowest:.2f}", f"{s.highest:.2f}") == ("1.04", "0.51", "5.39")
-    assert (s.small_rows, s.small_engines, f"{s.small_slower[0]:.2f}", f"{s.small_slower[1]:.2f}") == (6, 3, "1.40", "1.91")
+    assert (round(s.within * s.rows), round(s.within_wide * s.rows)) == (8, 15)
+    assert (f"{s.throughput_median:.2f}", f"{s.lowest:.2f}", f"{s.highest:.2f}") == ("1.04", "0.53", "5.39")
+    assert (s.small_rows, s.small_engines, f"{s.small_slower[0]:.2f}", f"{s.small_slower[1]:.2f}") == (6, 3, "1.36", "1.83")
     with pytest.raises(ValueError, match="found must hold at least one prediction"):
         multi_runs.summary([None])
 
@@ -201,20 +201,20 @@ def test_the_misses_the_multi_gpu_page_reads():
         multi_runs.published_in_flight(by_id["trtllm-h100x2-llama33-70b-128-128"].run)
     timed = [found for found in PREDICTIONS if found is not None and found.run.source.key == "sglang-vllm060"
              and found.run.unit == "ms"]
-    assert len(timed) == 4 and all(1.5 < found.ratio < 1.95 for found in timed)
+    assert len(timed) == 4 and all(1.45 < found.ratio < 1.85 for found in timed)
     # the same README's one-GPU rows at the same rates miss already; what is left for the four GPUs
-    assert [f"{f.one_gpu_bias:.2f}" for f in timed] == ["1.12", "1.32", "1.32", "1.43"]
-    assert [f"{f.ratio / f.one_gpu_bias:.2f}" for f in timed] == ["1.35", "1.26", "1.26", "1.34"]
+    assert [f"{f.one_gpu_bias:.2f}" for f in timed] == ["1.10", "1.24", "1.28", "1.34"]
+    assert [f"{f.ratio / f.one_gpu_bias:.2f}" for f in timed] == ["1.36", "1.27", "1.27", "1.36"]
     gaps = sorted(found.allreduce_gap for found in timed)
-    assert (f"{gaps[0] * 1e6:.0f}", f"{gaps[-1] * 1e6:.0f}") == ("30", "46")
+    assert (f"{gaps[0] * 1e6:.0f}", f"{gaps[-1] * 1e6:.0f}") == ("31", "48")
     assert all(gap > 4 * timed[0].run.link.latency for gap in gaps)                   # far past the link's latency
     assert multi_runs.one_gpu_bias(servers[0].run) is None
     assert [f"{by_id[i].ratio:.2f}" for i in ("sglang030-h100x4-llama31-70b-offline", "vllm060-h100x4-llama31-70b-offline")] \
-        == ["0.67", "0.77"]
+        == ["0.69", "0.80"]
     one_user = [found for found in PREDICTIONS
                 if found is not None and found.run.engine == "lmdeploy" and found.run.metric == "decode_rate"]
-    assert [f"{found.value / multi_runs.floor(found.run).value:.2f}" for found in one_user] == ["0.85", "0.85"]
-    assert [f"{multi_runs.slower(x):.2f}" for x in one_user] == ["1.40", "1.47"]
+    assert [f"{found.value / multi_runs.floor(found.run).value:.2f}" for found in one_user] == ["0.83", "0.82"]
+    assert [f"{multi_runs.slower(x):.2f}" for x in one_user] == ["1.36", "1.43"]
     with pytest.raises(ValueError, match="allreduce_gap needs a time between tokens, got 'output_throughput'"):
         by_id["mlperf41-h100x8-llama2-70b-server"].allreduce_gap
 

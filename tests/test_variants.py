@@ -152,26 +152,37 @@ def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():
     """Lesson 3's grader answers against the solutions' working by hand: blocks of 16, a chunk's share of a
     step, a cache's bytes, GPUs for a rate; and B's first token as Example 2.1 times it."""
     import servingmath as sm
-    from servingmath.simulator import Server, StepClock
+    from servingmath.simulator import Server, StepClock, simulate
+    from servingmath.workload import workload
 
     l3, h100 = sm.LLAMA_3_8B, sm.H100_SXM
     per_token = l3.kv_bytes_per_token()
     for student in STUDENTS[:200]:
         n = variants.numbers("lesson-3-part-1", student)
-        blocks = Server(l3, CATALOG[n["gpu"]]).cache_blocks
+        gpu = CATALOG[n["gpu"]]
+        room = gpu.memory_bytes * (1 - n["reserve"]) - l3.parameters * n["bits"] / 8
+        blocks = Server(l3, gpu, weight_bits=n["bits"], reserve=n["reserve"]).cache_blocks
+        assert blocks == math.floor(room / (16 * per_token))
         by_hand = {"1.1": 100 * (n["prompt"] + n["reply"]) / (n["prompt"] + n["cap"]),
-                   "1.2": math.ceil(n["tokens"] / 16), "1.3": math.ceil(n["tokens"] / 16) * 16 - n["tokens"],
+                   "1.2": math.ceil(n["tokens"] / 16),
+                   "1.3": 100 * (math.ceil(n["tokens"] / 16) * 16 - n["tokens"]) / (math.ceil(n["tokens"] / 16) * 16),
                    "1.5": blocks // (8192 // 16), "1.6": blocks // math.ceil((n["prompt"] + n["reply"]) / 16)}
         for label, value in by_hand.items():
             assert variant_answers.expected("lesson-3-part-1", label, student) == pytest.approx(value, rel=1e-12)
         n = variants.numbers("lesson-3-part-3", student)
-        assert variant_answers.expected("lesson-3-part-3", "3.2", student) == math.ceil(
-            n["steps_prompt"] / (n["steps_budget"] - 1))
         assert variant_answers.expected("lesson-3-part-3", "3.4", student) == pytest.approx(
             n["swap_tokens"] * per_token / 1e6, rel=1e-12)
         assert variant_answers.expected("lesson-3-part-3", "3.5", student) == pytest.approx(
             n["swap_tokens"] * per_token / 32e9 * 1e3, rel=1e-12)
     for student in STUDENTS[:50]:
+        n = variants.numbers("lesson-3-part-3", student)
+        # The prompt's first token comes at the end of the step that reads its last chunk.
+        run = simulate(Server(l3, CATALOG[n["gpu"]], policy="chunked", step_tokens=n["steps_budget"]),
+                       workload([0.0, 0.0], [1, n["steps_prompt"]], [2000, 1]))
+        step = math.ceil(n["steps_prompt"] / (n["steps_budget"] - 1))
+        assert run.first_token[1] == run.step_end[step - 1]
+        assert variant_answers.expected("lesson-3-part-3", "3.2", student) == pytest.approx(
+            run.step_end[step - 1] * 1e3, rel=1e-12)
         n = variants.numbers("lesson-3-part-2", student)
         # B arrives during A's prefill and joins the next step, beside A's first decode.
         prefill = sm.prefill(l3, h100, n["a_prompt"], assumptions=sm.PLATE).time
@@ -190,16 +201,29 @@ def test_the_simulator_settings_drawn_are_runs_that_finish_and_mean_what_the_pro
     a goodput of its own."""
     from servingmath import load
 
-    for rate in set(variants.STATIC_RATES) | set(variants.THROUGHPUT_RATES) | set(variants.STATIC_QUEUE_RATES):
+    for rate in set(variants.THROUGHPUT_RATES):
         assert np.isfinite(load.run(rate, policy="static").finish).all(), rate
+    for key in variants.SERVING_GPUS:
+        for rate in set(variants.STATIC_RATES) | set(variants.STATIC_QUEUE_RATES):
+            assert np.isfinite(load.run(rate, policy="static", gpu=CATALOG[key]).finish).all(), (key, rate)
     for rate in set(variants.MEDIAN_RATES) | set(variants.KNEE_RATES) | set(variants.PLATE_4_RATES):
         assert np.isfinite(load.run(rate).finish).all(), rate
         assert np.isfinite(load.run(rate, policy="chunked").finish).all(), rate
+    for rate in variants.CHUNKED_RATES:
+        assert np.isfinite(load.run(rate, policy="chunked").finish).all(), rate
+    for key, lowest in variants.SAVING_FROM.items():     # what chunking saves: half a millisecond or more
+        for rate in [rate for rate in variants.PLATE_4_RATES if rate >= lowest]:
+            gaps = [load.figures(load.run(rate, policy=policy, gpu=CATALOG[key]), rate).tbt_p99
+                    for policy in ("continuous", "chunked")]
+            assert gaps[0] - gaps[1] > 0.5e-3, (key, rate, gaps)
     idle = load.figures(load.run(1), 1).ttft_p99
     for rate in variants.KNEE_RATES:
         assert load.figures(load.run(rate), rate).ttft_p99 > 10 * idle, rate
-    for rate in set(variants.MEDIAN_RATES) - set(variants.KNEE_RATES):
-        assert load.figures(load.run(rate), rate).ttft_p99 < 2 * idle, rate
+    for key, highest in variants.MEDIAN_GPUS.items():     # continuous batching's gaps, asked below each GPU's knee
+        gpu = CATALOG[key]
+        idle_there = load.figures(load.run(1, gpu=gpu), 1).ttft_p99
+        for rate in [rate for rate in variants.MEDIAN_RATES if rate <= highest]:
+            assert load.figures(load.run(rate, gpu=gpu), rate).ttft_p99 < 2 * idle_there, (key, rate)
     curve = load.load_curve("continuous")
     for limits, values in ((variants.TTFT_LIMITS_MS, curve.ttft_p99), (variants.TBT_LIMITS_MS, curve.tbt_p99)):
         for limit in limits:    # the line rises through each limit once, between two of the plate's rates

@@ -189,16 +189,20 @@ def _server(gpu_key="h100-sxm", **settings):
     return Server(L3, sm.CATALOG[gpu_key], **settings)
 
 
-@lru_cache(maxsize=None)
-def _users(gpu_key, memory, prompt, reply):
+def _held(n, **settings):
+    """Lesson 3 Part 1's server: Llama 3 8B's weights in ``bits`` on ``gpu``, ``reserve`` of its memory held back."""
+    return _server(n["gpu"], weight_bits=n["bits"], reserve=n["reserve"], **settings)
+
+
+def _users(n, memory, prompt, reply):
     """How many users of these lengths fit at their longest: as many as the cache has blocks, at most."""
-    many = _server(gpu_key).cache_blocks + 1
-    return users_that_fit(_server(gpu_key, memory=memory), np.full(many, prompt), np.full(many, reply))
+    many = _held(n).cache_blocks + 1
+    return users_that_fit(_held(n, memory=memory), np.full(many, prompt), np.full(many, reply))
 
 
 @lru_cache(maxsize=None)
-def _stall(prompt, budget):
-    return load.prefill_stall(prompt, budget)
+def _stall(prompt, budget, gpu_key="h100-sxm"):
+    return load.prefill_stall(prompt, budget, gpu=sm.CATALOG[gpu_key])
 
 
 @lru_cache(maxsize=None)
@@ -212,14 +216,15 @@ def _joined(a_prompt, a_reply, b_prompt):
 
 
 @lru_cache(maxsize=None)
-def _chunk_steps(budget, prompt):
-    run = simulate(_server(policy="chunked", step_tokens=budget), workload([0.0, 0.0], [1, prompt], [2000, 1]))
-    return int(np.searchsorted(run.step_end, run.first_token[1])) + 1
+def _chunked_first_token(budget, prompt, gpu_key):
+    """When a prompt read ``budget`` tokens a step, beside one user decoding, makes its first token (seconds)."""
+    run = simulate(_server(gpu_key, policy="chunked", step_tokens=budget), workload([0.0, 0.0], [1, prompt], [2000, 1]))
+    return float(run.first_token[1])
 
 
 @lru_cache(maxsize=None)
-def _figures(rate, policy):
-    return load.figures(load.run(rate, policy=policy), rate)
+def _figures(rate, policy, gpu_key="h100-sxm"):
+    return load.figures(load.run(rate, policy=policy, gpu=sm.CATALOG[gpu_key]), rate)
 
 
 def _capacity(n, rate, ttft="good_ttft", tpot="good_tpot"):
@@ -244,22 +249,22 @@ ANSWERS.update({
         "1.1": lambda n: 100 * (n["prompt"] + n["reply"]) / int(
             _server(memory="reserved", max_reply_tokens=n["cap"]).reservation(n["prompt"])),
         "1.2": lambda n: int(_server().blocks(n["tokens"])),
-        "1.3": lambda n: int(_server().blocks(n["tokens"])) * _server().block_tokens - n["tokens"],
-        "1.4": lambda n: _server(n["gpu"]).cache_blocks,
-        "1.5": lambda n: _users(n["gpu"], "reserved", 161, 338),
-        "1.6": lambda n: _users(n["gpu"], "paged", n["prompt"], n["reply"]),
+        "1.3": lambda n: 100 * (1 - n["tokens"] / (int(_server().blocks(n["tokens"])) * _server().block_tokens)),
+        "1.4": lambda n: _held(n).cache_blocks,
+        "1.5": lambda n: _users(n, "reserved", 161, 338),
+        "1.6": lambda n: _users(n, "paged", n["prompt"], n["reply"]),
     },
     "lesson-3-part-2": {
-        "2.1": lambda n: _figures(n["rate"], "static").ttft_p99,
+        "2.1": lambda n: _figures(n["rate"], "static", n["run_gpu"]).ttft_p99,
         "2.2": lambda n: _alone(n["a_prompt"], n["a_reply"]).finish[0] * 1e3,
         "2.3": lambda n: _joined(n["a_prompt"], n["a_reply"], n["b_prompt"]).first_token[1] * 1e3,
-        "2.4": lambda n: _figures(n["median_rate"], "continuous").tbt_p99 * 1e3,
+        "2.4": lambda n: _figures(n["median_rate"], "continuous", n["median_gpu"]).tbt_p99 * 1e3,
         "2.5": lambda n: _figures(n["static_rate"], "static").tokens_per_second,
     },
     "lesson-3-part-3": {
-        "3.1": lambda n: _stall(n["prompt"], n["budget"]).chunked_gap * 1e3,
-        "3.2": lambda n: _chunk_steps(n["steps_budget"], n["steps_prompt"]),
-        "3.3": lambda n: _stall(n["whole_prompt"], 512).whole_gap * 1e3,
+        "3.1": lambda n: _stall(n["prompt"], n["budget"], n["gpu"]).chunked_gap * 1e3,
+        "3.2": lambda n: _chunked_first_token(n["steps_budget"], n["steps_prompt"], n["gpu"]) * 1e3,
+        "3.3": lambda n: _stall(n["whole_prompt"], 512, n["gpu"]).whole_gap * 1e3,
         "3.4": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / 1e6,
         "3.5": lambda n: kv_cache_bytes(L3, n["swap_tokens"]) / load.SWAP_BANDWIDTH * 1e3,
     },
@@ -274,8 +279,9 @@ ANSWERS.update({
         "1": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").ttft_p99, n["ttft_limit"] / 1e3),
         "2": lambda n: _line_reaches(_curve("continuous").rates, _curve("continuous").tbt_p99, n["tbt_limit"] / 1e3),
         "3": lambda n: _figures(n["chunked_rate"], "chunked").tokens_per_second,
-        "4": lambda n: _figures(n["static_rate"], "static").ttft_p99,
-        "5": lambda n: _figures(n["ratio_rate"], "continuous").tbt_p99 / _figures(n["ratio_rate"], "chunked").tbt_p99,
+        "4": lambda n: _figures(n["static_rate"], "static", n["static_gpu"]).ttft_p99,
+        "5": lambda n: (_figures(n["saving_rate"], "continuous", n["saving_gpu"]).tbt_p99
+                        - _figures(n["saving_rate"], "chunked", n["saving_gpu"]).tbt_p99) * 1e3,
     },
 })
 

@@ -79,6 +79,7 @@ class Replay:
     concurrency: int | None
     lengths: str
     in_process: bool
+    cache: str
 
 
 def _lengths(run: Run) -> tuple[LengthDistribution | None, tuple | None, str]:
@@ -118,8 +119,9 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     flags = {k: v for k, v in run.flags.items()}
     if run.precision == "fp8":
         flags["quantization"] = "fp8"
-    if run.kv_cache_dtype:
-        flags["kv_cache_dtype"] = run.kv_cache_dtype
+    kv_cache_dtype, cache = cache_format(run)
+    if kv_cache_dtype:
+        flags["kv_cache_dtype"] = kv_cache_dtype
     server = found.server(run.shape, run.gpu_spec, **flags)
     dist, fixed, said = _lengths(run)
     kind = run.arrivals.kind
@@ -147,7 +149,7 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     in_process = any(run.client.startswith(c) for c in IN_PROCESS_CLIENTS)
     if in_process:
         server = _without_api(server)
-    return Replay(run, found, flags, work, concurrency, said, in_process)
+    return Replay(run, found, flags, work, concurrency, said, in_process, cache)
 
 
 def _without_api(server):
@@ -487,7 +489,8 @@ def markdown_table(engine=None) -> str:
                  f"{units.number(round(r.metrics[name]))} tok/s" if name == "output_throughput"
                  else f"{r.metrics[name]:.3g} req/s")
         mark = "*" if not c.counts_as_unseen else ""
-        setup = r.precision + (", fp8 cache" if r.kv_cache_dtype else "") + (
+        cache = cache_format(r)[0]
+        setup = r.precision + ("" if cache is None else ", fp8 cache" if r.kv_cache_dtype else ", fp8 cache (deduced)") + (
             f", {r.input_len:,} in {r.output_len:,} out" if r.input_len and r.output_len else f", {r.dataset}")
         lines.append(f"| {ENGINE_NAMES[r.engine]} {r.version}{mark} | {r.shape.name}, {r.gpu_spec.name} | {setup} | "
                      f"{r.num_prompts:,}, {sent} | {shown} | {ratio(c.fit['throughput'])} | {ratio(c.held_out['throughput'])} | "

@@ -29,8 +29,7 @@ from . import runs as _runs
 from .runs import _DATE
 from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
 from .models import MODELS, Model
-from .reality import mean_cache, saturated_request
-from .roofline import pass_time
+from .reality import mean_cache, saturated_copy
 
 DATA = Path(__file__).with_name("data") / "multi_gpu_runs.yaml"
 
@@ -291,16 +290,11 @@ class Floor:
 
 
 def _saturated(run: MultiRun, prompt, reply) -> tuple[float, float]:
-    """One generated token of a copy that batches without limit: each GPU's share of a request's
-    arithmetic and cache traffic, weights' reads shared away, and the bandwidth part of the
-    all-reduces of every token of the request (their latency shared away too), per reply token."""
-    model, grp, tp = run.shape, run.group, run.tensor_parallel
-    flops, moved = saturated_request(model, run.weight_bits, run.cache_bits, prompt, reply)
-    timing = pass_time(flops / tp, moved * parallel.kv_share(model, tp), grp.gpu.flops(run.compute),
-                       grp.gpu.memory_bandwidth, parallel.FLOOR)
-    message = parallel.activation_bytes(model, prompt + reply)
-    ring = float(parallel.ring_time(message, tp, grp.link)) * parallel.ALLREDUCES_PER_LAYER * model.layers
-    return (float(timing.time) + ring) / reply, ring / reply
+    """One generated token of a copy that batches without limit (``reality.saturated_copy`` over the row's
+    split and link), and the all-reduces' part of it."""
+    time, ring = saturated_copy(run.shape, run.gpu_spec, run.compute, run.weight_bits, run.cache_bits, prompt, reply,
+                                run.tensor_parallel, run.interconnect)
+    return time / reply, ring / reply
 
 
 def floor(run: MultiRun) -> Floor:

@@ -739,29 +739,39 @@ PLATE_XXIII_2 = Template(
 
 # -- Lesson 3: the serving simulator ---------------------------------------------------------
 # A simulated run costs a tenth of a second and a goodput search a few seconds, so the problems that
-# run the simulator draw their settings from short lists: a class shares a few runs, each run once.
+# run the simulator draw their settings from lists of a few dozen to a few hundred: a class shares its runs,
+# each run once (and kept, ``servingmath._kept``).
 def _draw_3_1(rng):
-    cap = rng.choice((512, 1024, 2048))
+    cap = rng.choice((512, 768, 1024, 1536, 2048, 4096))
     while True:
         tokens = _steps(rng, 500, 8000, 1)
         if tokens % memory.BLOCK_TOKENS:       # a last block with room to spare
             break
     return {"cap": cap, "prompt": _steps(rng, 50, 900, 1), "reply": _steps(rng, 50, cap - 10, 1),
-            "tokens": tokens, "gpu": rng.choice(RENTED)}
+            "tokens": tokens, "gpu": rng.choice(RENTED), "bits": rng.choice(SERVED_BITS),
+            "reserve": rng.choice(RESERVES)}
+
+
+# Weights as engines serve them (16 bits, 8-bit and 4-bit quantized), and the share of a GPU's memory an engine
+# holds back: vLLM's gpu_memory_utilization runs from its default of 0.9 to the 0.97 its users set
+# (``memory.RESERVE_SOURCES``).
+SERVED_BITS = (16, 8, 4)
+RESERVES = tuple(percent / 100 for percent in range(3, 11))
 
 
 LESSON_3_PART_1 = Template(
     draw=_draw_3_1,
-    practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h200"},
-    derive=lambda n: {"block": memory.BLOCK_TOKENS, "held_back": units.percent(memory.RESERVE),
+    practice={"cap": 1024, "prompt": 161, "reply": 338, "tokens": 1000, "gpu": "h200", "bits": 16,
+              "reserve": memory.RESERVE},
+    derive=lambda n: {"block": memory.BLOCK_TOKENS, "held_back": units.percent(n["reserve"]),
                       "window": _n(MODELS["llama-3-8b"].context_window)},
     statements={
         "1.1": "An engine reserves each request's prompt plus a cap of {cap} reply tokens. For a conversation of "
                "{prompt:a}-token prompt and {reply:a}-token reply, what share of its reservation holds tokens, in "
                "per cent?",
         "1.2": "With blocks of {block} tokens, how many blocks does a conversation of {tokens} tokens hold?",
-        "1.3": "How many tokens of room stand empty in that conversation's last block?",
-        "1.4": "Llama 3 8B's weights in 16 bits on the {gpu_named}, {held_back} of its memory held back: how many "
+        "1.3": "What share of the room in that conversation's blocks stands empty, in per cent?",
+        "1.4": "Llama 3 8B's weights in {bits} bits on the {gpu_named}, {held_back} of its memory held back: how many "
                "whole blocks of {block} tokens of cache fit in what is left?",
         "1.5": "Reserving Llama 3 8B's whole {window}-token window for each user, how many users fit in those blocks?",
         "1.6": "Paged instead, how many users of {prompt} + {reply} tokens fit at their longest?",
@@ -770,7 +780,9 @@ LESSON_3_PART_1 = Template(
                      + ([] if n["reply"] <= n["cap"] else [f"a reply of {n['reply']:,} tokens passes the cap of "
                                                           f"{n['cap']:,}"])
                      + ([] if n["tokens"] % memory.BLOCK_TOKENS else [f"{n['tokens']:,} tokens fill their last block"])
-                     + _fits("llama-3-8b", n["gpu"], 16, MODELS["llama-3-8b"].context_window)),
+                     + _fits("llama-3-8b", n["gpu"], n["bits"], MODELS["llama-3-8b"].context_window)
+                     + ([] if n["reserve"] in RESERVES + (memory.RESERVE,) else [f"a reserve of {n['reserve']!r} is "
+                                                                                f"not among {RESERVES}"])),
 )
 
 def _off_chart(low: float, high: float, step: float = 1) -> tuple:
@@ -781,21 +793,28 @@ def _off_chart(low: float, high: float, step: float = 1) -> tuple:
     from .load import PLATE_RATES
 
     count = round((high - low) / step) + 1
-    return tuple(rate for rate in (low + index * step for index in range(count)) if rate not in PLATE_RATES)
+    return tuple(rate for rate in (round(low + index * step, 6) for index in range(count)) if rate not in PLATE_RATES)
 
 
 # Request rates the lesson's runs (``load.run``: 2,000 ShareGPT-like requests) are drawn from: static batching's
 # queue at rates where its p99 wait still grows; its throughput below saturation; continuous batching's gaps
 # below the knee; rates past the knee.
-STATIC_RATES = _off_chart(11, 39)
-THROUGHPUT_RATES = _off_chart(4.5, 19.5, 0.5)
-MEDIAN_RATES = _off_chart(4, 49)
+STATIC_RATES = _off_chart(11, 45, 2)
+THROUGHPUT_RATES = _off_chart(0.6, 18.4, 0.2)
+MEDIAN_RATES = _off_chart(4, 49, 0.5)
+# GPUs at least as fast as the lesson's H100 SXM that problems run the server on (static batching's queue; what
+# chunking saves, ``SAVING_FROM``): each rate on each a run of its own.
+SERVING_GPUS = ("h100-sxm", "h200", "mi300x", "b200")
+# The GPUs continuous batching's gaps are asked on, each with the highest of those rates below its knee.
+MEDIAN_GPUS = {"h100-sxm": 49, "h200": 49, "mi300x": 49, "b200": 49, "h100-pcie": 34, "a100-80gb": 20}
 
 
 def _draw_3_2(rng):
-    return {"rate": rng.choice(STATIC_RATES), "a_prompt": _steps(rng, 5, 200, 5),
-            "a_reply": _steps(rng, 20, 200, 10), "b_prompt": _steps(rng, 500, 4000, 50),
-            "median_rate": rng.choice(MEDIAN_RATES), "static_rate": rng.choice(THROUGHPUT_RATES)}
+    gpu = rng.choice(tuple(MEDIAN_GPUS))
+    return {"median_gpu": gpu, "median_rate": rng.choice([rate for rate in MEDIAN_RATES if rate <= MEDIAN_GPUS[gpu]]),
+            "rate": rng.choice(STATIC_RATES), "run_gpu": rng.choice(SERVING_GPUS), "a_prompt": _steps(rng, 5, 2000, 1),
+            "a_reply": _steps(rng, 20, 1500, 1), "b_prompt": _steps(rng, 500, 4000, 50),
+            "static_rate": rng.choice(THROUGHPUT_RATES)}
 
 
 def _rates_shown(*names):
@@ -805,35 +824,38 @@ def _rates_shown(*names):
 
 LESSON_3_PART_2 = Template(
     draw=_draw_3_2,
-    practice={"rate": 4, "a_prompt": 10, "a_reply": 60, "b_prompt": 1500, "median_rate": 17, "static_rate": 14},
-    derive=_rates_shown("static_rate"),
+    practice={"rate": 4, "a_prompt": 10, "a_reply": 60, "b_prompt": 1500, "median_rate": 17, "static_rate": 14,
+              "median_gpu": "h100-sxm", "run_gpu": "h100-sxm"},
+    derive=_rates_shown("static_rate", "median_rate"),
     statements={
-        "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching). What is the p99 time to "
-               "first token, in seconds?",
+        "2.1": "Run the simulator at {rate} requests a second (`load.run`, static batching), Llama 3 8B on the "
+               "{run_gpu_named}. What is the p99 time to first token, in seconds?",
         "2.2": "A, as in Example 2.1, is alone on the GPU under the plate's assumptions; here it has {a_prompt:a}-token "
                "prompt and {a_reply:a}-token reply. When, in milliseconds after it arrives, is its last token made?",
         "2.3": "B ({b_prompt}-token prompt) arrives 1 ms after A. Under continuous batching, when does B's first token "
                "come, in milliseconds after time 0?",
-        "2.4": "At {median_rate} requests a second under continuous batching, what is the p99 time between tokens, in "
-               "milliseconds?",
+        "2.4": "With Llama 3 8B on the {median_gpu_named} at {median_rate_shown} requests a second under continuous "
+               "batching, what is the p99 time between tokens, in milliseconds?",
         "2.5": "At {static_rate_shown} requests a second under static batching, how many reply tokens a second does the "
                "server make?",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "a_prompt", "a_reply") + _within(n, "llama-3-8b", "b_prompt", plus=5)
                      + [f"{name} = {n[name]} is not among the rates {rates}" for name, rates in (
                          ("rate", STATIC_RATES + (4,)), ("median_rate", MEDIAN_RATES),
-                         ("static_rate", THROUGHPUT_RATES + (14,))) if n[name] not in rates]),
+                         ("static_rate", THROUGHPUT_RATES + (14,))) if n[name] not in rates]
+                     + ([] if n["median_rate"] <= MEDIAN_GPUS.get(n["median_gpu"], 0) else [
+                         f"{n['median_rate']} requests a second is past the knee on the {n['median_gpu']}"])),
 )
 
-# Token budgets a step for chunked prefill.
-BUDGETS = (256, 384, 512, 768, 1024)
+# Token budgets a step for chunked prefill: 128 to 2,048 tokens, in steps of 32.
+BUDGETS = tuple(range(128, 2049, 32))
 
 
 def _draw_3_3(rng):
     prompt = _steps(rng, 3000, 7000, 100)
     return {"prompt": prompt, "budget": rng.choice(BUDGETS), "steps_budget": rng.choice(BUDGETS),
             "steps_prompt": _steps(rng, 1000, 8000, 100), "whole_prompt": _steps(rng, 1000, prompt - 500, 100),
-            "swap_tokens": _steps(rng, 100, 8000, 10)}
+            "swap_tokens": _steps(rng, 100, 8000, 10), "gpu": rng.choice(RENTED)}
 
 
 def _derive_3_3(n):
@@ -845,14 +867,16 @@ def _derive_3_3(n):
 LESSON_3_PART_3 = Template(
     draw=_draw_3_3,
     practice={"prompt": 4000, "budget": 256, "steps_budget": 512, "steps_prompt": 3000, "whole_prompt": 2000,
-              "swap_tokens": 500},
+              "swap_tokens": 500, "gpu": "h100-sxm"},
     derive=_derive_3_3,
     statements={
-        "3.1": "{prompt:A}-token prompt joins a running user with a budget of {budget} tokens a step. How long, in "
-               "milliseconds, is the running user's longest gap between tokens?",
-        "3.2": "With one user decoding and a budget of {steps_budget} tokens a step, the user's next token takes one "
-               "token of each step. How many steps does {steps_prompt:a}-token prompt take?",
-        "3.3": "Prefilled whole, how long does {whole_prompt:a}-token prompt stall the running user, in milliseconds?",
+        "3.1": "On the {gpu_named}, {prompt:a}-token prompt joins a running user with a budget of {budget} tokens a "
+               "step. How long, in milliseconds, is the running user's longest gap between tokens?",
+        "3.2": "On the same GPU, with one user decoding and a budget of {steps_budget} tokens a step, the user's next "
+               "token takes one token of each step. How long, in milliseconds, does {steps_prompt:a}-token prompt "
+               "take to its first token?",
+        "3.3": "Prefilled whole on the same GPU, how long does {whole_prompt:a}-token prompt stall the running user, "
+               "in milliseconds?",
         "3.4": "How many megabytes (1e6 bytes) must be copied to swap out a user holding {swap_tokens} tokens of "
                "Llama 3 8B's 16-bit cache?",
         "3.5": "At the lesson's host link of {link} GB/s, how many milliseconds does that copy take one way?",
@@ -860,24 +884,30 @@ LESSON_3_PART_3 = Template(
     # The running user of ``load.prefill_stall`` holds 600 tokens; the prompt joins it, with a reply of 2.
     sense=lambda n: (_within(n, "llama-3-8b", "prompt", plus=2) + _within(n, "llama-3-8b", "whole_prompt", plus=2)
                      + _within(n, "llama-3-8b", "steps_prompt", plus=1) + _within(n, "llama-3-8b", "swap_tokens")
+                     + _fits("llama-3-8b", n["gpu"], 16, MODELS["llama-3-8b"].context_window)
                      + ([] if n["whole_prompt"] < n["prompt"] else ["the whole prompt is not the shorter"])
                      + [f"{name} = {n[name]} is not among the budgets {BUDGETS}" for name in ("budget", "steps_budget")
                         if n[name] not in BUDGETS]),
 )
 
-# Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for.
-# Looser targets than these bind on the engine's 256 users a step, within 2 % of the page's goodput.
-TARGETS = ((0.2, 0.010), (0.3, 0.020), (0.5, 0.050), (0.2, 0.011), (0.2, 0.012), (0.2, 0.013))
+# Latency targets (time to first token, seconds; time per later token, seconds) a goodput is found for: 0.2 s, and
+# 6.75 to 13 ms a token in eighths of a millisecond, where the time per token binds (a looser one binds on the
+# engine's 256 users a step, within 2 % of the page's goodput; a tighter one leaves a few requests a second).
+TARGETS = tuple((0.2, tpot / 8e3) for tpot in range(54, 105))
 # Rates past the knee of continuous batching on the lesson's server (off the chart's rates).
 KNEE_RATES = _off_chart(60.5, 79.5, 0.5)
 
 
 def _draw_3_4(rng):
-    ttft, tpot = rng.choice(TARGETS[:3])
+    ttft, tpot = rng.choice(TARGETS)
     good_ttft, good_tpot = rng.choice(TARGETS)
-    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 20, 400, 10),
+    return {"ttft": ttft, "tpot": tpot, "rate": _steps(rng, 100, 3000, 10),
             "good_ttft": good_ttft, "good_tpot": good_tpot, "many": _steps(rng, 200, 5000, 100),
-            "price": rng.choice((2, 2.5, 3, 3.5, 4)), "knee_rate": rng.choice(KNEE_RATES)}
+            "price": rng.choice(PRICES), "knee_rate": rng.choice(KNEE_RATES)}
+
+
+# An H100's price an hour, in dollars: $1.50 to $6.00, in steps of 5 cents.
+PRICES = tuple(cents / 100 for cents in range(150, 601, 5))
 
 
 def _derive_3_4(n):
@@ -912,38 +942,52 @@ TTFT_LIMITS_MS = tuple(limit / 2 for limit in range(59, 84))     # 29.5 to 41.5 
 TBT_LIMITS_MS = tuple(limit / 2 for limit in range(14, 57))      # 7 to 28 ms
 
 
-# Rates for the plate's problems 3 to 5, between the chart's: a student runs the server (``load.run``) there.
-PLATE_4_RATES = _off_chart(25, 79)
-STATIC_QUEUE_RATES = _off_chart(3, 79)
+# Rates for the plate's problems 3 to 5, between the chart's: a student runs the server (``load.run``) there. Chunked
+# prefill's throughput below its ceiling; static batching's queue; what chunking saves, from the rate where it saves
+# half a millisecond or more on each GPU (below it, a long prompt seldom meets a crowd and the two policies are even).
+CHUNKED_RATES = _off_chart(2, 58, 0.25)
+STATIC_QUEUE_RATES = _off_chart(3, 79, 2)
+PLATE_4_RATES = _off_chart(30, 99, 0.5)
+SAVING_FROM = {"h100-sxm": 30, "h200": 35, "mi300x": 40, "b200": 65}
 
 
 def _draw_plate_4(rng):
     return {"ttft_limit": rng.choice(TTFT_LIMITS_MS), "tbt_limit": rng.choice(TBT_LIMITS_MS),
-            "chunked_rate": rng.choice(PLATE_4_RATES), "static_rate": rng.choice(STATIC_QUEUE_RATES),
-            "ratio_rate": rng.choice(PLATE_4_RATES)}
+            "chunked_rate": rng.choice(CHUNKED_RATES), "static_rate": rng.choice(STATIC_QUEUE_RATES),
+            "static_gpu": rng.choice(SERVING_GPUS), **_saving(rng)}
+
+
+def _saving(rng):
+    gpu = rng.choice(tuple(SAVING_FROM))
+    return {"saving_gpu": gpu, "saving_rate": rng.choice([rate for rate in PLATE_4_RATES if rate >= SAVING_FROM[gpu]])}
 
 
 def _plate_rates(n):
     from .load import PLATE_RATES
 
     return [f"{name} = {n[name]} is not a rate the problem runs" for name, rates in (
-        ("chunked_rate", PLATE_4_RATES), ("static_rate", STATIC_QUEUE_RATES), ("ratio_rate", PLATE_4_RATES))
-        if n[name] not in rates + PLATE_RATES]
+        ("chunked_rate", CHUNKED_RATES), ("static_rate", STATIC_QUEUE_RATES + (12,)), ("saving_rate", PLATE_4_RATES))
+        if n[name] not in rates + PLATE_RATES] + (
+        [] if n["saving_rate"] >= SAVING_FROM.get(n["saving_gpu"], math.inf) else
+        [f"chunking saves little at {n['saving_rate']} requests a second on the {n['saving_gpu']}"])
 
 
 PLATE_XXIII_4 = Template(
     draw=_draw_plate_4,
-    practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "ratio_rate": 30},
-    derive=lambda n: {"ttft_limit_ms": _decimal(n["ttft_limit"]), "tbt_limit_ms": _decimal(n["tbt_limit"])},
+    practice={"ttft_limit": 35, "tbt_limit": 18, "chunked_rate": 80, "static_rate": 12, "saving_rate": 30,
+              "static_gpu": "h100-sxm", "saving_gpu": "h100-sxm"},
+    derive=lambda n: {"ttft_limit_ms": _decimal(n["ttft_limit"]), "tbt_limit_ms": _decimal(n["tbt_limit"]),
+                      **_rates_shown("chunked_rate", "saving_rate")(n)},
     statements={
         "1": "Draw continuous batching's p99 time to first token as the chart does, straight between the plate's rates "
              "(`load.PLATE_RATES`). At what rate, in requests a second, does the line first reach {ttft_limit_ms} ms?",
         "2": "Drawn the same way, at what rate does continuous batching's p99 time between tokens first reach "
              "{tbt_limit_ms} ms?",
-        "3": "At {chunked_rate} requests a second, how many tokens a second does chunked prefill make?",
-        "4": "At {static_rate} requests a second, what is static batching's p99 time to first token, in seconds?",
-        "5": "At {ratio_rate} requests a second, how many times longer is continuous batching's p99 time between "
-             "tokens than chunked prefill's?",
+        "3": "At {chunked_rate_shown} requests a second, how many tokens a second does chunked prefill make?",
+        "4": "With Llama 3 8B on the {static_gpu_named} at {static_rate} requests a second, what is static batching's "
+             "p99 time to first token, in seconds?",
+        "5": "With Llama 3 8B on the {saving_gpu_named} at {saving_rate_shown} requests a second, how many milliseconds "
+             "does chunked prefill take off continuous batching's p99 time between tokens?",
     },
     sense=lambda n: (_plate_rates(n) + [f"{n[name]} ms is not a listed limit" for name, listed in (
         ("ttft_limit", TTFT_LIMITS_MS), ("tbt_limit", TBT_LIMITS_MS)) if n[name] not in listed]),
