@@ -117,6 +117,10 @@ def test_the_wrap_up_reads_its_engine_tables_from_the_one_table_and_names_each_s
     assert rows["token budget a step"][v1] == "`--max-num-batched-tokens` 8,192 (16,384 on cards of 160 GiB or more)"
     # V0 mixed prompts with next tokens once chunked prefill was on; the wrap-up shows V1's span from 0.8.4 too.
     assert rows["prompts and next tokens in one step"][v0] == "off (on with `--enable-chunked-prefill`)"
+    late_v0 = [line for line in engines.markdown_table(sm.H100_SXM, rows=(("vllm", "V0"),)).splitlines()
+               if line.startswith("| prompts and next tokens in one step")]
+    assert late_v0 == ["| prompts and next tokens in one step | off (on with `--enable-chunked-prefill`, or past a "
+                       "32,768-token window) |"]
     assert '("vllm", "0.20")' in text and '("vllm", "0.27")' in text
     # A default no source was read for says so, not an empty cell.
     assert rows["tokens of cache in all"][trt] == "`max_tokens` not read"

@@ -236,7 +236,10 @@ TABLE = (
         "chunked_prefill": Cell("--enable-chunked-prefill", False,
                                 "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
                                 "turned on by itself for windows longer than 32,768 tokens (read at 0.6.6)",
-                                "on by itself past a 32,768-token window")}),
+                                "on by itself past a 32,768-token window"),
+        "mixed_steps": Cell("", False, "vllm-project/vllm v0.6.6, vllm/core/scheduler.py, Scheduler._schedule_default",
+                            "prefill-only steps; with chunked prefill on, prompt pieces join decodes",
+                            "on with `--enable-chunked-prefill`, or past a 32,768-token window")}),
     Row("vllm", "vLLM V1", "0.8", "0.8.4", {**_V1, "max_running": Cell(
         "--max-num-seqs", 1024, "vllm-project/vllm pull request 16158, which set 256 back for cards other than "
         "the H100 and H200", "1,024 on every card until version 0.8.4")}),
