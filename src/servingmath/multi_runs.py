@@ -6,7 +6,8 @@ a row with a field missing or malformed, a model or GPU outside the catalogs, a 
 cannot have, or degrees that do not multiply to its GPUs is refused, naming the row and the field.
 
 ``floor(run)`` is the least time the course's step model allows for the row's unit of work (one
-user's token for a per-user figure, one generated token of a copy of the model for a throughput):
+user's token for a per-user figure, its first for a TTFT, one generated token of a copy of the model
+for a throughput):
 the spec sheet's peaks reached, nothing else counted (``parallel.FLOOR``), the all-reduces of
 tensor parallelism added after each pass. Its ``share`` is floor ÷ measured, as in the reality
 check: how close the run came to the floor.
