@@ -50,24 +50,19 @@ REPEATED = ("trtllm10-h100-llama31-8b-fp8-128-128", "trtllm10-h100-llama31-8b-fp
             "trtllm10-h200-llama31-8b-fp8-1000-1000", "trtllm10-h200-llama31-8b-fp8-2048-128")
 
 
-def cache_format(run: Run, runs=None) -> tuple[str | None, str]:
-    """The run's cache format as the replay takes it, and words saying why.
+def cache_format(run, runs=None) -> tuple[str | None, str]:
+    """The run's cache format as the replay takes it, and words saying why. ``run``: a ``Run``, or a row of
+    another file with the same properties (``multi_runs.MultiRun``); ``runs``: the rows of its file
+    (``load_runs()`` if None).
 
-    As published where the publisher states it. Where not, 16 bits, unless a saturated run of the same
-    table (publisher, checkpoint, engine and version) passes more output tokens a second than a 16-bit
-    cache lets any server pass on its card (``reality.saturated_output_rate``, the reality check's
-    floor): a 16-bit cache cannot have done it, so the table's cache is the 8 bits the FP8 path stores."""
-    from .reality import saturated_output_rate
+    As published where the publisher states it. Where not, 16 bits, unless the run's weights are FP8 and
+    a row of the same table (``table``: publisher, checkpoint, engine and version) passed more output
+    tokens a second than a 16-bit cache allows (``beyond_16_bit_cache``): a 16-bit cache cannot have done
+    it, so the table's cache is the 8 bits the FP8 path stores."""
     if run.kv_cache_dtype:
         return run.kv_cache_dtype, f"{run.kv_cache_dtype}, as published"
-    table = [other for other in (load_runs() if runs is None else runs)
-             if (other.source, other.hf_id, other.engine, other.version) ==
-             (run.source, run.hf_id, run.engine, run.version)]
-    beaten = [other.id for other in table
-              if other.input_len and other.output_len and other.arrivals.kind == "all-at-once"
-              and other.has("output_throughput") and run.precision == "fp8"
-              and other.metrics["output_throughput"] > saturated_output_rate(
-                  other.shape, other.gpu_spec, other.precision, 8, 16, other.input_len, other.output_len)]
+    beaten = [other.id for other in (load_runs() if runs is None else runs)
+              if other.table == run.table and run.precision == "fp8" and other.beyond_16_bit_cache]
     if beaten:
         return "fp8", "fp8: not stated, but " + ", ".join(beaten) + " passed more than a 16-bit cache allows"
     return None, "16-bit: not stated"
@@ -355,6 +350,18 @@ def results() -> dict:
 def fitted_overheads() -> dict:
     """{group: Overheads} of the fit on every run."""
     params = _from_json(results()["fit"])
+    return {g: _overheads(params, g) for g in engines.GROUPS}
+
+
+def held_out_overheads(source) -> dict | None:
+    """{group: Overheads} of the fit without the runs of ``source`` (a source group of the fit's runs), as
+    ``compute`` kept it; None for a source with no run in the fit."""
+    fits = results()["held_out_fits"]
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a source group's name, got {source!r}")
+    if source not in fits:
+        return None
+    params = _from_json(fits[source])
     return {g: _overheads(params, g) for g in engines.GROUPS}
 
 

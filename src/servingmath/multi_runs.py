@@ -6,7 +6,8 @@ a row with a field missing or malformed, a model or GPU outside the catalogs, a 
 cannot have, or degrees that do not multiply to its GPUs is refused, naming the row and the field.
 
 ``floor(run)`` is the least time the course's step model allows for the row's unit of work (one
-user's token for a per-user figure, one generated token of a copy of the model for a throughput):
+user's token for a per-user figure, its first for a TTFT, one generated token of a copy of the model
+for a throughput):
 the spec sheet's peaks reached, nothing else counted (``parallel.FLOOR``), the all-reduces of
 tensor parallelism added after each pass. Its ``share`` is floor ÷ measured, as in the reality
 check: how close the run came to the floor.
@@ -29,12 +30,15 @@ from . import runs as _runs
 from .runs import _DATE
 from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
 from .models import MODELS, Model
-from .reality import mean_cache, saturated_request
-from .roofline import pass_time
+from .reality import mean_cache, saturated_copy
 
 DATA = Path(__file__).with_name("data") / "multi_gpu_runs.yaml"
 
-METRICS = {"output_throughput": "tok/s", "decode_rate": "tok/s", "itl_median": "ms", "tpot_median": "ms"}
+# Each metric with the units a row may give it in; a time's unit with its seconds.
+METRICS = {"output_throughput": ("tok/s",), "decode_rate": ("tok/s",), "itl_median": ("ms",),
+           "tpot_median": ("ms", "ns"), "ttft_median": ("ms", "ns")}
+SECONDS = {"ms": 1e-3, "ns": 1e-9}
+TIMES = ("itl_median", "tpot_median", "ttft_median")
 ARRIVALS = ("all-at-once", "poisson", "fixed-batch", "mlperf-server")
 DATASETS = ("random", "sharegpt", "openorca", "short-prompt")
 COMPUTE = ("16-bit", "fp8")
@@ -90,6 +94,8 @@ class MultiRun:
     value: float
     unit: str
     note: str
+    cache_bits: float = 16.0   # the cache's bits as the floor and the replay take them (``cache_format``)
+    cache: str = "16-bit: not stated"   # and why
 
     @property
     def shape(self) -> Model:
@@ -109,17 +115,30 @@ class MultiRun:
         return parallel.group(self.gpu, self.tensor_parallel * self.pipeline_parallel, self.interconnect)
 
     @property
-    def cache_bits(self) -> float:
-        """The cache's bits: as stated, else the least the weights' format stores it in (8 for FP8, else 16)."""
-        if self.kv_bits is not None:
-            return self.kv_bits
-        return 8.0 if self.compute == "fp8" else 16.0
+    def table(self) -> tuple:
+        """The table the row is one line of: its source, checkpoint, engine and version."""
+        return (self.source.key, self.model_as_published, self.engine, self.version)
+
+    @property
+    def kv_cache_dtype(self) -> str | None:
+        """The cache's format as published, in the engines' words: "fp8" for a stated 8-bit cache, else None."""
+        return "fp8" if self.kv_bits == 8 else None
+
+    @property
+    def beyond_16_bit_cache(self) -> bool:
+        """True for a saturated row of fixed lengths that passed more output tokens a second than its floor
+        allows with a 16-bit cache: a 16-bit cache cannot have done it."""
+        if self.metric != "output_throughput" or self.arrivals["kind"] != "all-at-once" or self.batch is not None \
+                or self.prompt_tokens is None or self.reply_tokens is None:
+            return False
+        return self.value > floor(dataclasses.replace(self, cache_bits=16.0)).value
 
     @property
     def measured_time(self) -> float:
-        """Seconds for the row's unit of work: one user's token, or one generated token of one copy."""
-        if self.metric in ("itl_median", "tpot_median"):
-            return self.value * 1e-3
+        """Seconds for the row's unit of work: one user's token (its first, for a TTFT), or one generated
+        token of one copy."""
+        if self.metric in TIMES:
+            return self.value * SECONDS[self.unit]
         if self.metric == "decode_rate":
             return 1 / self.value
         return self.replicas / self.value
@@ -194,8 +213,8 @@ def _run(entry, sources) -> MultiRun:
         _fail(run_id, "arrivals.rate", arrivals["rate"], "requests a second for arrivals at a rate")
     if entry["metric"] not in METRICS:
         _fail(run_id, "metric", entry["metric"], f"one of {sorted(METRICS)}")
-    if entry["unit"] != METRICS[entry["metric"]]:
-        _fail(run_id, "unit", entry["unit"], f"{METRICS[entry['metric']]!r} for {entry['metric']}")
+    if entry["unit"] not in METRICS[entry["metric"]]:
+        _fail(run_id, "unit", entry["unit"], f"one of {METRICS[entry['metric']]} for {entry['metric']}")
     value = entry["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         _fail(run_id, "value", value, "a positive number")
@@ -232,7 +251,17 @@ def parse(document) -> tuple[MultiRun, ...]:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"run ids must be unique, got {duplicates} more than once")
-    return runs
+    return tuple(_with_cache(run, runs) for run in runs)
+
+
+def _with_cache(run: MultiRun, runs) -> MultiRun:
+    """The row with its cache's bits: as published where stated; else as ``calibration.cache_format`` judges
+    the row's table (16 bits unless a row of it passed more than a 16-bit cache allows)."""
+    from .calibration import cache_format
+    if run.kv_bits is not None:
+        return dataclasses.replace(run, cache_bits=run.kv_bits, cache=f"{run.kv_bits:g}-bit, as published")
+    dtype, said = cache_format(run, runs)
+    return dataclasses.replace(run, cache_bits=8.0 if dtype else 16.0, cache=said)
 
 
 def load(path=DATA) -> tuple[MultiRun, ...]:
@@ -262,20 +291,16 @@ class Floor:
 
 
 def _saturated(run: MultiRun, prompt, reply) -> tuple[float, float]:
-    """One generated token of a copy that batches without limit: each GPU's share of a request's
-    arithmetic and cache traffic, weights' reads shared away, and the bandwidth part of the
-    all-reduces of every token of the request (their latency shared away too), per reply token."""
-    model, grp, tp = run.shape, run.group, run.tensor_parallel
-    flops, moved = saturated_request(model, run.weight_bits, run.cache_bits, prompt, reply)
-    timing = pass_time(flops / tp, moved * parallel.kv_share(model, tp), grp.gpu.flops(run.compute),
-                       grp.gpu.memory_bandwidth, parallel.FLOOR)
-    message = parallel.activation_bytes(model, prompt + reply)
-    ring = float(parallel.ring_time(message, tp, grp.link)) * parallel.ALLREDUCES_PER_LAYER * model.layers
-    return (float(timing.time) + ring) / reply, ring / reply
+    """One generated token of a copy that batches without limit (``reality.saturated_copy`` over the row's
+    split and link), and the all-reduces' part of it."""
+    time, ring = saturated_copy(run.shape, run.gpu_spec, run.compute, run.weight_bits, run.cache_bits, prompt, reply,
+                                run.tensor_parallel, run.interconnect)
+    return time / reply, ring / reply
 
 
 def floor(run: MultiRun) -> Floor:
-    """The row's floor. Per-user figures (decode_rate, itl, tpot): one decode step of ``batch`` users
+    """The row's floor. A TTFT: one pass over the prompt (one token where it is not fixed). Per-user
+    figures (decode_rate, itl, tpot): one decode step of ``batch`` users
     (one where the batch is not fixed) over the mean cache (prompt + half the reply; empty where the
     lengths are not fixed), ``parallel.tensor_parallel_step``. Throughputs with a fixed batch: that
     step ÷ the batch. Throughputs of a saturated server: ``_saturated``, with a 1-token reply and no
@@ -290,6 +315,11 @@ def floor(run: MultiRun) -> Floor:
         time, ring = _saturated(run, prompt, reply)
         basis = "saturated copy, " + (f"{prompt} + {reply} tokens" if fixed else "lengths not fixed: each token's own work")
         return Floor(run, time, ring, basis)
+    if run.metric == "ttft_median":
+        prompt = run.prompt_tokens or 1
+        step = parallel.tensor_parallel_step(run.shape, run.group, prompt, 0, 1, run.weight_bits, run.cache_bits,
+                                             compute=run.compute)
+        return Floor(run, float(step.time), float(step.communication), f"one prompt of {prompt} tokens")
     cache = mean_cache(run.prompt_tokens, run.reply_tokens) if fixed else 0
     batch = run.batch or 1
     step = parallel.tensor_parallel_step(run.shape, run.group, 1, cache, batch, run.weight_bits, run.cache_bits,
@@ -305,17 +335,20 @@ def floors(runs=None) -> list[Floor]:
 
 # -- the prediction by engine profile ---------------------------------------------------------------
 # Each row is replayed by the profile of its engine (``engines.engine``), whose overheads were fitted on
-# one-GPU runs only (``calibration``): none of these rows took part in that fit, and nothing here is fitted.
+# one-GPU runs only (``calibration``), and nothing here is fitted. Where the row's publisher has one-GPU runs
+# in that fit too, the row takes the fit made without them (``calibration.held_out_overheads``), so that no
+# publisher's own runs set the costs its rows are judged by; NVIDIA ran MLPerf's rows (``RAN_BY``).
 # A row that names no release takes the profile given here: MLPerf's harness and the TensorRT-LLM overview
 # run TensorRT-LLM, whose one profile is 1.0. gpt-fast has no profile: its rows keep their floor alone.
 RELEASES = {"MLPerf Inference v4.1 submission (NVIDIA's harness)": "1.0",
             "performance overview of the v1.0 documentation": "1.0"}
+RAN_BY = {"mlcommons": "nvidia"}
 # The flags each source started its engine with, under the engine's own names, by (source, engine, arrivals):
 # SGLang's benchmark_vllm_060/README.md starts SGLang with --disable-radix-cache (and --mem-frac 0.88 offline;
 # at TP 4 its default is 0.85, the README says) and vLLM with --num-scheduler-steps 10 --max_model_len 4096;
 # NVIDIA's MLPerf configs (closed/NVIDIA/configs/llama2-70b/{Server,Offline}/__init__.py at the rows' commit)
 # set gpu_batch_size, the most sequences an engine runs at once: 1,024 and 896 for the H100's copies, 896 and
-# 806 for the H200's.
+# 806 for the H200's. Everything else is the engine's default (``engines.TABLE``).
 FLAGS = {
     ("mlperf-v41-h100", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 1024},
     ("mlperf-v41-h100", "tensorrt-llm", "all-at-once"): {"max_batch_size": 896},
@@ -329,12 +362,13 @@ FLAGS = {
 # Sources whose client calls the engine in its own process, with no API server in between: MLPerf's
 # LoadGen harness, trtllm-bench, LMDeploy's profile_generation.py.
 IN_PROCESS = ("mlperf-v41-h100", "mlperf-v41-h200", "trtllm-perf", "lmdeploy-a100")
-# How MLPerf's server rows share their Poisson stream among the copies (simulator.ROUTERS), and how long
-# they send it: a server run's least duration, ten minutes (mlcommons/inference, mlperf.conf:
-# ``*.Server.min_duration = 600000``, in milliseconds), so that the replies still running when the stream stops do not set the rate.
+# How MLPerf's server rows share their Poisson stream among the copies (simulator.ROUTERS): an assumption,
+# as NVIDIA's harness does not say how it spreads requests over its copies.
 ROUTER = "least-loaded"
-MLPERF_SECONDS = 600
-_PRINTED_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*:\s*([\d.]+)\s*$", re.M)
+# The least a server run of MLPerf may last: ten minutes (mlcommons/inference, mlperf.conf,
+# ``*.Server.min_duration = 600000``, in milliseconds). NVIDIA's rows ran longer (``duration``).
+MLPERF_LEAST_SECONDS = 600
+_PRINTED_LINE = re.compile(r"^\s*([^:\n]*[A-Za-z][^:\n]*?)\s*:\s*([\d.]+)\s*$", re.M)
 
 
 def printed(run: MultiRun) -> dict:
@@ -352,32 +386,65 @@ def printed(run: MultiRun) -> dict:
     return found
 
 
+def duration(run: MultiRun) -> float:
+    """Seconds an MLPerf server row sent its Poisson stream: the ``min_duration (ms)`` its summary prints
+    (so that the replies still running when the stream stops do not set the rate)."""
+    figures = printed(run)
+    if run.arrivals["kind"] != "mlperf-server" or "min_duration (ms)" not in figures:
+        raise ValueError(f"run must be an MLPerf server row whose quote prints its min_duration, got {run.id!r}")
+    return figures["min_duration (ms)"] / 1e3
+
+
 def _requests_per_second(run: MultiRun):
     figures = printed(run)
     return next((figures[name] for name in ("completed samples per second", "samples per second",
                                              "request throughput") if name in figures), None)
 
 
-def lengths(run: MultiRun):
+def _mean_reply(run: MultiRun):
+    """Output tokens ÷ requests where the row prints both rates, else None."""
+    rate = _requests_per_second(run)
+    tokens = printed(run).get("completed tokens per second") if run.metric != "output_throughput" else run.value
+    return None if rate is None or tokens is None else tokens / rate
+
+
+def published_in_flight(run: MultiRun) -> float:
+    """Sequences a copy held at once, on average, by Little's law: completed requests a second × their mean
+    latency, as the row's summary prints them, ÷ the copies."""
+    figures = printed(run)
+    if "mean latency (ns)" not in figures or _requests_per_second(run) is None:
+        raise ValueError(f"run must print its completed samples a second and mean latency, got {run.id!r}")
+    return _requests_per_second(run) * figures["mean latency (ns)"] * 1e-9 / run.replicas
+
+
+def lengths(run: MultiRun, runs=None):
     """(fixed (prompt, reply) or None, a ``LengthDistribution`` or None, words saying where they come from):
     the row's own lengths where it fixed them; else ShareGPT's mean prompt (kwon2023paged) and a reply whose
-    mean is the row's output tokens ÷ its requests where it prints both, ShareGPT's mean reply where not."""
+    mean is output tokens ÷ requests, as the row prints them, or as another row of the same source and set
+    prints them (``runs``: the rows to look in, ``load()`` if None); ShareGPT's mean reply where none does."""
     from .workload import SHAREGPT, LengthDistribution
     _check.instance("run", run, MultiRun)
     if run.prompt_tokens is not None and run.reply_tokens is not None:
         return (run.prompt_tokens, run.reply_tokens), None, f"fixed, {run.prompt_tokens:,} in, {run.reply_tokens:,} out"
-    rate = _requests_per_second(run)
-    if rate is not None and run.metric == "output_throughput":
-        reply = run.value / rate
+    reply = _mean_reply(run)
+    if reply is not None:
         return None, LengthDistribution("replay", SHAREGPT.mean_prompt, reply), \
             f"ShareGPT's mean prompt, a mean reply of {reply:.0f} from the printed rates"
+    same = [other for other in (load() if runs is None else runs)
+            if (other.source.key, other.dataset) == (run.source.key, run.dataset) and _mean_reply(other) is not None]
+    if same:
+        reply = _mean_reply(same[0])
+        return None, LengthDistribution("replay", SHAREGPT.mean_prompt, reply), \
+            f"ShareGPT's mean prompt, a mean reply of {reply:.0f} from {same[0].id}'s printed rates"
     return None, SHAREGPT, "ShareGPT's means"
 
 
 @dataclass(frozen=True)
 class Prediction:
     """A row as its engine's profile predicts it: the engine, the flags it was started with, the row's
-    metric in the row's unit (``value``), and where the lengths came from."""
+    metric in the row's unit (``value``), where the lengths came from, the requests simulated, which fit the
+    overheads come from, the median step's tokens and next tokens, and the sequences a copy held at once
+    on average (Little's law over the replay)."""
 
     run: MultiRun
     engine: object
@@ -385,49 +452,91 @@ class Prediction:
     value: float
     lengths: str
     requests: int
+    fit: str
+    step_tokens: float
+    step_decodes: float
+    in_flight: float
 
     @property
     def ratio(self) -> float:
-        """Published ÷ predicted: above 1, a rate beat the prediction, or a time between tokens was longer."""
+        """Published ÷ predicted: above 1, a rate beat the prediction, or a time was longer."""
         return self.run.value / self.value
+
+    @property
+    def one_gpu_bias(self) -> float | None:
+        """``one_gpu_bias`` of the row."""
+        return one_gpu_bias(self.run)
 
     @property
     def allreduce_gap(self) -> float:
         """For a time between one user's tokens: the seconds more each all-reduce of a step would have to take
-        for the prediction to match the run, (published − predicted) ÷ a step's all-reduces (two a layer)."""
-        if self.run.unit != "ms":
+        for the prediction to match the run, once the prediction is scaled by the bias the same publisher's
+        one-GPU rows show (``one_gpu_bias``; 1 where there are none): (published − predicted × bias) ÷ a
+        step's all-reduces (two a layer)."""
+        if self.run.metric not in ("itl_median", "tpot_median"):
             raise ValueError(f"allreduce_gap needs a time between tokens, got {self.run.metric!r} in {self.run.id!r}")
-        return (self.run.value - self.value) * 1e-3 / (parallel.ALLREDUCES_PER_LAYER * self.run.shape.layers)
+        scale = SECONDS[self.run.unit]
+        return (self.run.value - self.value * (self.one_gpu_bias or 1.0)) * scale / (
+            parallel.ALLREDUCES_PER_LAYER * self.run.shape.layers)
+
+
+def one_gpu_bias(run: MultiRun) -> float | None:
+    """For a time between one user's tokens: published ÷ predicted TPOT, by the fit without their publisher
+    (``calibration.checks``), of the one-GPU rows of the same source, engine and arrival rate; None where
+    there are none. It is what the profile misses on one GPU, before any GPU is added."""
+    from .calibration import checks
+    _check.instance("run", run, MultiRun)
+    if run.metric not in ("itl_median", "tpot_median"):
+        return None
+    same = [c.held_out["tpot"] for c in checks()
+            if (c.run.source.key, c.run.engine, c.run.arrivals.kind, c.run.arrivals.rate) ==
+            (run.source.key, run.engine, run.arrivals["kind"], run.arrivals["rate"]) and c.held_out["tpot"]]
+    return float(np.median(same)) if same else None
 
 
 def profile(run: MultiRun):
-    """The engine profile that replays ``run`` (``engines.engine``), or None for an engine with none."""
+    """The engine profile that replays ``run`` (``engines.engine``), or None for an engine with none: its
+    overheads from the fit without the runs of the row's publisher where that fit exists."""
+    return _profile(run)[0]
+
+
+def _profile(run: MultiRun):
     from . import engines
+    from .calibration import held_out_overheads
     _check.instance("run", run, MultiRun)
     if run.engine not in engines.PROFILED:
-        return None
-    return engines.engine(run.engine, RELEASES.get(run.version, run.version))
+        return None, None
+    found = engines.engine(run.engine, RELEASES.get(run.version, run.version))
+    publisher = RAN_BY.get(run.source.source_group, run.source.source_group)
+    held = held_out_overheads(publisher)
+    if held is None:
+        return found, "every one-GPU run"
+    return found.with_overheads(held[found.group]), f"the one-GPU runs but {publisher}'s"
 
 
-def predict(run: MultiRun, requests=None, seed=0) -> Prediction | None:
+_REPLAYED: dict = {}
+
+
+def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | None:
     """The row simulated as it was run, by its engine's profile (None where its engine has none): one copy
     of the model split over the row's tensor-parallel degree and link; requests all at once (at least four
     times what a copy runs at once, so that its steady state sets the rate, and no more than the run printed
-    that it sent), at the row's Poisson rate, or
-    a fixed batch run to its end; MLPerf's server rows as Poisson arrivals at the row's rate shared among
-    its copies by ``ROUTER``. A throughput counts every copy; a per-user figure is one user's."""
+    that it sent), at the row's Poisson rate, or a fixed batch run to its end; MLPerf's server rows as Poisson
+    arrivals at the row's rate for the row's ``duration``, shared among its copies by ``ROUTER``. A throughput
+    counts every copy; a per-user figure is one user's. ``runs``: the rows ``lengths`` looks in. Rows run
+    under the same conditions share one simulation."""
     from . import engines
     from .calibration import REPLAY_REQUESTS
     from .simulator import simulate, simulate_cluster
     from .workload import workload
-    found = profile(run)
+    found, fit = _profile(run)
     if found is None:
         return None
     flags = dict(FLAGS.get((run.source.key, run.engine, run.arrivals["kind"]), {}))
     flags[engines.TENSOR_PARALLEL_FLAGS[run.engine]] = run.tensor_parallel
     if run.compute == "fp8" or run.weight_bits == 8:
         flags["quantization"] = "fp8"
-    if run.kv_bits == 8:
+    if run.cache_bits == 8:
         flags["kv_cache_dtype"] = "fp8"
     server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
     if run.source.key in IN_PROCESS:
@@ -439,46 +548,82 @@ def predict(run: MultiRun, requests=None, seed=0) -> Prediction | None:
     elif kind == "all-at-once":      # at most the requests the run printed that it sent
         count = int(min(max(requests, 4 * server.max_running), printed(run).get("num prompts", np.inf)))
     elif kind == "mlperf-server":
-        count = max(requests, round(run.arrivals["rate"] * MLPERF_SECONDS))
+        count = max(requests, round(run.arrivals["rate"] * duration(run)))
     else:
         count = requests
-    fixed, dist, said = lengths(run)
-    if fixed is not None:
-        prompt, reply = np.full(count, fixed[0]), np.full(count, fixed[1])
+    fixed, dist, said = lengths(run, runs)
+    key = (server, kind, run.arrivals["rate"], run.replicas, count, seed, fixed,
+           None if dist is None else (dist.mean_prompt, dist.mean_reply))
+    if key not in _REPLAYED:
+        if fixed is not None:
+            prompt, reply = np.full(count, fixed[0]), np.full(count, fixed[1])
+        else:
+            prompt, reply = dist.draw(count, seed, longest=server.window)
+        if kind in ("poisson", "mlperf-server"):
+            arrival = np.cumsum(np.random.default_rng(seed).exponential(1 / run.arrivals["rate"], count))
+            arrival -= arrival[0]
+        else:
+            arrival = np.zeros(count)
+        work = workload(arrival, prompt, reply, run.id)
+        if kind == "mlperf-server":
+            sim, copies = simulate_cluster(server, work, run.replicas, ROUTER), 1
+        else:
+            sim, copies = simulate(server, work), run.replicas
+        bench = sim.benchmark()
+        held = float(np.mean(bench.e2els)) * bench.request_throughput / (run.replicas if copies == 1 else 1)
+        _REPLAYED[key] = (bench, copies, float(np.median(sim.step_tokens)), float(np.median(sim.step_decodes)), held)
+    bench, copies, tokens, decodes, held = _REPLAYED[key]
+    if run.metric in TIMES:
+        stem = run.metric.replace("_median", "_p50")
+        value = getattr(bench, stem) / SECONDS[run.unit]
     else:
-        prompt, reply = dist.draw(count, seed, longest=server.window)
-    if kind in ("poisson", "mlperf-server"):
-        arrival = np.cumsum(np.random.default_rng(seed).exponential(1 / run.arrivals["rate"], count))
-        arrival -= arrival[0]
-    else:
-        arrival = np.zeros(count)
-    work = workload(arrival, prompt, reply, run.id)
-    if kind == "mlperf-server":
-        bench = simulate_cluster(server, work, run.replicas, ROUTER).benchmark()
-        copies = 1
-    else:
-        bench = simulate(server, work).benchmark()
-        copies = run.replicas
-    value = {"output_throughput": bench.output_throughput * copies, "itl_median": bench.itl_p50 * 1e3,
-             "tpot_median": bench.tpot_p50 * 1e3, "decode_rate": bench.output_throughput}[run.metric]
-    return Prediction(run, found, MappingProxyType(flags), float(value), said, count)
+        value = {"output_throughput": bench.output_throughput * copies, "decode_rate": bench.output_throughput}[run.metric]
+    return Prediction(run, found, MappingProxyType(flags), float(value), said, count, fit, tokens, decodes, held)
 
 
 def predictions(runs=None, requests=None) -> list:
     """``predict`` for every row (None where its engine has no profile)."""
-    return [predict(run, requests) for run in (load() if runs is None else runs)]
+    runs = load() if runs is None else list(runs)
+    return [predict(run, requests, runs=runs) for run in runs]
+
+
+def step_bound(found: Prediction) -> str:
+    """"compute" or "memory": what sets the time of the replay's median step at the floor, taken as that
+    many tokens each over the row's mean cache (``parallel.tensor_parallel_step``)."""
+    _check.instance("found", found, Prediction)
+    run = found.run
+    step = parallel.tensor_parallel_step(run.shape, run.group, 1, mean_cache(run.prompt_tokens, run.reply_tokens),
+                                         max(1, round(found.step_tokens)), run.weight_bits, run.cache_bits,
+                                         compute=run.compute)
+    return str(step.compute.bound)
 
 
 # The band a prediction is judged within: published ÷ predicted from 0.75 to 1.25, as the engines' page
 # judges the one-GPU runs the fit never saw; and a wider one, 0.5 to 1.5.
 BAND, WIDE_BAND = (0.75, 1.25), (0.5, 1.5)
+# A replay whose median step carries fewer sequences than this is a small batch: a few users' tokens timed.
+SMALL_BATCH = 32
+
+
+def slower(found: Prediction) -> float:
+    """How many times as long as predicted the row's unit of work took: published ÷ predicted for a time,
+    predicted ÷ published for a rate."""
+    _check.instance("found", found, Prediction)
+    return found.ratio if found.run.metric in TIMES else 1 / found.ratio
+
+
+def small_batch(found: Prediction) -> bool:
+    """True for a per-user figure whose replay's median step carries fewer than ``SMALL_BATCH`` sequences."""
+    _check.instance("found", found, Prediction)
+    return found.run.metric in ("decode_rate", "itl_median", "tpot_median") and found.step_decodes < SMALL_BATCH
 
 
 @dataclass(frozen=True)
 class Summary:
     """Published ÷ predicted over the rows predicted: how many, the share within ``BAND`` and ``WIDE_BAND``,
-    the lowest and highest, and the medians of the throughputs and of the per-user figures apart (a rate
-    above 1 beat its prediction; a time above 1 was slower than it)."""
+    the lowest and highest, the median of the output throughputs; and for the per-user figures at a small
+    batch (``small_batch``), how many, over how many engines, and the least and most times as long as
+    predicted their tokens took (``slower``)."""
 
     rows: int
     within: float
@@ -486,7 +631,9 @@ class Summary:
     lowest: float
     highest: float
     throughput_median: float
-    per_user_median: float
+    small_rows: int
+    small_engines: int
+    small_slower: tuple
     unpredicted: int
 
 
@@ -497,14 +644,14 @@ def summary(found=None) -> Summary:
     if not made:
         raise ValueError("found must hold at least one prediction, got none")
     ratios = np.array([p.ratio for p in made])
-    rates = [p.ratio for p in made if p.run.metric in ("output_throughput", "decode_rate")]
-    times = [p.ratio for p in made if p.run.metric not in ("output_throughput", "decode_rate")]
-
-    def median(values):
-        return float(np.median(values)) if values else float("nan")
+    rates = [p.ratio for p in made if p.run.metric == "output_throughput"]
+    small = [p for p in made if small_batch(p)]
+    times = [slower(p) for p in small]
     return Summary(len(made), float(np.mean((ratios >= BAND[0]) & (ratios <= BAND[1]))),
                    float(np.mean((ratios >= WIDE_BAND[0]) & (ratios <= WIDE_BAND[1]))), float(ratios.min()),
-                   float(ratios.max()), median(rates), median(times), len(found) - len(made))
+                   float(ratios.max()), float(np.median(rates)) if rates else float("nan"), len(small),
+                   len({p.run.engine for p in small}), (min(times), max(times)) if times else (float("nan"),) * 2,
+                   len(found) - len(made))
 
 
 # How the table names a version that is not a release.
@@ -524,6 +671,8 @@ def _sent(run: MultiRun) -> str:
         return f"a batch of {run.batch}"
     if a["kind"] == "all-at-once":
         return "all at once"
+    if a["kind"] == "mlperf-server":
+        return f"{a['rate']:g} a second for {duration(run) / 60:.0f} min"
     return f"{a['rate']:g} a second"
 
 
@@ -534,7 +683,10 @@ def _lengths_shown(run: MultiRun) -> str:
 
 
 def _shown(value, unit) -> str:
-    return f"{value:,.0f} tok/s" if unit == "tok/s" and value >= 100 else f"{value:.1f} {unit}"
+    """A rate in tokens a second; a time in milliseconds, whatever its unit."""
+    if unit == "tok/s":
+        return f"{value:,.0f} tok/s" if value >= 100 else f"{value:.1f} tok/s"
+    return f"{value * SECONDS[unit] * 1e3:.1f} ms"
 
 
 def markdown_table(runs=None, found=None) -> str:
@@ -546,7 +698,7 @@ def markdown_table(runs=None, found=None) -> str:
     if len(found) != len(runs):
         raise ValueError(f"found must hold one prediction (or None) a run, {len(runs)}, got {len(found)}")
     what = {"output_throughput": "output", "decode_rate": "one user", "itl_median": "ITL median",
-            "tpot_median": "TPOT median"}
+            "tpot_median": "TPOT median", "ttft_median": "TTFT median"}
     lines = ["| engine | model, GPUs | split | lengths | requests | figure | published | floor | share of floor "
              "| predicted | published ÷ predicted |", "|---|---|---|---|---|---|--:|--:|--:|--:|--:|"]
     for run, made in zip(runs, found):

@@ -560,13 +560,33 @@ def saturated_request(model: Model, weight_bits, kv_bits, prompt_tokens, reply_t
             (cache_reads + tokens) * model.kv_bytes_per_token(kv_bits))
 
 
-def saturated_output_rate(model: Model, gpu: GPU, compute: str, weight_bits, kv_bits, prompt_tokens,
-                          reply_tokens) -> float:
-    """Output tokens a second that no server passes on one ``gpu`` with every request of these lengths,
-    however many users it batches: the roofline's best case for ``saturated_request``."""
+def saturated_copy(model: Model, gpu: GPU, compute: str, weight_bits, kv_bits, prompt_tokens, reply_tokens,
+                   tensor_parallel=1, link=None) -> tuple[float, float]:
+    """Seconds one request of these lengths costs at least, and the seconds of them spent in all-reduces, on a
+    copy of ``model`` that batches without limit: on one ``gpu``, or split over ``tensor_parallel`` of them
+    joined by ``link`` (a key of the catalog's links; the card's fastest if None). Each GPU does its share of
+    the request's arithmetic and cache traffic (``saturated_request``) at the peaks; a split copy adds the
+    bandwidth part of the all-reduces of every token (their latency, like the weights' reads, shared away)."""
+    from . import parallel
+    tp = parallel.check_tensor_parallel(model, tensor_parallel)
     flops, moved = saturated_request(model, weight_bits, kv_bits, prompt_tokens, reply_tokens)
-    timing = pass_time(flops, moved, gpu.flops(compute), gpu.memory_bandwidth, FLOOR)
-    return reply_tokens / float(timing.time)
+    timing = pass_time(flops / tp, moved * parallel.kv_share(model, tp), gpu.flops(compute), gpu.memory_bandwidth,
+                       FLOOR)
+    ring = 0.0
+    if tp > 1:
+        message = parallel.activation_bytes(model, prompt_tokens + reply_tokens)
+        ring = float(parallel.ring_time(message, tp, parallel.group(gpu, tp, link).link)) * \
+            parallel.ALLREDUCES_PER_LAYER * model.layers
+    return float(timing.time) + ring, ring
+
+
+def saturated_output_rate(model: Model, gpu: GPU, compute: str, weight_bits, kv_bits, prompt_tokens,
+                          reply_tokens, tensor_parallel=1, link=None) -> float:
+    """Output tokens a second that no server passes on one ``gpu`` (or a copy split over ``tensor_parallel``
+    of them, over ``link``) with every request of these lengths, however many users it batches: the
+    roofline's best case for ``saturated_request`` (``saturated_copy``)."""
+    return reply_tokens / saturated_copy(model, gpu, compute, weight_bits, kv_bits, prompt_tokens, reply_tokens,
+                                         tensor_parallel, link)[0]
 
 
 def _decode_cache(m: Measurement):

@@ -129,6 +129,24 @@ class Run:
         """Whether every named metric was published for this run."""
         return all(name in self.metrics for name in names)
 
+    @property
+    def table(self) -> tuple:
+        """The table the run is one line of: its source, checkpoint, engine and version."""
+        return (self.source.key, self.hf_id, self.engine, self.version)
+
+    @property
+    def beyond_16_bit_cache(self) -> bool:
+        """True for a saturated run of fixed lengths that passed more output tokens a second than a 16-bit
+        cache lets any server pass on its card (``reality.saturated_output_rate``): a 16-bit cache cannot
+        have done it."""
+        from .reality import saturated_output_rate
+        if not (self.input_len and self.output_len and self.arrivals.kind == "all-at-once"
+                and self.has("output_throughput")):
+            return False
+        weight_bits = 8 if self.precision == "fp8" else 16
+        return self.metrics["output_throughput"] > saturated_output_rate(
+            self.shape, self.gpu_spec, self.precision, weight_bits, 16, self.input_len, self.output_len)
+
 
 def version_key(version: str) -> tuple[int, ...]:
     """A release's leading numbers, for ordering versions ("1.2.0rc1" -> (1, 2, 0))."""
