@@ -348,12 +348,13 @@ RAN_BY = {"mlcommons": "nvidia"}
 # at TP 4 its default is 0.85, the README says) and vLLM with --num-scheduler-steps 10 --max_model_len 4096;
 # NVIDIA's MLPerf configs (closed/NVIDIA/configs/llama2-70b/{Server,Offline}/__init__.py at the rows' commit)
 # set gpu_batch_size, the most sequences an engine runs at once: 1,024 and 896 for the H100's copies, 896 and
-# 806 for the H200's. Everything else is the engine's default (``engines.TABLE``).
+# 806 for the H200's, and their shared base (closed/NVIDIA/configs/llama2-70b/__init__.py) 4,096 tokens a step,
+# max_num_tokens. Everything else is the engine's default (``engines.TABLE``).
 FLAGS = {
-    ("mlperf-v41-h100", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 1024},
-    ("mlperf-v41-h100", "tensorrt-llm", "all-at-once"): {"max_batch_size": 896},
-    ("mlperf-v41-h200", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 896},
-    ("mlperf-v41-h200", "tensorrt-llm", "all-at-once"): {"max_batch_size": 806},
+    ("mlperf-v41-h100", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 1024, "max_num_tokens": 4096},
+    ("mlperf-v41-h100", "tensorrt-llm", "all-at-once"): {"max_batch_size": 896, "max_num_tokens": 4096},
+    ("mlperf-v41-h200", "tensorrt-llm", "mlperf-server"): {"max_batch_size": 896, "max_num_tokens": 4096},
+    ("mlperf-v41-h200", "tensorrt-llm", "all-at-once"): {"max_batch_size": 806, "max_num_tokens": 4096},
     ("sglang-vllm060", "sglang", "poisson"): {"disable_radix_cache": True, "mem_fraction_static": 0.85},
     ("sglang-vllm060", "sglang", "all-at-once"): {"disable_radix_cache": True, "mem_fraction_static": 0.88},
     ("sglang-vllm060", "vllm", "poisson"): {"num_scheduler_steps": 10, "max_model_len": 4096},
