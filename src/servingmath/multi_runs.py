@@ -27,9 +27,9 @@ import yaml
 
 from . import _check, parallel, units
 from . import runs as _runs
-from .runs import _DATE
-from .hardware import CATALOG, GPU, INTERCONNECTS, Interconnect, link as _link
-from .models import MODELS, Model
+from .runs import _DATE, CatalogRow
+from .hardware import CATALOG, INTERCONNECTS, Interconnect, link as _link
+from .models import MODELS
 from .reality import mean_cache, saturated_copy
 
 DATA = Path(__file__).with_name("data") / "multi_gpu_runs.yaml"
@@ -62,7 +62,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class MultiRun:
+class MultiRun(CatalogRow):
     """One published figure of a run on several GPUs, with its conditions."""
 
     id: str
@@ -96,14 +96,6 @@ class MultiRun:
     note: str
     cache_bits: float = 16.0   # the cache's bits as the floor and the replay take them (``cache_format``)
     cache: str = "16-bit: not stated"   # and why
-
-    @property
-    def shape(self) -> Model:
-        return MODELS[self.model]
-
-    @property
-    def gpu_spec(self) -> GPU:
-        return CATALOG[self.gpu]
 
     @property
     def link(self) -> Interconnect:

@@ -72,8 +72,25 @@ class Arrivals:
     concurrency: int | None = None
 
 
+class CatalogRow:
+    """What every published row reads from the course's catalog: its model's shape and its GPU."""
+
+    model: str
+    gpu: str
+
+    @property
+    def shape(self) -> Model:
+        """The model's shape from the course's catalog."""
+        return MODELS[self.model]
+
+    @property
+    def gpu_spec(self) -> GPU:
+        """The GPU from the course's catalog."""
+        return CATALOG[self.gpu]
+
+
 @dataclass(frozen=True)
-class Run:
+class Run(CatalogRow):
     """One published benchmark run on one GPU. Times are in seconds, rates per second."""
 
     id: str
@@ -105,16 +122,6 @@ class Run:
     metrics: Mapping[str, float]
     published_other: Mapping[str, str]
     note: str | None
-
-    @property
-    def shape(self) -> Model:
-        """The model's shape from the course's catalog."""
-        return MODELS[self.model]
-
-    @property
-    def gpu_spec(self) -> GPU:
-        """The GPU from the course's catalog."""
-        return CATALOG[self.gpu]
 
     @property
     def source_group(self) -> str:
