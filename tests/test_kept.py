@@ -1,7 +1,10 @@
 """Lesson 3's slow simulations kept on disk between processes (``servingmath._kept``)."""
 from __future__ import annotations
 
+import multiprocessing
+import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +143,29 @@ def test_a_result_that_cannot_be_read_whole_is_computed_again(results):
     path.write_bytes(path.read_bytes()[:100])
     load._run.cache_clear()
     same_run(first, load.run(12, count=300))
+
+
+def _slow_count(calls: Path):
+    """A computation that takes a while and notes each time it is run."""
+    with calls.open("a") as noted:
+        noted.write("computed\n")
+    time.sleep(0.5)
+    return {"x": np.arange(3)}
+
+
+def _want(folder: str, calls: str):
+    os.environ[_kept.FOLDER_VARIABLE] = folder
+    got = _kept.kept_arrays("run", ("the same arguments",), lambda: _slow_count(Path(calls)))
+    assert list(got["x"]) == [0, 1, 2]
+
+
+def test_processes_that_want_the_same_result_at_once_compute_it_once(results):
+    calls = results.parent / "calls.txt"
+    context = multiprocessing.get_context("fork")
+    wanting = [context.Process(target=_want, args=(str(results), str(calls))) for _ in range(3)]
+    for process in wanting:
+        process.start()
+    for process in wanting:
+        process.join(30)
+    assert [process.exitcode for process in wanting] == [0, 0, 0]
+    assert calls.read_text() == "computed\n"

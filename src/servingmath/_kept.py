@@ -15,6 +15,7 @@ computed.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -24,12 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:     # Windows: no lock between processes, each computes what it does not find
+    fcntl = None
+
 FOLDER_VARIABLE = "SERVINGMATH_RESULTS"
 SUBFOLDER = "servingmath-kept"
 PACKAGE = Path(__file__).parent
 # What is written: a digest's folder, and in it the results and the files being written.
 DIGEST_NAME = re.compile(r"[0-9a-f]{32}")
-RESULT_NAME = re.compile(r"(run|goodput)-[0-9a-f]{32}\.npz|\.partial-\w+\.npz")
+RESULT_NAME = re.compile(r"(run|goodput)-[0-9a-f]{32}\.(npz|lock)|\.partial-\w+\.npz")
 
 
 def package_files() -> list[Path]:
@@ -68,23 +74,55 @@ def kept_arrays(kind: str, arguments: tuple, compute) -> dict[str, np.ndarray]:
         return compute()
     name = hashlib.blake2b(repr(arguments).encode(), digest_size=16).hexdigest()
     path = Path(folder) / SUBFOLDER / DIGEST / f"{kind}-{name}.npz"
+    kept = _read(path)
+    if kept is not None:
+        return kept
+    # One process computes a result while the others that want it wait, then read it: the unit tests' workers,
+    # the book and the JupyterLab test run the same simulations side by side.
+    with _alone(path):
+        kept = _read(path)
+        if kept is not None:
+            return kept
+        arrays = compute()
+        try:
+            _write(path, arrays)
+        except OSError:     # a folder that cannot be written keeps nothing; the result stands
+            pass
+    return arrays
+
+
+def _read(path: Path) -> dict[str, np.ndarray] | None:
     try:
         with np.load(path, allow_pickle=False) as stored:
             return {key: stored[key] for key in stored.files}
     except Exception:   # none there yet, or one that cannot be read whole: computed again
-        pass
-    arrays = compute()
+        return None
+
+
+@contextlib.contextmanager
+def _alone(path: Path):
+    """Holds the lock of ``path``'s result (a file beside it) while the block runs; where no lock can be had (a
+    folder that cannot be written, a system without ``fcntl``) the block runs unlocked."""
     try:
-        _write(path, arrays)
-    except OSError:     # a folder that cannot be written keeps nothing; the result stands
-        pass
-    return arrays
+        _folder(path.parent)
+        lock = open(path.with_suffix(".lock"), "a")
+    except OSError:
+        yield
+        return
+    with lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _folder(folder: Path):
+    if not folder.is_dir():
+        _remove_other_digests(folder.parent)
+        folder.mkdir(parents=True, exist_ok=True)
 
 
 def _write(path: Path, arrays: dict[str, np.ndarray]):
-    if not path.parent.is_dir():
-        _remove_other_digests(path.parent.parent)
-        path.parent.mkdir(parents=True, exist_ok=True)
+    _folder(path.parent)
     # Written whole under another name, then renamed: a process reading at the same time never sees half of it.
     file = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)
     try:

@@ -304,14 +304,23 @@ class _Reading(dict):
         return super().__getitem__(key)
 
 
+def _key(notebook: str, label: str, numbers: dict) -> tuple:
+    read = _READS.get((notebook, label), ())
+    return notebook, label, tuple(sorted((name, repr(numbers[name])) for name in read))
+
+
+def known(notebook: str, label: str, numbers: dict) -> bool:
+    """Whether ``answer(notebook, label, numbers)`` has been computed already in this process."""
+    return bool(_READS.get((notebook, label))) and _key(notebook, label, numbers) in _KEPT
+
+
 def answer(notebook: str, label: str, numbers: dict):
     """``ANSWERS[notebook][label](numbers)`` as a float (or a word), computed once for each distinct set of the
     numbers it reads (an answer reads a few: a class shares its runs of the simulator)."""
     read = _READS.setdefault((notebook, label), set())
-    key = (notebook, label, tuple(sorted((name, repr(numbers[name])) for name in read)))
-    if read and key in _KEPT:
-        return _KEPT[key]
+    if read and _key(notebook, label, numbers) in _KEPT:
+        return _KEPT[_key(notebook, label, numbers)]
     value = ANSWERS[notebook][label](_Reading(numbers, read))
     value = value if isinstance(value, str) else float(value)
-    _KEPT[(notebook, label, tuple(sorted((name, repr(numbers[name])) for name in read)))] = value
+    _KEPT[_key(notebook, label, numbers)] = value
     return value
