@@ -95,4 +95,4 @@ def price_of(price):
     return None if price == LISTED else price
 
 
-from . import lesson_1, lesson_2, lesson_3, plates, reality_check  # noqa: E402,F401  (each module registers its explorers)
+from . import lesson_1, lesson_2, lesson_3, lesson_4, plates, reality_check  # noqa: E402,F401  (each module registers its explorers)
