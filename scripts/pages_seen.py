@@ -40,6 +40,7 @@ LESSON_PAGES = {
     "lesson-2": sorted((ROOT / "chapters/lesson-2").glob("*.md")) + [ROOT / "chapters/plates/xxiii-2-the-kv-cache.md"],
     "lesson-3": sorted((ROOT / "chapters/lesson-3").glob("*.md"))
     + [ROOT / "chapters/plates/xxiii-4-continuous-batching.md"],
+    "lesson-4": sorted((ROOT / "chapters/lesson-4").glob("*.md")),
 }
 PLATE_LESSON = {"plate-xxiii-1": "lesson-1", "plate-xxiii-2": "lesson-2", "plate-xxiii-4": "lesson-3"}
 NOTEBOOKS = sorted(path.stem for path in (ROOT / "solutions").glob("*.md"))

@@ -10,7 +10,9 @@ import math
 
 import servingmath as sm
 from servingmath import variants
-from servingmath.answers import ANSWERS, H100, L3, L31, _room_gb, answer  # noqa: F401
+from servingmath import hardware, parallel
+from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _room_gb, _small_steps, _step_4_1,  # noqa: F401
+                                 answer)
 from servingmath.memory import max_batch
 
 
@@ -67,6 +69,28 @@ def _room_slips(model, gpu, weight_bits):
             "the reserve forgotten": (_room_gb(model, gpu, weight_bits=weight_bits, reserve=0), RESERVE)}
 
 
+def _split_slips(n):
+    """Lesson 4 Problem 1.1's slips: the all-reduces left out, one a layer, the weights in 16 bits."""
+    step = _step_4_1(n)
+    found = {"the all-reduces left out": (step.compute.time * 1e3, "add two all-reduces a layer after each GPU's pass."),
+             "one all-reduce a layer": ((step.time - step.communication / 2) * 1e3,
+                                        "each layer has two: one after the attention, one after the MLP.")}
+    if parallel.fit(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["gpus"]), n["context"] + 1, n["users"]).fits:
+        # 16-bit weights that would not fit the GPUs name no slip: no step can be timed with them.
+        found["16-bit weights"] = (_step_4_1(n, weight_bits=16).time * 1e3, f"the weights are stored in {n['bits']} bits.")
+    return found
+
+
+def _allreduce_slips(n):
+    """Lesson 4 Problem 1.3's slips: the latency left out, the listed bandwidth of both directions."""
+    link, size, count = hardware.link(n["ar_gpu"], n["ar_link"]), _allreduce_bytes(n), n["ar_count"]
+    right = parallel.allreduce_time(size, count, link)
+    return {"the latency left out": ((right - link.latency) * 1e6, "every all-reduce pays the link's fixed cost first."),
+            "the listed bandwidth of both directions": (
+                (link.latency + 2 * (count - 1) / count * size / (2 * link.bandwidth)) * 1e6,
+                "a spec sheet's figure adds both directions; a ring sends at the one-way rate.")}
+
+
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {
     ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.MODELS[n["room_model"]], sm.CATALOG[n["room_gpu"]],
@@ -77,6 +101,18 @@ SLIPS = {
                                                        decimal_name=_decimal_named(sm.CATALOG[n["big_gpu"]])),
     ("plate-xxiii-2", "2"): lambda n: _batch_slips(sm.MODELS["llama-2-7b"], sm.CATALOG[n["gpu"]], n["mha_context"]),
     ("plate-xxiii-2", "5"): lambda n: _batch_slips(L31, H100, n["bits_context"], n["bits"], decimal=False),
+    ("lesson-4-part-1", "1.1"): lambda n: _split_slips(n),
+    ("lesson-4-part-1", "1.2"): lambda n: {"the whole model on each GPU": (
+        sm.weight_bytes(sm.MODELS[n["split"]].parameters, n["split_bits"]) / 1e9,
+        "each GPU holds 1/N of every weight matrix.")},
+    ("lesson-4-part-1", "1.3"): lambda n: _allreduce_slips(n),
+    ("lesson-4-part-1", "1.4"): lambda n: {"the cache split evenly among the GPUs": (
+        sm.MODELS[n["kv_model"]].kv_bytes_per_token(n["kv_bits"]) / n["kv_gpus"],
+        "with fewer KV heads than GPUs, each head is kept on more than one.")},
+    ("lesson-4-part-1", "1.5"): lambda n: (lambda one, more: {
+        "the all-reduces left out": (more.compute.time / one.time, "more cards pay two all-reduces a layer over PCIe."),
+        "one card against two": (one.time / more.time, "the question asks the cards' step over one card's.")})(
+        *_small_steps(n)),
 }
 
 

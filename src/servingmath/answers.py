@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 import servingmath as sm
-from . import cache, load
+from . import cache, hardware, load, parallel
 from .memory import fit, kv_cache_bytes, max_batch
 from .simulator import Server, simulate, users_that_fit
 from .workload import workload
@@ -286,6 +286,41 @@ ANSWERS.update({
 })
 
 
+
+
+# -- Lesson 4: a model split over a group of GPUs ---------------------------------------------------
+def _split_step(model_key, gpu_key, count, link=None, **options):
+    return parallel.tensor_parallel_step(sm.MODELS[model_key], parallel.group(gpu_key, count, link), **options)
+
+
+def _step_4_1(n, **changes):
+    options = {"cached_tokens": n["context"], "batch": n["users"], "weight_bits": n["bits"], **changes}
+    return _split_step("llama-3-70b", "h100-sxm", n["gpus"], "nvlink4", **options)
+
+
+def _small_steps(n):
+    """Problem 1.5's decode step on one card, and on several joined by PCIe."""
+    options = {"cached_tokens": n["small_context"], "batch": n["small_users"]}
+    return (_split_step(n["small"], n["card"], 1, **options),
+            _split_step(n["small"], n["card"], n["cards"], n["card_link"], **options))
+
+
+def _allreduce_bytes(n):
+    return parallel.activation_bytes(sm.MODELS["llama-3-70b"], n["ar_batch"])
+
+
+ANSWERS.update({
+    "lesson-4-part-1": {
+        "1.1": lambda n: _step_4_1(n).time * 1e3,
+        "1.2": lambda n: parallel.fit(sm.MODELS[n["split"]], parallel.group("h100-sxm", n["parts"]),
+                                         weight_bits=n["split_bits"]).weight_bytes / 1e9,
+        "1.3": lambda n: parallel.allreduce_time(_allreduce_bytes(n), n["ar_count"],
+                                                    hardware.link(n["ar_gpu"], n["ar_link"])) * 1e6,
+        "1.4": lambda n: sm.MODELS[n["kv_model"]].kv_bytes_per_token(n["kv_bits"]) * parallel.kv_share(sm.MODELS[n["kv_model"]],
+                                                                                               n["kv_gpus"]),
+        "1.5": lambda n: (lambda one, two: two.time / one.time)(*_small_steps(n)),
+    },
+})
 
 
 _READS: dict = {}

@@ -993,6 +993,102 @@ PLATE_XXIII_4 = Template(
         ("ttft_limit", TTFT_LIMITS_MS), ("tbt_limit", TBT_LIMITS_MS)) if n[name] not in listed]),
 )
 
+# -- Lesson 4, Part 1: tensor parallelism ----------------------------------------------------------
+def _group_fits(model_key: str, gpu_key: str, count: int, link=None, context=0, batch=1, bits=16) -> list[str]:
+    """Empty if ``count`` GPUs of ``gpu_key`` can split the model (its heads) and hold their shares of its weights and
+    the caches; else what is wrong."""
+    from . import parallel
+
+    try:
+        grp = parallel.group(gpu_key, count, link)
+        found = parallel.fit(MODELS[model_key], grp, context, batch, weight_bits=bits)
+    except ValueError as error:
+        return [str(error)]
+    return [] if found.fits else [found.message]
+
+
+SPLIT_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-2-70b", "deepseek-llm-67b", "mixtral-8x7b", "mixtral-8x22b",
+                "gemma-2-27b", "gemma-3-27b", "qwen3-30b-a3b", "qwen2-57b-a14b", "llama-3.1-405b", "qwen3-235b-a22b",
+                "phi-3-medium", "llama-3-8b", "qwen3-8b", "gemma-2-9b", "qwen2.5-7b", "gemma-7b")
+# (GPU, link, counts) a server joins: the HGX boards' NVSwitch, H100 PCIe cards on PCIe or a two-card bridge, L40S on PCIe.
+LINKED = (("h100-sxm", "nvlink4", (2, 4, 8)), ("h200", "nvlink4", (2, 4, 8)), ("b200", "nvlink5", (2, 4, 8)),
+          ("a100-80gb", "nvlink3", (2, 4, 8)), ("h100-pcie", "pcie5", (2, 4, 8)),
+          ("h100-pcie", "nvlink-bridge-h100", (2,)), ("l40s", "pcie4", (4, 8)))
+LINK_NAMES = {"nvlink4": "NVLink", "nvlink5": "NVLink", "nvlink3": "NVLink", "pcie5": "PCIe Gen5", "pcie4": "PCIe Gen4",
+              "nvlink-bridge-h100": "an NVLink bridge"}
+SMALL_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "qwen2.5-0.5b", "gemma-2-2b", "gemma-3-1b", "llama-3-8b",
+                "qwen3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b")
+
+
+# Cards sold for PCIe slots, and the PCIe generation that joins them.
+CARD_LINKS = {"h100-pcie": "pcie5", "a100-80gb-pcie": "pcie4", "l40s": "pcie4"}
+CARDS = tuple(CARD_LINKS)
+# (model, GPUs) where the model splits that many ways and its 16-bit weights fit that many H100 SXM.
+KV_CASES = tuple((key, gpus) for key in MODELS for gpus in (2, 4, 8) if not _group_fits(key, "h100-sxm", gpus))
+
+
+def _draw_4_1(rng):
+    drawn = {"bits": rng.choice((16, 8, 4)), "gpus": rng.choice((2, 4, 8))}
+    while True:
+        drawn.update(users=_steps(rng, 1, 64, 1), context=_steps(rng, 500, 8000, 100))
+        if not _group_fits("llama-3-70b", "h100-sxm", drawn["gpus"], "nvlink4", drawn["context"] + 1, drawn["users"],
+                           drawn["bits"]):
+            break
+    split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 4, 8)
+                        if not _group_fits(key, "h100-sxm", parts, bits=bits)])
+    gpu, link, counts = rng.choice(LINKED)
+    kv = rng.choice(KV_CASES)
+    return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "ar_gpu": gpu, "ar_link": link,
+            "ar_count": rng.choice(counts), "ar_batch": _steps(rng, 64, 2048, 32),
+            "kv_model": kv[0], "kv_gpus": kv[1], "kv_bits": rng.choice((16, 8)), **_small_case(rng)}
+
+
+def _small_case(rng) -> dict:
+    """A small model, a card and users whose caches fit one card, drawn again until they do."""
+    while True:
+        drawn = {"small": rng.choice(SMALL_MODELS), "small_context": _steps(rng, 200, 8000, 50),
+                 "small_users": _steps(rng, 2, 128, 1), "card": rng.choice(CARDS), "cards": rng.choice((2, 4))}
+        if not (_group_fits(drawn["small"], drawn["card"], 1, context=drawn["small_context"] + 1,
+                            batch=drawn["small_users"])
+                or _group_fits(drawn["small"], drawn["card"], drawn["cards"], CARD_LINKS[drawn["card"]])):
+            return drawn
+
+
+LESSON_4_PART_1 = Template(
+    draw=_draw_4_1,
+    practice={"bits": 8, "gpus": 4, "users": 16, "context": 2000, "split": "qwen2.5-72b", "split_bits": 16, "parts": 4,
+              "ar_gpu": "h100-sxm", "ar_link": "nvlink4", "ar_count": 8, "ar_batch": 64, "kv_model": "qwen3-30b-a3b",
+              "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 4,
+              "card": "h100-pcie", "cards": 2},
+    derive=lambda n: {"ar_link_name": LINK_NAMES[n["ar_link"]], "card_link": CARD_LINKS[n["card"]],
+                      "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]]},
+    statements={
+        "1.1": "Store Llama 3 70B's weights in {bits} bits on {gpus} H100 SXM joined by NVLink. {users} users each have "
+               "{context} tokens cached. How many milliseconds does a decode step take?",
+        "1.2": '{split_name} (`sm.MODELS["{split}"]`) in {split_bits} bits is split over {parts} GPUs. How many gigabytes '
+               "(1e9 bytes) of weights does each GPU hold? The norms' weight vectors are small and every GPU keeps them "
+               "whole.",
+        "1.3": '{ar_count} {ar_gpu_short} joined by {ar_link_name} (`hardware.link("{ar_gpu}", "{ar_link}")`) all-reduce '
+               "the output of one block of Llama 3 70B for a batch of {ar_batch} users, one new token each, in 16 bits. "
+               "How many microseconds does the all-reduce take?",
+        "1.4": '{kv_model_name} (`sm.MODELS["{kv_model}"]`) is split over {kv_gpus} GPUs. How many bytes of '
+               "{kv_bits}-bit KV cache does each GPU keep for every token a user holds?",
+        "1.5": '{small_name} (`sm.MODELS["{small}"]`) runs on {card_short} cards (`sm.CATALOG["{card}"]`), '
+               "{small_users} users each with {small_context} tokens cached. How many times as long as on one card is "
+               'a decode step on {cards} cards joined by {card_link_name} alone (`"{card_link}"`)? Below 1, more cards are '
+               "faster.",
+    },
+    sense=lambda n: (_group_fits("llama-3-70b", "h100-sxm", n["gpus"], "nvlink4", n["context"] + 1, n["users"], n["bits"])
+                     + _within(n, "llama-3-70b", "context", plus=1)
+                     + _group_fits(n["split"], "h100-sxm", n["parts"], bits=n["split_bits"])
+                     + _group_fits("llama-3-70b", n["ar_gpu"], n["ar_count"], n["ar_link"], 1, n["ar_batch"])
+                     + _group_fits(n["kv_model"], "h100-sxm", n["kv_gpus"])
+                     + _group_fits(n["small"], n["card"], 1, context=n["small_context"] + 1, batch=n["small_users"])
+                     + _group_fits(n["small"], n["card"], n["cards"], CARD_LINKS[n["card"]], n["small_context"] + 1,
+                                   n["small_users"])
+                     + _within(n, n["small"], "small_context", plus=1)),
+)
+
 TEMPLATES: dict[str, Template] = {
     "lesson-1-part-1": LESSON_1_PART_1,
     "lesson-1-part-2": LESSON_1_PART_2,
@@ -1008,6 +1104,7 @@ TEMPLATES: dict[str, Template] = {
     "lesson-3-part-2": LESSON_3_PART_2,
     "lesson-3-part-3": LESSON_3_PART_3,
     "lesson-3-part-4": LESSON_3_PART_4,
+    "lesson-4-part-1": LESSON_4_PART_1,
     "plate-xxiii-4": PLATE_XXIII_4,
 }
 
