@@ -20,7 +20,7 @@ from servingmath import variants
 from servingmath.checks import RECORD_MIME
 
 from . import ROOT, cgroups
-from .sandbox import CUT_IN_KERNEL, LIMITS, MIB, UIDS, Limits, _sandboxed_manager, take_back
+from .sandbox import CUT_IN_KERNEL, LIMITS, MIB, UIDS, Limits, _sandboxed_manager
 
 
 @dataclass
@@ -219,7 +219,6 @@ def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits:
         deadline = [started + time_limit]
 
         def start_clock(**_):
-            take_back(scratch, uid)
             deadline[0] = time.monotonic() + time_limit
 
         client = _BoundedClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),
