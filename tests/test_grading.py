@@ -410,6 +410,61 @@ def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
     assert reason in ran.unreadable and not ran.records
 
 
+@pytest.mark.parametrize("content, reason", [
+    ("  \n\n", "is empty (4 bytes of blank space)"),
+    ('{"cells": [{"cell_type": "code"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+     "is not a valid notebook (ValidationError: "),
+    ("PK\x03\x04\xff\xfe", "is not text (not UTF-8)"),
+    ('{"cells": [{"cell_type": "code", "sour', "is not JSON (line 1, column 34: Unterminated string"),
+])
+def test_a_broken_notebook_is_told_as_what_is_wrong_with_it(tmp_path, content, reason):
+    (tmp_path / "x.ipynb").write_bytes(content.encode("latin-1"))
+    assert reason in running.run_notebook(tmp_path / "x.ipynb", 5).unreadable
+
+
+def test_a_messy_folder_gives_each_file_a_row_or_a_reason(tmp_path, capsys):
+    """A folder as an instructor unpacks it: names of every kind, a copy handed in twice, a zip inside another
+    folder, Moodle's folder with one more inside, files that are no notebook, broken or empty, and links."""
+    folder = tmp_path / "submissions"
+    write(worked("S1", {"1.1": "answer = 999"}), folder / "Ada" / f"{PART_1}.ipynb", DEADLINE - dt.timedelta(days=2))
+    write(worked("S1"), folder / f"ada-{PART_1}.ipynb", DEADLINE - dt.timedelta(days=1))    # the later copy
+    write(worked("S3"), folder / "unzipped" / "cy" / f"{PART_1}.ipynb")                     # a folder further down
+    write(worked("S4"), folder / "Di Raise_2004_assignsubmission_file_" / "work" / f"{PART_1}.ipynb")
+    files = {"em": b"", "flo": b"PK\x03\x04\xff", "gus": b'{"cells": "none"}', "hal": b"\n  \n"}
+    for student, content in files.items():
+        (folder / student).mkdir()
+        (folder / student / f"{PART_1}.ipynb").write_bytes(content)
+    (folder / "ivy").mkdir()
+    (folder / "ivy" / f"{PART_1}.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    (folder / "ivy" / f"{PART_1}.ipynb").symlink_to(folder / f"ada-{PART_1}.ipynb")     # Ada's work, linked
+    (folder / "jo").symlink_to(folder / "Ada", target_is_directory=True)
+    (folder / "notes.txt").write_text("not a notebook")
+    (tmp_path / "rubric.yml").write_text("assignment: Messy\ntime_limit: 30\nnotebooks:\n  lesson-1-part-1: {}\n")
+    people = [("Lovelace, Ada", "1001", "S1", "ada"), ("Part, Cy", "1003", "S3", "cy"), ("Raise, Di", "1004", "S4", "di"),
+              ("Mty, Em", "1005", "S5", "em"), ("Bin, Flo", "1006", "S6", "flo"), ("Jsn, Gus", "1007", "S7", "gus"),
+              ("Wsp, Hal", "1008", "S8", "hal"), ("Zip, Ivy", "1009", "S9", "ivy"), ("Link, Jo", "1010", "S10", "jo")]
+    (tmp_path / "roster.csv").write_text("Student,ID,SIS User ID,SIS Login ID\n" + "".join(
+        f'"{name}",{number},{sis},{login}\n' for name, number, sis, login in people), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
+                     "--out", str(out), "--jobs", "2", *([] if SANDBOXED else ["--unsafe"])]) == 0
+    told = capsys.readouterr().err
+    assert "Traceback" not in told
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert sorted(table) == sorted(login for *_, login in people)
+    assert [table[student]["score"] for student in ("ada", "cy", "di")] == ["6", "6", "6"]
+    for student, why in (("em", "the file is empty (0 bytes)"), ("flo", "the file is not text (not UTF-8)"),
+                         ("gus", "the file is JSON but not a notebook"), ("hal", "the file is empty (4 bytes of blank")):
+        assert table[student]["score"] == "0" and table[student]["notes"].startswith(f"{PART_1}: {why}"), student
+    assert table["ivy"]["notes"] == table["jo"]["notes"] == f"{PART_1}: nothing handed in"
+    report = (out / "report.txt").read_text(encoding="utf-8")
+    for path, why in ((f"Ada/{PART_1}.ipynb", f"a second copy of {PART_1} from ada; graded the later ada-{PART_1}"),
+                      (f"ivy/{PART_1}.zip", "is a .zip, not a notebook"), (f"ivy/{PART_1}.ipynb", "is a link, not a"),
+                      ("jo", "is a link, not a file"), ("notes.txt", "is a .txt, not a notebook"),
+                      (f"em/{PART_1}.ipynb", "is empty (0 bytes)")):
+        assert f"- {folder / path}: {why}" in report and f"grade: {folder / path}: {why}" in told, path
+
+
 @pytest.mark.parametrize("path, who", [
     ("alice/lesson-1-part-1.ipynb", ("alice", PART_1)),
     ("alice/any/depth/Lesson_1_Part_2 (1).ipynb", ("alice", "lesson-1-part-2")),

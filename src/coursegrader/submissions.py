@@ -29,6 +29,7 @@ class Submission:
     canvas_submission: str | None = None    # Canvas's submission ID from its file names
     submitted: dt.datetime | None = None
     time_from: str = ""                # where the time came from
+    within: tuple[str, ...] = ()       # the folders below the first, as written: "zipped/cy/..." has ("cy",)
 
 
 def identify(path: Path, submissions: Path, names: list[str]) -> tuple[str, str] | None:
@@ -39,6 +40,14 @@ def identify(path: Path, submissions: Path, names: list[str]) -> tuple[str, str]
 
 def _identify(path: Path, submissions: Path, names: list[str]) -> Submission | str:
     """The submission a file is, or the reason it is none."""
+    found = _named(path, submissions, names)
+    if not isinstance(found, str):
+        found.within = path.relative_to(submissions).parts[1:-1]
+    return found
+
+
+def _named(path: Path, submissions: Path, names: list[str]) -> Submission | str:
+    """The submission a file's name and first folder say it is, or the reason it is none."""
     parts = path.relative_to(submissions).parts
     first = parts[0] if len(parts) > 1 else None
     file_part, who, lms_id, late = path.stem, None, None, False
@@ -96,6 +105,10 @@ def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submissi
     found, bad = [], []
     for path in sorted(submissions.rglob("*")):
         relative = path.relative_to(submissions)
+        if path.is_symlink():
+            # A link in an unpacked zip may point anywhere: another student's notebook, a file of the machine.
+            bad.append((path, "is a link, not a file handed in, skipped (a zip may hold links to anywhere)"))
+            continue
         if not path.is_file():
             continue
         if any(part.startswith(".") or part == "__MACOSX" for part in relative.parts):
