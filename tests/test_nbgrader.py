@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_exercises  # noqa: E402
 from coursegrader import answers as variant_answers  # noqa: E402
 from coursegrader import cli, marking, sandbox  # noqa: E402
+from coursegrader import nbgrader as nbgrader_route  # noqa: E402
 from coursegrader.rubric import load_rubric  # noqa: E402
 from coursegrader.key import ENV, graded_id  # noqa: E402
 
@@ -164,5 +165,17 @@ def test_hidden_tests_hold_no_path_of_this_machine_and_a_run_says_only_what_matt
     source = (term["course"] / "source" / "lesson-1" / f"{PART_1}.ipynb").read_text(encoding="utf-8")
     assert str(ROOT) not in source and "scripts" not in source
     assert "variant_answers" in source and (term["course"] / "variant_answers.py").is_file()
-    for noise in ("Task was destroyed", "Cell 'setup' does not exist", "hecksum"):
+    for noise in ("Task was destroyed", "Cell 'setup' does not exist", "Attribute 'checksum'"):
         assert noise not in term["said"]
+    # nbgrader's warning on every check cell of every hand-in (6 students, 6 checks), said once, with why.
+    assert term["said"].count("nbgrader/issues/1961") == 1 and "left out 36 of nbgrader's warnings" in term["said"]
+
+
+def test_nbgraders_checksum_warnings_are_counted_in_one_line_that_says_why():
+    warning = ("[AutogradeApp | WARNING] Attribute 'checksum' for cell check-1-{} has changed! "
+               "(should be: 0a1b, got: 2c3d)\n")
+    said = nbgrader_route.quiet("[AutogradeApp | INFO] Autograding S1\n" + "".join(map(warning.format, range(3))))
+    first, summary = said.splitlines()
+    assert first == "[AutogradeApp | INFO] Autograding S1" and summary.startswith("nbgrader.py: left out 3 of")
+    assert "issues/1961" in summary and "say nothing of any student" in summary
+    assert nbgrader_route.quiet("nothing to leave out\n") == "nothing to leave out\n"
