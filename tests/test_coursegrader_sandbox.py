@@ -49,11 +49,18 @@ for name, place in (("given", given), ("sockets", sockets)):
         seen[name] = "filled"
     except OSError as error:
         seen[name] = errno.errorcode[error.errno]
+import socket
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=5)     # any address off the machine
+    seen["network"] = "reached"
+except OSError as error:
+    seen["network"] = errno.errorcode.get(error.errno, "timed out")
+seen["interfaces"] = [name for _, name in socket.if_nameindex()]
 print(json.dumps({**seen, "files": len(os.listdir(sockets))}))
 """
 
 
-def test_graded_as_yourself_a_notebook_writes_nothing_on_your_disk_and_little_in_its_sockets_folder(tmp_path):
+def test_graded_as_yourself_a_notebook_writes_nothing_on_your_disk_and_reaches_no_network(tmp_path):
     # The sandbox the grader starts when it is not root (bwrap's user namespace): the folder it is given is
     # read-only, and its sockets are in a tmpfs of its own, bounded, gone with it.
     if sandbox.sandbox_problem():
@@ -65,3 +72,4 @@ def test_graded_as_yourself_a_notebook_writes_nothing_on_your_disk_and_little_in
     seen = json.loads(notebook.cells[0].outputs[0]["text"])
     assert outcome.problems == [] and seen["given"] == errno.errorcode[errno.EROFS]
     assert seen["sockets"] == errno.errorcode[errno.ENOSPC] and seen["files"] < 10_000
+    assert seen["network"] == errno.errorcode[errno.ENETUNREACH] and seen["interfaces"] == ["lo"]
