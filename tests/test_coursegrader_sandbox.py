@@ -73,3 +73,13 @@ def test_graded_as_yourself_a_notebook_writes_nothing_on_your_disk_and_reaches_n
     assert outcome.problems == [] and seen["given"] == errno.errorcode[errno.EROFS]
     assert seen["sockets"] == errno.errorcode[errno.ENOSPC] and seen["files"] < 10_000
     assert seen["network"] == errno.errorcode[errno.ENETUNREACH] and seen["interfaces"] == ["lo"]
+
+
+def test_the_probe_refuses_in_one_line_where_the_grader_cannot_reach_a_sandboxs_sockets(monkeypatch):
+    if sandbox.sandbox_problem():
+        pytest.skip(f"no sandbox here: {sandbox.sandbox_problem()}")
+    monkeypatch.setattr(sandbox, "sandbox_root", lambda pid, wait: "/nowhere")
+    assert sandbox.sandbox_problem.__wrapped__() == (
+        "the grader cannot reach the sandbox's files through /proc/PID/root (its kernel's sockets are there)")
+    monkeypatch.setattr(sandbox, "kernel_python", lambda: "/no/python")
+    assert sandbox.sandbox_problem.__wrapped__().startswith("bubblewrap cannot start here (prlimit: failed to execute /no/python")

@@ -133,11 +133,12 @@ def term(tmp_path_factory):
     os.environ[ENV] = KEY.decode()
     assert cli.main([str(root / "submissions"), "--rubric", str(root / "rubric.yml"), "--roster",
                        str(root / "roster.csv"), "--out", str(ours), "--jobs", "2", *unsafe]) == 0
-    nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-                 for row in csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8"))}
+    exported = list(csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8")))
+    nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in exported}
     our_scores = {row["student"].upper(): (float(row["score"]), float(row["out of"]))
                   for row in csv.DictReader((ours / "grades.csv").open(encoding="utf-8"))}
-    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores, "said": said}
+    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores, "said": said,
+            "exported": exported}
 
 
 def test_the_release_holds_no_check_formula_or_solution(term):
@@ -153,6 +154,19 @@ def test_nbgrader_marks_each_student_as_the_course_grader_does(term):
     # S6's loop after Problem 1.2 stops both at the rubric's time limit: 1.1 and 1.2 count, nothing after.
     assert term["nbgrader"] == {"S1": (5.5, 5.5), "S2": (2.5, 5.5), "S3": (0.0, 5.5), "S4": (0.0, 5.5),
                                 "S5": (0.0, 5.5), "S6": (1.5, 5.5)}
+
+
+def test_the_page_says_nbgraders_marks_are_not_proof_against_tampering_and_which_count():
+    page = " ".join((ROOT / "chapters" / "instructors.md").read_text(encoding="utf-8").split())
+    assert "**nbgrader's marks are not proof against tampering.**" in page
+    assert "the marks that count are `make grade`'s" in page and "counts for nothing" not in page
+
+
+def test_nbgraders_export_is_a_row_for_each_student_and_assignment_as_the_page_says(term):
+    assert sorted((row["student_id"], row["assignment"]) for row in term["exported"]) == [
+        (student, "lesson-1") for student in ("S1", "S2", "S3", "S4", "S5", "S6")]
+    page = " ".join((ROOT / "chapters" / "instructors.md").read_text(encoding="utf-8").split())
+    assert "`export` writes one row for each student and assignment (a lesson)" in page
 
 
 def test_nbgrader_feedback_shows_no_hidden_formula(term):

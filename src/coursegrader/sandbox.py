@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -281,6 +282,13 @@ def sandbox_root(bwrap: int, wait: float = 30.0) -> str:
     raise NoSandbox(f"bubblewrap (pid {bwrap}) started no sandbox within {wait:g} s")
 
 
+# What the probe runs in the sandbox: the course's package imported, a mark left in the sockets' tmpfs (which
+# the grader then looks for through the sandbox's root, as it will reach a kernel's sockets), its pid and uid
+# said, and the sandbox kept until the grader has looked.
+PROBE = ("import os, sys, servingmath; open(sys.argv[1], 'w').close(); print(os.getpid(), os.getuid(), flush=True); "
+         "sys.stdin.read()")
+
+
 @lru_cache(maxsize=1)
 def sandbox_problem() -> str:
     """'' where the sandbox starts here, else why not, in one line."""
@@ -289,21 +297,43 @@ def sandbox_problem() -> str:
     with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
         (Path(probe) / SOCKETS).mkdir()
         uid = SANDBOX_UIDS[-1] if as_root() else None
+        if uid is not None:
+            os.chmod(probe, 0o755)
         try:
             argv = sandbox_argv(Path(probe), kernel_environment(), uid=uid)
         except NoSandbox as error:
             return str(error)
-        argv = argv[: len(argv) - 4] + ["-c", "import servingmath, os; print(os.getpid(), os.getuid())"]
+        mark = str(Path(probe) / SOCKETS / "probe")
         try:
-            trial = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
+            trial = subprocess.Popen(argv[: len(argv) - 4] + ["-c", PROBE, mark], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as error:
             return f"bubblewrap cannot start ({error})"
-        if trial.returncode != 0:
-            last = (trial.stderr.strip().splitlines() or ["no message"])[-1]
-            return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
-        pid, _, user = trial.stdout.strip().partition(" ")
-        if pid not in ("1", "2", "3"):
-            return "bubblewrap started without its own PID namespace"
-        if user == "0":
-            return "the sandbox's user is root"
+        try:
+            return _probed(trial, mark)
+        finally:
+            trial.kill()
+            trial.communicate()
+
+
+def _probed(trial: subprocess.Popen, mark: str) -> str:
+    """What is wrong with the sandbox the probe ``trial`` started ('' for nothing)."""
+    if not select.select([trial.stdout], [], [], 60)[0]:
+        return "bubblewrap cannot start (the probe said nothing in 60 s)"
+    said = trial.stdout.readline()
+    if not said:
+        trial.kill()
+        last = (trial.communicate()[1].strip().splitlines() or ["no message"])[-1]
+        return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
+    pid, _, user = said.strip().partition(" ")
+    if pid not in ("1", "2", "3"):
+        return "bubblewrap started without its own PID namespace"
+    if user == "0":
+        return "the sandbox's user is root"
+    try:
+        reached = os.path.exists(sandbox_root(trial.pid, wait=10) + mark)
+    except NoSandbox:
+        reached = False
+    if not reached:
+        return "the grader cannot reach the sandbox's files through /proc/PID/root (its kernel's sockets are there)"
     return ""
