@@ -259,12 +259,12 @@ def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None, enter: li
                 os.chown(self.connection_file, uid, uid)
             await super()._async_launch_kernel(kernel_cmd, **kw)
             # The kernel binds its sockets in its own tmpfs; the grader reaches them through the sandbox's root.
-            self.ip = sandbox_root(self.provisioner.process.pid) + self.ip
+            self.ip = sandbox_root(self.provisioner.process.pid) + inside
 
     kernels = kernel_spec(scratch, limits, uid, enter)
+    inside = str(scratch / SOCKETS / "ipc")     # where the kernel's sockets are, as the kernel sees them
     return SandboxedKernel(kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-                           transport="ipc", ip=str(scratch / SOCKETS / "ipc"),
-                           connection_file=str(scratch / "connection.json"))
+                           transport="ipc", ip=inside, connection_file=str(scratch / "connection.json"))
 
 
 def sandbox_root(bwrap: int, wait: float = 30.0) -> str:
