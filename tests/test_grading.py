@@ -424,7 +424,7 @@ def test_a_broken_notebook_is_told_as_what_is_wrong_with_it(tmp_path, content, r
 
 def test_a_messy_folder_gives_each_file_a_row_or_a_reason(tmp_path, capsys):
     """A folder as an instructor unpacks it: names of every kind, a copy handed in twice, a zip inside another
-    folder, Moodle's folder with one more inside, files that are no notebook, broken or empty, and links."""
+    folder, Moodle's folder with one more inside, files that are no notebook, broken, empty or too large, and links."""
     folder = tmp_path / "submissions"
     write(worked("S1", {"1.1": "answer = 999"}), folder / "Ada" / f"{PART_1}.ipynb", DEADLINE - dt.timedelta(days=2))
     write(worked("S1"), folder / f"ada-{PART_1}.ipynb", DEADLINE - dt.timedelta(days=1))    # the later copy
@@ -439,6 +439,8 @@ def test_a_messy_folder_gives_each_file_a_row_or_a_reason(tmp_path, capsys):
     (folder / "ivy" / f"{PART_1}.ipynb").symlink_to(folder / f"ada-{PART_1}.ipynb")     # Ada's work, linked
     (folder / "jo").symlink_to(folder / "Ada", target_is_directory=True)
     (folder / "notes.txt").write_text("not a notebook")
+    with (folder / f"kay-{PART_1}.ipynb").open("wb") as huge:     # sparse: nothing written to the disk
+        huge.truncate(submissions.LARGEST + 2 ** 20)
     (tmp_path / "rubric.yml").write_text("assignment: Messy\ntime_limit: 30\nnotebooks:\n  lesson-1-part-1: {}\n")
     people = [("Lovelace, Ada", "1001", "S1", "ada"), ("Part, Cy", "1003", "S3", "cy"), ("Raise, Di", "1004", "S4", "di"),
               ("Mty, Em", "1005", "S5", "em"), ("Bin, Flo", "1006", "S6", "flo"), ("Jsn, Gus", "1007", "S7", "gus"),
@@ -461,7 +463,8 @@ def test_a_messy_folder_gives_each_file_a_row_or_a_reason(tmp_path, capsys):
     for path, why in ((f"Ada/{PART_1}.ipynb", f"a second copy of {PART_1} from ada; graded the later ada-{PART_1}"),
                       (f"ivy/{PART_1}.zip", "is a .zip, not a notebook"), (f"ivy/{PART_1}.ipynb", "is a link, not a"),
                       ("jo", "is a link, not a file"), ("notes.txt", "is a .txt, not a notebook"),
-                      (f"em/{PART_1}.ipynb", "is empty (0 bytes)")):
+                      (f"em/{PART_1}.ipynb", "is empty (0 bytes)"),
+                      (f"kay-{PART_1}.ipynb", "is 65 MiB, more than the 64 MiB the grader reads of a notebook")):
         assert f"- {folder / path}: {why}" in report and f"grade: {folder / path}: {why}" in told, path
 
 

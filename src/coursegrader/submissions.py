@@ -12,6 +12,9 @@ import yaml
 from .roster import normal
 
 SUFFIXES = (".ipynb", ".md")
+# The most of a file the grader reads as a notebook: its saved outputs are dropped before it runs, so a larger
+# one is images or data, and reading it whole would hold the grader's memory to nothing.
+LARGEST = 64 * 2 ** 20
 
 
 CANVAS = re.compile(r"^(?P<who>[a-z0-9]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
@@ -116,6 +119,10 @@ def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submissi
             continue
         if path.suffix.lower() not in SUFFIXES:
             bad.append((path, f"is a {path.suffix or 'file without an extension'}, not a notebook (.ipynb or .md)"))
+            continue
+        if path.stat().st_size > LARGEST:
+            bad.append((path, f"is {path.stat().st_size / 2 ** 20:.0f} MiB, more than the {LARGEST // 2 ** 20} MiB "
+                              "the grader reads of a notebook: clear its outputs and hand it in again"))
             continue
         submission = _identify(path, submissions, names)
         if isinstance(submission, str):
