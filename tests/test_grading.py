@@ -486,6 +486,22 @@ def test_which_student_and_notebook_a_file_is(path, who):
     assert submissions.identify(Path("/s") / path, Path("/s"), names) == who
 
 
+@pytest.mark.parametrize("files, students", [
+    (["term/alice/a.ipynb", "term/bob/work/b.ipynb", "term/.DS_Store"], ["alice", "bob"]),   # unpacked in a folder
+    (["term/zip/alice/a.ipynb", "term/zip/bob/b.ipynb"], ["alice", "bob"]),                 # and in another
+    (["alice/work/a.ipynb"], ["alice"]),                          # one student, a folder of their own inside
+    (["alice/a.ipynb", "alice/old/b.ipynb"], ["alice", "alice"]),
+    (["alice/a.ipynb", "bob/b.ipynb"], ["alice", "bob"]),
+])
+def test_a_folder_holding_every_students_folder_is_looked_through(tmp_path, files, students):
+    for name in files:
+        path = tmp_path / name.replace("a.ipynb", f"{PART_1}.ipynb").replace("b.ipynb", f"{PART_1}.ipynb")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    found, _ = submissions.find_submissions(tmp_path, [PART_1])
+    assert sorted(submission.student for submission in found) == students
+
+
 def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
     assert cli.main([str(tmp_path / "nowhere")]) == 2
     assert cli.main([str(tmp_path), "--notebooks", "lesson-9"]) == 2

@@ -103,9 +103,27 @@ def notebook_in_metadata(path: Path) -> str | None:
     return named if isinstance(named, str) else None
 
 
+def _shown(folder: Path) -> list[Path]:
+    return [entry for entry in folder.iterdir() if not entry.name.startswith(".") and entry.name != "__MACOSX"]
+
+
+def unwrapped(submissions: Path) -> Path:
+    """The folder whose folders are the students': ``submissions``, or, where it holds one folder alone (and
+    that one another alone, and so on), the first below that holds nothing but several folders (a download
+    unpacked into a folder of its own)."""
+    folder = submissions
+    while len(_shown(folder)) == 1 and _shown(folder)[0].is_dir() and not _shown(folder)[0].is_symlink():
+        folder = _shown(folder)[0]
+    inside = _shown(folder)
+    if len(inside) >= 2 and all(entry.is_dir() and not entry.is_symlink() for entry in inside):
+        return folder
+    return submissions
+
+
 def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submission], list[tuple[Path, str]]]:
     """Every submitted notebook file, and every other file with the reason it is not one."""
     found, bad = [], []
+    students = unwrapped(submissions)
     for path in sorted(submissions.rglob("*")):
         relative = path.relative_to(submissions)
         if path.is_symlink():
@@ -124,7 +142,7 @@ def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submissi
             bad.append((path, f"is {path.stat().st_size / 2 ** 20:.0f} MiB, more than the {LARGEST // 2 ** 20} MiB "
                               "the grader reads of a notebook: clear its outputs and hand it in again"))
             continue
-        submission = _identify(path, submissions, names)
+        submission = _identify(path, students, names)
         if isinstance(submission, str):
             bad.append((path, submission))
         else:
