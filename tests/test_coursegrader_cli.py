@@ -1,4 +1,5 @@
-"""coursegrader's command: --help, its limits' flags, Moodle's feedback zip."""
+"""coursegrader's command: --help, its limits' flags, Moodle's feedback zip; the package's shape."""
+import ast
 import subprocess
 import sys
 import zipfile
@@ -51,3 +52,13 @@ def test_students_data_stays_out_of_the_repository(path):
 def test_the_help_says_a_time_comes_from_the_lms_never_a_files_date():
     text = " ".join(cli.__doc__.split())
     assert "otherwise it is taken as on time (a file's date says when it was copied, not handed in)" in text
+
+
+def test_the_grader_is_a_package_of_small_functions():
+    """One module a job, each function within about 60 lines."""
+    modules = sorted((ROOT / "src" / "coursegrader").glob("*.py"))
+    assert {path.stem for path in modules} >= {"roster", "sandbox", "running", "marking", "feedback", "exports", "cli"}
+    long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for path in modules
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert long == []

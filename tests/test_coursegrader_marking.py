@@ -1,6 +1,7 @@
 """coursegrader.marking and .feedback: the tolerance every problem is marked by, over a thousand students'
 numbers; whose numbers a notebook is marked by; what feedback says of an answer that is no number."""
 import ast
+import csv
 import math
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from coursegrader import answers, feedback, marking
 from coursegrader.key import graded_id
-from coursegrader.roster import Student
+from coursegrader.roster import Student, load_roster
 from coursegrader.rubric import Rubric
 from servingmath import variants
 from servingmath.checks import check
@@ -121,3 +122,68 @@ def test_a_notebook_stopped_before_any_answer_is_not_also_called_blank():
     marking._mark_answers(blank, "lesson-1-part-1", marking.Run(records={"1.1": {"answer": None}}), the_term, "k77", 1.0)
     assert stopped.blank == [] and stopped.feedback[("lesson-1-part-1", "1.1")].startswith("not reached")
     assert blank.blank == ["lesson-1-part-1"]
+
+
+# -- a class of 30 on four rosters ------------------------------------------------------------
+FIRST = ["Ada", "Alan", "Barbara", "Claude", "Donald", "Edsger", "Frances", "Grace", "Hedy", "Ivan"]
+LAST = ["Byron", "Kay", "Liskov"]
+CLASS = [(first, last + ("" if k < 3 else "e"), f"S{1000 + k}", f"{first[0]}{last}{k}".lower())
+         for k, (first, last) in enumerate((f, l) for l in LAST for f in FIRST)]
+CLASS[0] = ("Émilie", "du Châtelet", "S1000", "emilie0")
+ROSTERS = {   # header, then a row for each (first, last, SIS or ID number, login)
+    "canvas with SIS": (["Student", "ID", "SIS User ID", "SIS Login ID", "Section"],
+                        lambda k, f, l, sis, login: [f"{l}, {f}", str(2000 + k), sis, login, "A"]),
+    "canvas without SIS": (["Student", "ID", "Section"], lambda k, f, l, sis, login: [f"{l}, {f}", str(2000 + k), "A"]),
+    "moodle with ID numbers": (["First name", "Last name", "ID number", "Email address"],
+                               lambda k, f, l, sis, login: [f, l, sis, f"{login}@uni.example.edu"]),
+    "moodle without ID numbers": (["First name", "Last name", "ID number", "Email address"],
+                                  lambda k, f, l, sis, login: [f, l, "", f"{login}@uni.example.edu"]),
+}
+
+
+def three_figures(value):
+    """An answer as a student rounds it: three significant figures, a count as it is."""
+    if isinstance(value, str) or float(value).is_integer():
+        return value
+    return float(f"{value:.3g}")
+
+
+@pytest.mark.parametrize("lms", ROSTERS)
+def test_a_class_of_thirty_grades_right_on_each_roster(lms, tmp_path, monkeypatch):
+    """Every student enters one of their IDs on the roster with its code (the first, as `codes` hands out, or
+    every third student another), answers every problem to three figures, and earns every point; the
+    feedback names the ID. The notebooks' runs are given (running is coursegrader.running's, tested there)."""
+    header, row = ROSTERS[lms]
+    with (tmp_path / "roster.csv").open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([header, *(row(k, *person) for k, person in enumerate(CLASS))])
+    rostered = load_roster(tmp_path / "roster.csv")
+    assert len(rostered) == 30
+    name = "lesson-1-part-1"
+    typed = {}
+    for k, student in enumerate(rostered):
+        ids = student.identifiers()
+        what, value = ids[-2 if k % 3 == 2 and len(ids) > 2 else 0]
+        typed[student.name] = (what, graded_id(KEY, value))
+        (tmp_path / "in" / student.name).mkdir(parents=True)
+        (tmp_path / "in" / student.name / f"{name}.ipynb").write_text("{}")
+    problems = {name: {label: {"expected": 1.0, "rel": rel, "label": label, "units": "", "choices": None}
+                       for (notebook, label), rel in solution_tolerances().items() if notebook == name}}
+
+    def ran(paths, *_args, **_kwargs):
+        runs = []
+        for path in paths:
+            entered = typed[path.parent.name][1]
+            runs.append(marking.Run(shown_ids=[variants.student_key(entered)], records={
+                label: {"label": label, "answer": three_figures(answers.expected(name, label, entered))}
+                for label in problems[name]}))
+        return runs
+
+    monkeypatch.setattr(marking, "run_many", ran)
+    monkeypatch.setattr(marking, "release_cells", lambda names: {})
+    marks, bad, _ = marking.grade(tmp_path / "in", problems, Rubric(notebooks={name: {}}), rostered, unsafe=True,
+                                  key=KEY)
+    assert bad == [] and len(marks) == 30
+    for graded in marks.values():
+        what, entered = typed[graded.student.name]
+        assert graded.total == len(problems[name]), (lms, graded.student.name, graded.feedback)
+        assert graded.identities[name] == f"{name}: your numbers are those of your {what} on the roster ({entered})"

@@ -410,6 +410,64 @@ def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
     assert reason in ran.unreadable and not ran.records
 
 
+@pytest.mark.parametrize("content, reason", [
+    ("  \n\n", "is empty (4 bytes of blank space)"),
+    ('{"cells": [{"cell_type": "code"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+     "is not a valid notebook (ValidationError: "),
+    ("PK\x03\x04\xff\xfe", "is not text (not UTF-8)"),
+    ('{"cells": [{"cell_type": "code", "sour', "is not JSON (line 1, column 34: Unterminated string"),
+])
+def test_a_broken_notebook_is_told_as_what_is_wrong_with_it(tmp_path, content, reason):
+    (tmp_path / "x.ipynb").write_bytes(content.encode("latin-1"))
+    assert reason in running.run_notebook(tmp_path / "x.ipynb", 5).unreadable
+
+
+def test_a_messy_folder_gives_each_file_a_row_or_a_reason(tmp_path, capsys):
+    """A folder as an instructor unpacks it: names of every kind, a copy handed in twice, a zip inside another
+    folder, Moodle's folder with one more inside, files that are no notebook, broken, empty or too large, and links."""
+    folder = tmp_path / "submissions"
+    write(worked("S1", {"1.1": "answer = 999"}), folder / "Ada" / f"{PART_1}.ipynb", DEADLINE - dt.timedelta(days=2))
+    write(worked("S1"), folder / f"ada-{PART_1}.ipynb", DEADLINE - dt.timedelta(days=1))    # the later copy
+    write(worked("S3"), folder / "unzipped" / "cy" / f"{PART_1}.ipynb")                     # a folder further down
+    write(worked("S4"), folder / "Di Raise_2004_assignsubmission_file_" / "work" / f"{PART_1}.ipynb")
+    files = {"em": b"", "flo": b"PK\x03\x04\xff", "gus": b'{"cells": "none"}', "hal": b"\n  \n"}
+    for student, content in files.items():
+        (folder / student).mkdir()
+        (folder / student / f"{PART_1}.ipynb").write_bytes(content)
+    (folder / "ivy").mkdir()
+    (folder / "ivy" / f"{PART_1}.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    (folder / "ivy" / f"{PART_1}.ipynb").symlink_to(folder / f"ada-{PART_1}.ipynb")     # Ada's work, linked
+    (folder / "jo").symlink_to(folder / "Ada", target_is_directory=True)
+    (folder / "notes.txt").write_text("not a notebook")
+    with (folder / f"kay-{PART_1}.ipynb").open("wb") as huge:     # sparse: nothing written to the disk
+        huge.truncate(submissions.LARGEST + 2 ** 20)
+    (tmp_path / "rubric.yml").write_text("assignment: Messy\ntime_limit: 30\nnotebooks:\n  lesson-1-part-1: {}\n")
+    people = [("Lovelace, Ada", "1001", "S1", "ada"), ("Part, Cy", "1003", "S3", "cy"), ("Raise, Di", "1004", "S4", "di"),
+              ("Mty, Em", "1005", "S5", "em"), ("Bin, Flo", "1006", "S6", "flo"), ("Jsn, Gus", "1007", "S7", "gus"),
+              ("Wsp, Hal", "1008", "S8", "hal"), ("Zip, Ivy", "1009", "S9", "ivy"), ("Link, Jo", "1010", "S10", "jo")]
+    (tmp_path / "roster.csv").write_text("Student,ID,SIS User ID,SIS Login ID\n" + "".join(
+        f'"{name}",{number},{sis},{login}\n' for name, number, sis, login in people), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main([str(folder), "--rubric", str(tmp_path / "rubric.yml"), "--roster", str(tmp_path / "roster.csv"),
+                     "--out", str(out), "--jobs", "2", *([] if SANDBOXED else ["--unsafe"])]) == 0
+    told = capsys.readouterr().err
+    assert "Traceback" not in told and "Task was destroyed" not in told
+    table = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert sorted(table) == sorted(login for *_, login in people)
+    assert [table[student]["score"] for student in ("ada", "cy", "di")] == ["6", "6", "6"]
+    for student, why in (("em", "the file is empty (0 bytes)"), ("flo", "the file is not text (not UTF-8)"),
+                         ("gus", "the file is JSON but not a notebook"), ("hal", "the file is empty (4 bytes of blank")):
+        assert table[student]["score"] == "0" and table[student]["notes"].startswith(f"{PART_1}: {why}"), student
+    assert table["ivy"]["notes"] == table["jo"]["notes"] == f"{PART_1}: nothing handed in"
+    report = (out / "report.txt").read_text(encoding="utf-8")
+    for path, why in ((f"Ada/{PART_1}.ipynb", f"a second copy of {PART_1} from ada; graded the later ada-{PART_1}"),
+                      (f"ivy/{PART_1}.zip", "is a .zip, not a notebook"), (f"ivy/{PART_1}.ipynb", "is a link, not a"),
+                      ("jo", "is a link, not a file"), ("notes.txt", "is a .txt, not a notebook"),
+                      (f"em/{PART_1}.ipynb", "is empty (0 bytes)"),
+                      (f"kay-{PART_1}.ipynb", "is 65 MiB, more than the 64 MiB the grader reads of a notebook")):
+        assert f"- {folder / path}: {why}" in report and f"grade: {folder / path}: {why}" in told, path
+
+
 @pytest.mark.parametrize("path, who", [
     ("alice/lesson-1-part-1.ipynb", ("alice", PART_1)),
     ("alice/any/depth/Lesson_1_Part_2 (1).ipynb", ("alice", "lesson-1-part-2")),
@@ -426,6 +484,22 @@ def test_a_bad_file_gets_a_reason_not_an_exception(tmp_path, content, reason):
 def test_which_student_and_notebook_a_file_is(path, who):
     names = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4", "plate-xxiii-1"]
     assert submissions.identify(Path("/s") / path, Path("/s"), names) == who
+
+
+@pytest.mark.parametrize("files, students", [
+    (["term/alice/a.ipynb", "term/bob/work/b.ipynb", "term/.DS_Store"], ["alice", "bob"]),   # unpacked in a folder
+    (["term/zip/alice/a.ipynb", "term/zip/bob/b.ipynb"], ["alice", "bob"]),                 # and in another
+    (["alice/work/a.ipynb"], ["alice"]),                          # one student, a folder of their own inside
+    (["alice/a.ipynb", "alice/old/b.ipynb"], ["alice", "alice"]),
+    (["alice/a.ipynb", "bob/b.ipynb"], ["alice", "bob"]),
+])
+def test_a_folder_holding_every_students_folder_is_looked_through(tmp_path, files, students):
+    for name in files:
+        path = tmp_path / name.replace("a.ipynb", f"{PART_1}.ipynb").replace("b.ipynb", f"{PART_1}.ipynb")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    found, _ = submissions.find_submissions(tmp_path, [PART_1])
+    assert sorted(submission.student for submission in found) == students
 
 
 def test_the_command_refuses_a_bad_folder_notebook_or_rubric(tmp_path, capsys):
@@ -504,9 +578,11 @@ try:
     seen["memory"] = "held"
 except MemoryError:
     seen["memory"] = "refused"
+import json
 from ipykernel.connect import get_connection_file
-sockets = os.path.dirname(get_connection_file())     # the one folder of the grader's machine it was given
-for place in ("/tmp", "/dev/shm", os.path.expanduser("~"), sockets):
+given = os.path.dirname(get_connection_file())      # the one folder of the grader's machine it is shown
+sockets = os.path.dirname(json.load(open(get_connection_file()))["ip"])    # where its sockets are
+for place in ("/tmp", "/dev/shm", os.path.expanduser("~"), given, sockets):
     try:
         with open(os.path.join(place, "fill"), "wb") as handle:
             for _ in range(1024):
@@ -550,7 +626,7 @@ def attacked(problems, tmp_path_factory):
     limits = attacker(LIMITS, {"1.1": "answer = str(seen['uid'])", "1.2": "answer = seen['shadow']",
                                "1.3": "answer = str(seen['processes'])", "1.4": "answer = seen['memory']",
                                "1.5": "answer = seen['/tmp'] + seen['/dev/shm']",
-                               "1.6": "answer = seen[os.path.expanduser('~')] + seen[sockets]"})
+                               "1.6": "answer = seen[os.path.expanduser('~')] + seen[given] + seen[sockets]"})
     limits.cells.insert(answer_cell(limits, "1.1"), nbformat.v4.new_code_cell(FLOOD))
     write(limits, folder / "e-limits" / f"{PART_1}.ipynb")
     (root / "rubric.yml").write_text("assignment: Attacks\ntime_limit: 20\nnotebooks:\n  lesson-1-part-1: {}\n")
@@ -744,15 +820,15 @@ def test_feedback_on_a_problems_own_slip_gives_its_hint():
 @needs_sandbox
 def test_the_sandbox_holds_a_student_to_an_unprivileged_user_and_its_limits(attacked):
     """Run as root: no root in the sandbox, no /etc/shadow, processes, memory, every tmpfs and file bounded,
-    the socket folder on the grader's disk closed once the kernel is up, the output cut and said so, and the
+    the grader's folder read-only and the sockets' own small tmpfs full, the output cut and said so, and the
     grader's own memory small."""
-    assert os.geteuid() == 0 or pytest.skip("the sandbox's own uid and the socket folder's closing are as root")
+    assert os.geteuid() == 0 or pytest.skip("the sandbox's own uid is as root")
     feedback = (attacked["out"] / "feedback" / "e-limits.txt").read_text(encoding="utf-8")
     told = {line.split()[0]: line.split("✗ ")[1].split(" is not right")[0] for line in feedback.splitlines()
             if line.startswith("    1.")}
     assert int(re.sub(r"\D", "", told["1.1"])) in sandbox.SANDBOX_UIDS     # not root
     assert (told["1.2"], told["1.4"], told["1.5"]) == ("'FileNotFoundError'", "'refused'", "'OSErrorOSError'")
-    assert int(re.sub(r"\D", "", told["1.3"])) < sandbox.LIMITS.processes and told["1.6"] == "'OSErrorPermissionError'"
+    assert int(re.sub(r"\D", "", told["1.3"])) < sandbox.LIMITS.processes and told["1.6"] == "'OSErrorOSErrorOSError'"
     notes = attacked["table"]["e-limits"]["notes"]
     assert attacked["table"]["e-limits"]["score"] == "0" and "output cut: code cell" in notes
     assert attacked["grader_rss"] < 1.5 * 2**30

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_exercises  # noqa: E402
 from coursegrader import answers as variant_answers  # noqa: E402
 from coursegrader import cli, marking, sandbox  # noqa: E402
+from coursegrader import nbgrader as nbgrader_route  # noqa: E402
 from coursegrader.rubric import load_rubric  # noqa: E402
 from coursegrader.key import ENV, graded_id  # noqa: E402
 
@@ -132,11 +133,12 @@ def term(tmp_path_factory):
     os.environ[ENV] = KEY.decode()
     assert cli.main([str(root / "submissions"), "--rubric", str(root / "rubric.yml"), "--roster",
                        str(root / "roster.csv"), "--out", str(ours), "--jobs", "2", *unsafe]) == 0
-    nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-                 for row in csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8"))}
+    exported = list(csv.DictReader((root / "nbgrader.csv").open(encoding="utf-8")))
+    nb_scores = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in exported}
     our_scores = {row["student"].upper(): (float(row["score"]), float(row["out of"]))
                   for row in csv.DictReader((ours / "grades.csv").open(encoding="utf-8"))}
-    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores, "said": said}
+    return {"course": course, "release": release, "nbgrader": nb_scores, "ours": our_scores, "said": said,
+            "exported": exported}
 
 
 def test_the_release_holds_no_check_formula_or_solution(term):
@@ -154,6 +156,19 @@ def test_nbgrader_marks_each_student_as_the_course_grader_does(term):
                                 "S5": (0.0, 5.5), "S6": (1.5, 5.5)}
 
 
+def test_the_page_says_nbgraders_marks_are_not_proof_against_tampering_and_which_count():
+    page = " ".join((ROOT / "chapters" / "instructors.md").read_text(encoding="utf-8").split())
+    assert "**nbgrader's marks are not proof against tampering.**" in page
+    assert "the marks that count are `make grade`'s" in page and "counts for nothing" not in page
+
+
+def test_nbgraders_export_is_a_row_for_each_student_and_assignment_as_the_page_says(term):
+    assert sorted((row["student_id"], row["assignment"]) for row in term["exported"]) == [
+        (student, "lesson-1") for student in ("S1", "S2", "S3", "S4", "S5", "S6")]
+    page = " ".join((ROOT / "chapters" / "instructors.md").read_text(encoding="utf-8").split())
+    assert "`export` writes one row for each student and assignment (a lesson)" in page
+
+
 def test_nbgrader_feedback_shows_no_hidden_formula(term):
     page = (term["course"] / "feedback" / "S1" / "lesson-1" / f"{PART_1}.html").read_text(encoding="utf-8")
     assert "variant_answers" not in page and "_expected" not in page and "HIDDEN TESTS" not in page
@@ -164,5 +179,17 @@ def test_hidden_tests_hold_no_path_of_this_machine_and_a_run_says_only_what_matt
     source = (term["course"] / "source" / "lesson-1" / f"{PART_1}.ipynb").read_text(encoding="utf-8")
     assert str(ROOT) not in source and "scripts" not in source
     assert "variant_answers" in source and (term["course"] / "variant_answers.py").is_file()
-    for noise in ("Task was destroyed", "Cell 'setup' does not exist", "hecksum"):
+    for noise in ("Task was destroyed", "Cell 'setup' does not exist", "Attribute 'checksum'"):
         assert noise not in term["said"]
+    # nbgrader's warning on every check cell of every hand-in (6 students, 6 checks), said once, with why.
+    assert term["said"].count("nbgrader/issues/1961") == 1 and "left out 36 of nbgrader's warnings" in term["said"]
+
+
+def test_nbgraders_checksum_warnings_are_counted_in_one_line_that_says_why():
+    warning = ("[AutogradeApp | WARNING] Attribute 'checksum' for cell check-1-{} has changed! "
+               "(should be: 0a1b, got: 2c3d)\n")
+    said = nbgrader_route.quiet("[AutogradeApp | INFO] Autograding S1\n" + "".join(map(warning.format, range(3))))
+    first, summary = said.splitlines()
+    assert first == "[AutogradeApp | INFO] Autograding S1" and summary.startswith("nbgrader.py: left out 3 of")
+    assert "issues/1961" in summary and "say nothing of any student" in summary
+    assert nbgrader_route.quiet("nothing to leave out\n") == "nothing to leave out\n"

@@ -160,7 +160,9 @@ def match(found: list[Submission], students: dict[str, Student], term: Term, bad
         email = term.times.emails.get(submission.moodle_participant or "")
         if student is None and email:     # Moodle's folder gives the participant, the worksheet their email
             student = by_alias.get(squash(email)) or by_alias.get(squash(email.split("@")[0]))
-        student = student or by_alias.get(squash(submission.student))
+        # The first folder names the student; in a folder unpacked inside another, one further down may.
+        student = student or next((by_alias[squash(name)] for name in (submission.student, *submission.within)
+                                   if squash(name) in by_alias), None)
         if student is None:
             if term.roster is not None:
                 bad.append((submission.path, _not_found(submission, shared)))
@@ -298,7 +300,7 @@ def _mark_student(student: Student, names: list[str], term: Term, chosen, runs, 
 def _mark_notebook(graded: Graded, name: str, submission: Submission, ran: Run, term: Term, submissions: Path,
                    bad: list) -> None:
     owner, whose_note, which = whose_numbers(graded.student, name, ran, term)
-    if whose_note:
+    if whose_note and not ran.unreadable:      # a file that could not be read shows no ID: its own note says why
         graded.notes.append(whose_note)
     if which:
         graded.identities[name] = which

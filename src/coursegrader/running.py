@@ -20,7 +20,7 @@ from servingmath import variants
 from servingmath.checks import RECORD_MIME
 
 from . import ROOT, cgroups
-from .sandbox import CUT_IN_KERNEL, LIMITS, MIB, UIDS, Limits, _sandboxed_manager, take_back
+from .sandbox import CUT_IN_KERNEL, LIMITS, MIB, UIDS, Limits, _sandboxed_manager
 
 
 @dataclass
@@ -72,7 +72,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     except OSError as error:
         raise ValueError(f"cannot be opened ({error.strerror})") from error
     if not raw.strip():
-        raise ValueError("is empty (0 bytes of content)")
+        raise ValueError("is empty (0 bytes)" if not raw else f"is empty ({len(raw)} bytes of blank space)")
     if path.suffix.lower() == ".ipynb":
         try:
             data = json.loads(raw.decode("utf-8"))
@@ -86,7 +86,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
         try:
             notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)
         except Exception as error:  # nbformat's own validation errors vary
-            raise ValueError(f"is not a valid notebook ({type(error).__name__})") from error
+            raise ValueError(f"is not a valid notebook ({type(error).__name__}: {_first_line(error)})") from error
     else:
         try:
             notebook = jupytext.reads(raw.decode("utf-8"), fmt="md:myst")
@@ -219,7 +219,6 @@ def _execute(notebook, outcome: Run, time_limit: float, sandboxed: bool, limits:
         deadline = [started + time_limit]
 
         def start_clock(**_):
-            take_back(scratch, uid)
             deadline[0] = time.monotonic() + time_limit
 
         client = _BoundedClient(notebook, timeout_func=lambda cell: max(0.05, deadline[0] - time.monotonic()),

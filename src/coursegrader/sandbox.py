@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,11 +21,13 @@ import servingmath
 # of the machine is its own; uid 65534 in a user namespace otherwise), with no capability, the system's
 # programs, Python, its packages and the course's package read-only, the few files of /etc Python reads,
 # and nothing else of the machine: no repository, no solutions, no roster or rubric, no other
-# submission, no grader's /proc, no /etc/shadow or host keys. Its writable places are small tmpfs
-# (its home, /tmp, /dev/shm) and the folder of its kernel's sockets, which the grader takes back once
-# the kernel is up (as root). Limits on its processes, memory, file sizes and open files hold inside.
-# With no network the kernel talks to the grader through Unix sockets (ZeroMQ's ipc transport). It dies
-# with the grader, and every process it started dies with it, since its PID namespace ends with it.
+# submission, no grader's /proc, no /etc/shadow or host keys. It writes only to small tmpfs of its own
+# (its home, /tmp, /dev/shm, and the folder of its kernel's sockets): nothing on the grader's disk, as
+# root or not. The folder the grader made for it (the connection file, the start-up code) is read-only.
+# Limits on its processes, memory, file sizes and open files hold inside. With no network the kernel
+# talks to the grader through Unix sockets (ZeroMQ's ipc transport), which the grader reaches through
+# ``/proc/PID/root`` of the sandbox. It dies with the grader, and every process it started dies with
+# it, since its PID namespace ends with it.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 # What of /etc Python, numpy and matplotlib read: the loader's cache, the time zone, fonts, MIME types.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives", "fonts",
@@ -32,6 +36,8 @@ HOME = "/home/student"
 SANDBOX_UIDS = range(61001, 61065)   # one for each kernel running at once, where the grader is root
 NOBODY = 65534
 MIB = 2 ** 20
+SOCKETS = "sockets"    # the kernel's own tmpfs for its sockets, in the folder the grader made for it
+SOCKETS_SIZE = MIB     # a socket holds no bytes; the rest is room for nothing much
 
 
 @dataclass(frozen=True)
@@ -108,9 +114,12 @@ def _limits_argv(limits: Limits) -> list[str]:
             f"--nofile={limits.open_files}", "--core=0", "--"]
 
 
-def sandbox_argv(sockets: Path, env: dict[str, str], limits: Limits = LIMITS, uid: int | None = None,
+def sandbox_argv(folder: Path, env: dict[str, str], limits: Limits = LIMITS, uid: int | None = None,
                  identity: Path | None = None, enter: list[str] | tuple = ()) -> list[str]:
     """The bwrap command line that starts a kernel (``{connection_file}`` left for jupyter_client).
+
+    ``folder``: the grader's folder for this kernel, bound read-only, with an empty ``SOCKETS`` folder
+    in it over which the sandbox mounts a tmpfs of ``SOCKETS_SIZE`` for the kernel's sockets.
 
     ``uid``: the grader is root, and the kernel runs as this uid of the machine (``setpriv`` drops to
     it inside, every capability with it); else bwrap makes a user namespace and the kernel is uid 65534
@@ -123,8 +132,8 @@ def sandbox_argv(sockets: Path, env: dict[str, str], limits: Limits = LIMITS, ui
             "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if uid is None:
         argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
-    for folder in SYSTEM_DIRS:
-        argv += ["--ro-bind-try", folder, folder]
+    for system in SYSTEM_DIRS:
+        argv += ["--ro-bind-try", system, system]
     argv += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -139,23 +148,25 @@ def sandbox_argv(sockets: Path, env: dict[str, str], limits: Limits = LIMITS, ui
     package = package_dir()
     # The folders above each bound one, made here open to read (bwrap would make them its user's alone).
     made = {"/", "/tmp", "/dev", "/proc", *SYSTEM_DIRS}
-    for folder in (*python, package, sockets):
-        for above in reversed(Path(folder).parents):
+    for bound in (*python, package, folder):
+        for above in reversed(Path(bound).parents):
             if str(above) not in made:
                 made.add(str(above))
                 argv += ["--perms", "0755", "--dir", str(above)]
-    for folder in python:
-        argv += ["--ro-bind", str(folder), str(folder)]
+    for bound in python:
+        argv += ["--ro-bind", str(bound), str(bound)]
     argv += ["--ro-bind", str(package), str(package),
              "--perms", "1777", "--size", str(limits.home), "--tmpfs", HOME,
-             "--bind", str(sockets), str(sockets), "--chdir", HOME, "--clearenv"]
+             "--ro-bind", str(folder), str(folder),
+             "--perms", "1777", "--size", str(SOCKETS_SIZE), "--tmpfs", str(folder / SOCKETS),
+             "--chdir", HOME, "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv.append("--")
     if uid is not None:
         argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                  "--bounding-set=-all", "--inh-caps=-all", "--"]
-    startup = [f"--IPKernelApp.exec_files={[str(Path(sockets) / 'startup.py')]!r}"] if identity is not None else []
+    startup = [f"--IPKernelApp.exec_files={[str(Path(folder) / 'startup.py')]!r}"] if identity is not None else []
     return argv + _limits_argv(limits) + [kernel_python(), "-m", "ipykernel_launcher", *startup,
                                           "-f", "{connection_file}"]
 
@@ -177,11 +188,12 @@ def as_root() -> bool:
 
 
 def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None, enter: list[str] | tuple = ()) -> Path:
-    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in ``folder``.
-
-    With ``uid`` (the grader is root), ``folder`` is handed to that uid until the kernel is up."""
+    """A kernelspec in ``folder/kernels/grading`` that starts a sandboxed kernel; its sockets go in the
+    sandbox's own tmpfs over ``folder/SOCKETS``. With ``uid`` (the grader is root), ``folder`` is opened to
+    be read by that uid."""
     spec = folder / "kernels" / "grading"
     spec.mkdir(parents=True)
+    (folder / SOCKETS).mkdir()
     identity = folder / "identity"
     identity.mkdir()
     shown = uid if uid is not None else NOBODY
@@ -192,8 +204,7 @@ def kernel_spec(folder: Path, limits: Limits = LIMITS, uid: int | None = None, e
         "argv": sandbox_argv(folder, kernel_environment(), limits, uid, identity, enter),
         "display_name": "grading", "language": "python"}))
     if uid is not None:
-        os.chown(folder, uid, uid)
-        os.chmod(folder, 0o700)
+        os.chmod(folder, 0o755)
     return folder / "kernels"
 
 
@@ -246,18 +257,36 @@ def _sandboxed_manager(scratch: Path, limits: Limits, uid: int | None, enter: li
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if uid is not None:
                 os.chown(self.connection_file, uid, uid)
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            # The kernel binds its sockets in its own tmpfs; the grader reaches them through the sandbox's root.
+            self.ip = sandbox_root(self.provisioner.process.pid) + inside
 
     kernels = kernel_spec(scratch, limits, uid, enter)
+    inside = str(scratch / SOCKETS / "ipc")     # where the kernel's sockets are, as the kernel sees them
     return SandboxedKernel(kernel_name="grading", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-                           transport="ipc", ip=str(scratch / "ipc"), connection_file=str(scratch / "connection.json"))
+                           transport="ipc", ip=inside, connection_file=str(scratch / "connection.json"))
 
 
-def take_back(scratch: Path, uid: int | None) -> None:
-    """Once the kernel is up, its socket folder is the grader's again: it writes nothing more there."""
-    if uid is not None:
-        os.chown(scratch, 0, 0)
-        os.chmod(scratch, 0o755)
+def sandbox_root(bwrap: int, wait: float = 30.0) -> str:
+    """``/proc/PID/root`` of the sandbox that the bubblewrap process ``bwrap`` starts (its child's root)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                parent = int(stat.read_text().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == bwrap:
+                return f"/proc/{stat.parent.name}/root"
+        time.sleep(0.01)
+    raise NoSandbox(f"bubblewrap (pid {bwrap}) started no sandbox within {wait:g} s")
+
+
+# What the probe runs in the sandbox: the course's package imported, a mark left in the sockets' tmpfs (which
+# the grader then looks for through the sandbox's root, as it will reach a kernel's sockets), its pid and uid
+# said, and the sandbox kept until the grader has looked.
+PROBE = ("import os, sys, servingmath; open(sys.argv[1], 'w').close(); print(os.getpid(), os.getuid(), flush=True); "
+         "sys.stdin.read()")
 
 
 @lru_cache(maxsize=1)
@@ -266,22 +295,45 @@ def sandbox_problem() -> str:
     if sys.platform != "linux":
         return f"bubblewrap needs Linux, this is {sys.platform}"
     with tempfile.TemporaryDirectory(prefix="grade-probe-") as probe:
+        (Path(probe) / SOCKETS).mkdir()
         uid = SANDBOX_UIDS[-1] if as_root() else None
+        if uid is not None:
+            os.chmod(probe, 0o755)
         try:
             argv = sandbox_argv(Path(probe), kernel_environment(), uid=uid)
         except NoSandbox as error:
             return str(error)
-        argv = argv[: len(argv) - 4] + ["-c", "import servingmath, os; print(os.getpid(), os.getuid())"]
+        mark = str(Path(probe) / SOCKETS / "probe")
         try:
-            trial = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
+            trial = subprocess.Popen(argv[: len(argv) - 4] + ["-c", PROBE, mark], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as error:
             return f"bubblewrap cannot start ({error})"
-        if trial.returncode != 0:
-            last = (trial.stderr.strip().splitlines() or ["no message"])[-1]
-            return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
-        pid, _, user = trial.stdout.strip().partition(" ")
-        if pid not in ("1", "2", "3"):
-            return "bubblewrap started without its own PID namespace"
-        if user == "0":
-            return "the sandbox's user is root"
+        try:
+            return _probed(trial, mark)
+        finally:
+            trial.kill()
+            trial.communicate()
+
+
+def _probed(trial: subprocess.Popen, mark: str) -> str:
+    """What is wrong with the sandbox the probe ``trial`` started ('' for nothing)."""
+    if not select.select([trial.stdout], [], [], 60)[0]:
+        return "bubblewrap cannot start (the probe said nothing in 60 s)"
+    said = trial.stdout.readline()
+    if not said:
+        trial.kill()
+        last = (trial.communicate()[1].strip().splitlines() or ["no message"])[-1]
+        return f"bubblewrap cannot start here ({last}); in a container, allow user namespaces or run it privileged"
+    pid, _, user = said.strip().partition(" ")
+    if pid not in ("1", "2", "3"):
+        return "bubblewrap started without its own PID namespace"
+    if user == "0":
+        return "the sandbox's user is root"
+    try:
+        reached = os.path.exists(sandbox_root(trial.pid, wait=10) + mark)
+    except NoSandbox:
+        reached = False
+    if not reached:
+        return "the grader cannot reach the sandbox's files through /proc/PID/root (its kernel's sockets are there)"
     return ""

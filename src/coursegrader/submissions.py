@@ -12,6 +12,9 @@ import yaml
 from .roster import normal
 
 SUFFIXES = (".ipynb", ".md")
+# The most of a file the grader reads as a notebook: its saved outputs are dropped before it runs, so a larger
+# one is images or data, and reading it whole would hold the grader's memory to nothing.
+LARGEST = 64 * 2 ** 20
 
 
 CANVAS = re.compile(r"^(?P<who>[a-z0-9]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.I)
@@ -29,6 +32,7 @@ class Submission:
     canvas_submission: str | None = None    # Canvas's submission ID from its file names
     submitted: dt.datetime | None = None
     time_from: str = ""                # where the time came from
+    within: tuple[str, ...] = ()       # the folders below the first, as written: "zipped/cy/..." has ("cy",)
 
 
 def identify(path: Path, submissions: Path, names: list[str]) -> tuple[str, str] | None:
@@ -39,6 +43,14 @@ def identify(path: Path, submissions: Path, names: list[str]) -> tuple[str, str]
 
 def _identify(path: Path, submissions: Path, names: list[str]) -> Submission | str:
     """The submission a file is, or the reason it is none."""
+    found = _named(path, submissions, names)
+    if not isinstance(found, str):
+        found.within = path.relative_to(submissions).parts[1:-1]
+    return found
+
+
+def _named(path: Path, submissions: Path, names: list[str]) -> Submission | str:
+    """The submission a file's name and first folder say it is, or the reason it is none."""
     parts = path.relative_to(submissions).parts
     first = parts[0] if len(parts) > 1 else None
     file_part, who, lms_id, late = path.stem, None, None, False
@@ -91,11 +103,33 @@ def notebook_in_metadata(path: Path) -> str | None:
     return named if isinstance(named, str) else None
 
 
+def _shown(folder: Path) -> list[Path]:
+    return [entry for entry in folder.iterdir() if not entry.name.startswith(".") and entry.name != "__MACOSX"]
+
+
+def unwrapped(submissions: Path) -> Path:
+    """The folder whose folders are the students': ``submissions``, or, where it holds one folder alone (and
+    that one another alone, and so on), the first below that holds nothing but several folders (a download
+    unpacked into a folder of its own)."""
+    folder = submissions
+    while len(_shown(folder)) == 1 and _shown(folder)[0].is_dir() and not _shown(folder)[0].is_symlink():
+        folder = _shown(folder)[0]
+    inside = _shown(folder)
+    if len(inside) >= 2 and all(entry.is_dir() and not entry.is_symlink() for entry in inside):
+        return folder
+    return submissions
+
+
 def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submission], list[tuple[Path, str]]]:
     """Every submitted notebook file, and every other file with the reason it is not one."""
     found, bad = [], []
+    students = unwrapped(submissions)
     for path in sorted(submissions.rglob("*")):
         relative = path.relative_to(submissions)
+        if path.is_symlink():
+            # A link in an unpacked zip may point anywhere: another student's notebook, a file of the machine.
+            bad.append((path, "is a link, not a file handed in, skipped (a zip may hold links to anywhere)"))
+            continue
         if not path.is_file():
             continue
         if any(part.startswith(".") or part == "__MACOSX" for part in relative.parts):
@@ -104,7 +138,11 @@ def find_submissions(submissions: Path, names: list[str]) -> tuple[list[Submissi
         if path.suffix.lower() not in SUFFIXES:
             bad.append((path, f"is a {path.suffix or 'file without an extension'}, not a notebook (.ipynb or .md)"))
             continue
-        submission = _identify(path, submissions, names)
+        if path.stat().st_size > LARGEST:
+            bad.append((path, f"is {path.stat().st_size / 2 ** 20:.0f} MiB, more than the {LARGEST // 2 ** 20} MiB "
+                              "the grader reads of a notebook: clear its outputs and hand it in again"))
+            continue
+        submission = _identify(path, students, names)
         if isinstance(submission, str):
             bad.append((path, submission))
         else:
