@@ -1060,7 +1060,7 @@ LESSON_4_PART_1 = Template(
     draw=_draw_4_1,
     practice={"bits": 8, "gpus": 4, "users": 16, "context": 2000, "split": "qwen2.5-72b", "split_bits": 16, "parts": 4,
               "ar_gpu": "h100-sxm", "ar_link": "nvlink4", "ar_count": 8, "ar_batch": 64, "kv_model": "qwen3-30b-a3b",
-              "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 4,
+              "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 2,
               "card": "h100-pcie", "cards": 2},
     derive=lambda n: {"ar_link_name": LINK_NAMES[n["ar_link"]], "card_link": CARD_LINKS[n["card"]],
                       "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]]},
