@@ -69,3 +69,12 @@ def test_a_setting_past_memory_reads_as_its_refusal_in_every_readout():
     with pytest.raises(DoesNotFit):
         step(2, batch=256)
     assert not parallel.fit(L70, parallel.group("h100-sxm", 2), lesson_4.CACHED + 1, 256).fits
+
+
+def test_the_note_says_each_link_runs_one_way_at_half_its_listed_figure():
+    from servingmath import hardware
+
+    assert "one-way line rate, half the listed figure" in lesson_4.tensor_parallel().note
+    for gpu, joined in lesson_4.MACHINES.values():
+        link = hardware.link(gpu, joined)
+        assert link.bandwidth * 2 == float(link.listed.split()[0]) * 1e9, link.key

@@ -25,6 +25,16 @@ def test_links_name_gpus_and_links_that_exist():
     assert all(INTERCONNECTS[keys[0]].scope == "node" for keys in GPU_LINKS.values())
 
 
+def test_each_links_latency_is_a_two_gpu_measurement_named_with_its_source():
+    assert (hardware.NVLINK_LATENCY, hardware.PCIE_LATENCY) == (6e-6, 20.36e-6)
+    assert "2 GPUs, NCCL 2.20.5" in hardware.NVLINK_LATENCY_SOURCE and "NVLSTree" in hardware.NVLINK_LATENCY_SOURCE
+    assert "-g 2 on 2 Tesla T4" in hardware.PCIE_LATENCY_SOURCE and "20.36" in hardware.PCIE_LATENCY_SOURCE
+    for key in ("pcie3", "pcie4", "pcie5"):
+        assert INTERCONNECTS[key].latency == hardware.PCIE_LATENCY
+    for key in ("nvlink-bridge-h100", "nvlink-bridge-a100"):    # borrowed from the NVSwitch, and said so
+        assert "needs an NVSwitch that a bridged pair lacks" in INTERCONNECTS[key].latency_source
+
+
 def test_bandwidth_is_one_way_half_the_listed_sum_of_both():
     assert hardware.link("h100-sxm").bandwidth == 450e9      # "900 GB/s"
     assert hardware.link("h200").bandwidth == 450e9

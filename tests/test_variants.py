@@ -143,6 +143,18 @@ def test_variant_answers_agree_with_the_worked_arithmetic():
             2 * model.layers * model.kv_heads * model.head_dim * n["small_bits"] / 8, rel=1e-12)
 
 
+def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
+    """Problem 1.4's worked method (copies = max(1, GPUs ÷ KV heads)) holds for every case drawn: no latent attention."""
+    from servingmath.models import MODELS
+
+    assert variants.KV_CASES and not any(MODELS[key].latent_attention for key, _ in variants.KV_CASES)
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-4-part-1", student)
+        model = MODELS[n["kv_model"]]
+        by_hand = model.kv_bytes_per_token(n["kv_bits"]) * max(1, n["kv_gpus"] // model.kv_heads) / n["kv_gpus"]
+        assert variant_answers.expected("lesson-4-part-1", "1.4", student) == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():
     """Lesson 3's grader answers against the solutions' working by hand: blocks of 16, a chunk's share of a
     step, a cache's bytes, GPUs for a rate; and B's first token as Example 2.1 times it."""

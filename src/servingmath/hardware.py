@@ -428,16 +428,23 @@ def catalog_markdown(ridge=True) -> str:
 # https://github.com/NVIDIA/nccl-tests/issues/212).
 #
 # ``latency`` is the time of an all-reduce too small for bandwidth to matter, as measured with
-# nccl-tests; it stands for every message's fixed cost on that link, whatever the number of GPUs.
-# The NVLink figure is the least of its kind (2 GPUs, CUDA graphs, as engines replay a decode
-# step); the same report finds it growing with the GPUs, so a floor built on it stays a floor.
+# nccl-tests, over 2 GPUs for a link within a server; it stands for every message's fixed cost on
+# that link, and the course reuses it for 4 and 8 GPUs, though a ring's grows with them (NCCL's
+# Ring on one channel of a DGX A100 took 10 us over 2 GPUs and 33.7 us over 8,
+# https://github.com/NVIDIA/nccl-tests/issues/123; 8
+# RTX 4090 on PCIe: 42.14 us for 8 bytes, https://github.com/NVIDIA/nccl/issues/1530). Each
+# figure is one measurement, not a floor: it depends on the NCCL version, the algorithm and CUDA
+# graphs, and an engine's own all-reduce can beat it (vLLM runs its custom all-reduce on NVLink
+# and on two PCIe GPUs that reach each other's memory: "if self.world_size == 2 or
+# self.fully_connected", vllm/distributed/device_communicators/custom_all_reduce.py).
 NVLINK_LATENCY = 6e-6    # 2 H100 SXM, NCCL 2.20.5, NVLSTree, CUDA graphs, 128 B to 64 KiB: "approximately 6us"
-NVLINK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf on an HGX 8x H100, 2 GPUs, NCCL 2.20.5 with CUDA graphs: "
-                         "'When I run with 2 GPUs the latency is approximately 6us', "
+NVLINK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf on an HGX 8x H100, 2 GPUs, NCCL 2.20.5 with CUDA graphs, "
+                         "NVLSTree: 'When I run with 2 GPUs the latency is approximately 6us', "
                          "https://github.com/NVIDIA/nccl/issues/1259")
-PCIE_LATENCY = 42.14e-6  # 8 PCIe cards (RTX 4090, no NVLink), an 8-byte all-reduce, no CUDA graphs
-PCIE_LATENCY_SOURCE = ("nccl-tests all_reduce_perf -g 8 on 8 RTX 4090 joined by PCIe only: 42.14 us for 8 bytes "
-                       "(out of place), https://github.com/NVIDIA/nccl/issues/1530")
+PCIE_LATENCY = 20.36e-6  # 2 Tesla T4 on PCIe Gen3 (through the CPUs: SYS), an 8-byte all-reduce, no CUDA graphs
+PCIE_LATENCY_SOURCE = ("nccl-tests all_reduce_perf -b 8 -e 128M -f 2 -g 2 on 2 Tesla T4 joined by PCIe only "
+                       "(nvidia-smi topo: SYS), NCCL 2.8.3: '8 2 float sum 20.36' us (out of place), "
+                       "https://github.com/NVIDIA/nccl/issues/428")
 NETWORK_LATENCY = 47.54e-6  # 2 nodes, 16 H20, ConnectX-7 InfiniBand NDR, a 4-byte all-reduce
 NETWORK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf over 2 nodes of 8 H20 with 16 ConnectX-7 (InfiniBand NDR), "
                           "NCCL 2.21.5: 47.54 us for 4 bytes (out of place), https://github.com/NVIDIA/nccl/issues/1244")
@@ -481,6 +488,10 @@ class Interconnect:
             _check.single("max_gpus", _check.count("max_gpus", self.max_gpus, minimum=2))
 
 
+# No bridged pair's figure is catalogued; the NVSwitch's is borrowed, though NVLSTree needs the switch.
+_BRIDGE_LATENCY = ("no bridged pair's figure catalogued; the H100 SXM's NVLink all-reduce latency is taken, though "
+                   "it was measured with NVLSTree, which needs an NVSwitch that a bridged pair lacks: "
+                   + NVLINK_LATENCY_SOURCE)
 _PCIE_SPEC = "PCI Express Base Specification: 16 GT/s a lane (Gen4), 32 GT/s (Gen5), 16 lanes"
 _LINKS = [
     Interconnect(
@@ -510,16 +521,14 @@ _LINKS = [
     Interconnect(
         key="nvlink-bridge-h100", name="NVLink bridge (two H100 PCIe)", kind="nvlink",
         bandwidth=300e9, listed="600 GB/s between the two cards, both directions together", max_gpus=2,
-        latency=NVLINK_LATENCY,
-        latency_source="the H100 SXM's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        latency=NVLINK_LATENCY, latency_source=_BRIDGE_LATENCY,
         source="NVIDIA H100 datasheet, PCIe column: 'NVLink: 600GB/s'; H100 PCIe product brief "
                "(PB-11133-001): an NVLink bridge joins two cards",
         source_url="https://www.nvidia.com/en-us/data-center/h100/"),
     Interconnect(
         key="nvlink-bridge-a100", name="NVLink bridge (two A100 PCIe)", kind="nvlink",
         bandwidth=300e9, listed="600 GB/s between the two cards, both directions together", max_gpus=2,
-        latency=NVLINK_LATENCY,
-        latency_source="the H100 SXM's NVLink all-reduce latency is taken: " + NVLINK_LATENCY_SOURCE,
+        latency=NVLINK_LATENCY, latency_source=_BRIDGE_LATENCY,
         source="NVIDIA A100 Tensor Core GPU datasheet, 80 GB PCIe column: 'NVIDIA NVLink Bridge for 2 GPUs: 600GB/s'",
         source_url="https://www.nvidia.com/en-us/data-center/a100/"),
     Interconnect(

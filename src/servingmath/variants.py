@@ -1023,8 +1023,10 @@ SMALL_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "qwen2.5-0.5b", "g
 # Cards sold for PCIe slots, and the PCIe generation that joins them.
 CARD_LINKS = {"h100-pcie": "pcie5", "a100-80gb-pcie": "pcie4", "l40s": "pcie4"}
 CARDS = tuple(CARD_LINKS)
-# (model, GPUs) where the model splits that many ways and its 16-bit weights fit that many H100 SXM.
-KV_CASES = tuple((key, gpus) for key in MODELS for gpus in (2, 4, 8) if not _group_fits(key, "h100-sxm", gpus))
+# (model, GPUs) where the model splits that many ways and its 16-bit weights fit that many H100 SXM; models with
+# latent attention left out, since the part teaches only a cache kept per KV head.
+KV_CASES = tuple((key, gpus) for key in MODELS if not MODELS[key].latent_attention for gpus in (2, 4, 8)
+                 if not _group_fits(key, "h100-sxm", gpus))
 
 
 def _draw_4_1(rng):
@@ -1058,13 +1060,13 @@ LESSON_4_PART_1 = Template(
     draw=_draw_4_1,
     practice={"bits": 8, "gpus": 4, "users": 16, "context": 2000, "split": "qwen2.5-72b", "split_bits": 16, "parts": 4,
               "ar_gpu": "h100-sxm", "ar_link": "nvlink4", "ar_count": 8, "ar_batch": 64, "kv_model": "qwen3-30b-a3b",
-              "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 4,
+              "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 2,
               "card": "h100-pcie", "cards": 2},
     derive=lambda n: {"ar_link_name": LINK_NAMES[n["ar_link"]], "card_link": CARD_LINKS[n["card"]],
                       "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]]},
     statements={
-        "1.1": "Store Llama 3 70B's weights in {bits} bits on {gpus} H100 SXM joined by NVLink. {users} users each have "
-               "{context} tokens cached. How many milliseconds does a decode step take?",
+        "1.1": "Store Llama 3 70B's weights in {bits} bits, its KV cache in 16, on {gpus} H100 SXM joined by NVLink. "
+               "{users} users each have {context} tokens cached. How many milliseconds does a decode step take?",
         "1.2": '{split_name} (`sm.MODELS["{split}"]`) in {split_bits} bits is split over {parts} GPUs. How many gigabytes '
                "(1e9 bytes) of weights does each GPU hold? The norms' weight vectors are small and every GPU keeps them "
                "whole.",
