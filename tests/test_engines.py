@@ -200,14 +200,16 @@ def test_fp8_halves_the_weights_and_runs_the_products_at_the_fp8_peak():
 
 def test_eager_mode_adds_the_launches_cuda_graphs_save_where_kernels_are_short():
     v1 = E.engine("vllm", "0.9.2")
-    graph, eager = S.StepClock(v1.server(M, G)), S.StepClock(v1.server(M, G, enforce_eager=True))
+    small = sm.MODELS["llama-3.2-1b"]     # one user's kernels shorter than their launches
+    graph, eager = S.StepClock(v1.server(small, G)), S.StepClock(v1.server(small, G, enforce_eager=True))
     one = graph.phases([100])
-    assert eager.phases([100])["launch wait"] == pytest.approx(M.layers * E.KERNELS_PER_LAYER * E.LAUNCH_SECONDS
+    assert eager.phases([100])["launch wait"] == pytest.approx(small.layers * E.KERNELS_PER_LAYER * E.LAUNCH_SECONDS
                                                                - sum(one[k] for k in ("matrix products", "decode attention", "prompt attention")))
+    assert eager.phases([100])["launch wait"] > 0
     assert eager.time([100]) > graph.time([100])
     assert eager.phases(pieces=[(8000, 0)])["launch wait"] == 0      # a long step hides its launches
     sg = E.engine("sglang", "0.4.6")
-    assert S.StepClock(sg.server(M, G, disable_cuda_graph=True)).time([100]) > S.StepClock(sg.server(M, G)).time([100])
+    assert S.StepClock(sg.server(small, G, disable_cuda_graph=True)).time([100]) > S.StepClock(sg.server(small, G)).time([100])
 
 
 def test_unknown_and_bad_flags_are_refused_by_name():
@@ -376,3 +378,47 @@ def test_fp8_products_are_shared_among_the_gpus_of_a_group_like_16_bit_ones():
         assert four == pytest.approx(one / 4, rel=1e-3)     # compute-bound: a quarter of the arithmetic each
     assert S.StepClock(trt.server(big, h100, tp=4, quantization="fp8")).phases(pieces=[(8192, 0)])["matrix products"] < \
         S.StepClock(trt.server(big, h100, tp=4)).phases(pieces=[(8192, 0)])["matrix products"]
+
+
+def test_where_prompts_run_in_a_step_of_their_own_their_first_token_comes_before_the_next_tokens_step():
+    # One user decoding when a 1,000-token prompt arrives: SGLang runs the prompt's step, then the next tokens'.
+    server = E.engine("sglang", "0.5.3").server(M, G)
+    clock = S.StepClock(server)
+    work = W.workload([0.0, 0.05], [100, 1000], [400, 3])
+    run = S.simulate(server, work)
+    step_start = run.step_end[np.searchsorted(run.step_end, run.first_token[1]) - 1]
+    assert run.first_token[1] - step_start == pytest.approx(clock.time(pieces=[(1000, 0)]), rel=1e-9)
+    mixed = S.simulate(E.engine("sglang", "0.5.3").server(M, G, enable_mixed_chunk=True), work)
+    assert mixed.first_token[1] > run.first_token[1]      # a mixed step gives it at the end of the whole step
+
+
+def test_vllm_v0_splits_a_long_windows_prompts_by_itself():
+    long = sm.MODELS["llama-3.1-8b"]
+    assert long.context_window > E.defaults("vllm", "0.6.0").chunked_past
+    found = E.engine("vllm", "0.6.0").server(long, G)
+    assert (found.policy, found.step_tokens, found.mixed_steps) == ("chunked", 512, True)
+    assert E.engine("vllm", "0.6.6").server(long, G).step_tokens == 2048
+    assert E.engine("vllm", "0.6.0").server(long, G, max_model_len=4096).policy == "continuous"
+    assert E.engine("vllm", "0.6.0").server(long, G, enable_chunked_prefill=False).policy == "continuous"
+
+
+def test_tensorrt_llm_admits_a_request_only_with_room_to_finish_it_and_never_preempts():
+    server = E.engine("tensorrt-llm", "1.0").server(M, G)
+    assert (server.memory, server.max_reply_tokens) == ("reserved", "each")
+    assert list(server.reservation(np.array([100, 7000]), np.array([50, 2000]))) == [150, M.context_window]
+    work = W.poisson_workload(400, 3000, W.LengthDistribution("long replies", 500, 3000), seed=4, model=M)
+    run = S.simulate(server, work)
+    assert run.preemptions.sum() == 0 and np.isfinite(run.finish).all()
+    with pytest.raises(ValueError, match="reply_tokens are needed"):
+        server.reservation(100)
+    with pytest.raises(ValueError, match="memory='paged'"):
+        S.Server(M, G, max_reply_tokens="each")
+
+
+def test_where_prompts_have_steps_of_their_own_the_whole_chunk_budget_is_theirs():
+    one_prompt = W.workload([0.0] * 9, [50] * 8 + [3000], [600] * 8 + [2])
+    apart = S.simulate(E.engine("sglang", "0.5.3").server(M, G, chunked_prefill_size=1024), one_prompt)
+    mixed = S.simulate(E.engine("sglang", "0.5.3").server(M, G, chunked_prefill_size=1024, enable_mixed_chunk=True),
+                       one_prompt)
+    # The 3,000-token prompt in chunks of 1,024 beside 8 users decoding: 3 steps apart, 3 or more mixed (1,016 a step).
+    assert max(apart.step_tokens) - 8 == 1024 and max(mixed.step_tokens) == 1024

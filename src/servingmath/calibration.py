@@ -126,7 +126,9 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     dist, fixed, said = _lengths(run)
     kind = run.arrivals.kind
     count = min(run.num_prompts, requests)
-    if kind == "all-at-once":
+    if kind == "poisson":    # every request sent: past saturation the queue, and so the wait, grows with their number
+        count = run.num_prompts
+    elif kind == "all-at-once":
         count = min(run.num_prompts, max(requests, 4 * server.max_running))
     elif kind == "concurrency":
         count = min(run.num_prompts, max(requests, 4 * run.arrivals.concurrency))
@@ -318,27 +320,34 @@ def sources(runs=None):
     return tuple(dict.fromkeys(r.source_group for r in runs))
 
 
-def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print) -> dict:
+def _fit_without(source, requests, sweeps, steps):
+    """The fit on every run but ``source``'s (None: on every run), as ``data/engine_fit.json`` keeps it."""
+    return _as_json(fit([r for r in load_runs() if r.source_group != source], requests, sweeps, steps))
+
+
+def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print, jobs=None) -> dict:
     """The fit on every run, and for each publisher the fit without it and its runs predicted by that
-    fit: what ``data/engine_fit.json`` holds (``scripts/engine_fit.py`` writes it)."""
+    fit: what ``data/engine_fit.json`` holds (``scripts/engine_fit.py`` writes it). The fits are
+    independent, so they run in ``jobs`` processes (default: one a processor)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     runs = load_runs()
-    full = fit(runs, requests, sweeps, steps)
-    log("fit on every run done")
-    rows = {}
-    for run in runs:
-        got = predict(run, requests, _overheads(full, engines.engine(run.engine, run.version).group))
-        rows[run.id] = {"fit": got}
-    held = {}
-    for source in sources(runs):
-        kept = [r for r in runs if r.source_group != source]
-        params = fit(kept, requests, sweeps, steps)
-        held[source] = _as_json(params)
+    fits = {}
+    with ProcessPoolExecutor(jobs) as pool:
+        pending = {pool.submit(_fit_without, source, requests, sweeps, steps): source
+                   for source in (None,) + sources(runs)}
+        for done in as_completed(pending):
+            fits[pending[done]] = done.result()
+            log("fit on every run done" if pending[done] is None else f"held out {pending[done]}")
+    rows = {run.id: {} for run in runs}
+    for source, kept in fits.items():
+        params = _from_json(kept)
         for run in runs:
-            if run.source_group == source:
+            if source is None or run.source_group == source:
                 group = engines.engine(run.engine, run.version).group
-                rows[run.id]["held_out"] = predict(run, requests, _overheads(params, group))
-        log(f"held out {source}")
-    return {"requests": requests, "meanings": MEANINGS, "fit": _as_json(full), "held_out_fits": held, "rows": rows}
+                rows[run.id]["fit" if source is None else "held_out"] = predict(run, requests, _overheads(params, group))
+    held = {source: fits[source] for source in sources(runs)}
+    return {"requests": requests, "meanings": MEANINGS, "fit": fits[None], "held_out_fits": held, "rows": rows}
 
 
 @lru_cache(maxsize=1)

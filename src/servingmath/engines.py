@@ -149,7 +149,8 @@ _V0 = {
                                "chunked prefill off: max(max_model_len, 2,048) tokens in one pass over "
                                "--max-num-seqs sequences"),
     "chunked_past": Cell("--enable-chunked-prefill", 32_768,
-                         "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config",
+                         "vllm-project/vllm v0.6.6, vllm/engine/arg_utils.py, EngineArgs.create_engine_config; "
+                         "since 0.5.4 (pull request 6666)",
                          "turned on by default for windows longer than this"),
     "chunked_profile_tokens": Cell("--max-num-batched-tokens", 2048,
                                    "vllm-project/vllm v0.6.6, vllm/config.py, SchedulerConfig.__post_init__",
@@ -674,6 +675,7 @@ def _weights_share(model, gpu, fields):
 
 def _schedule(engine_, d, gpu, model, flags, fields):
     """The server's batching and memory under ``engine_``'s defaults and ``flags``."""
+    from .simulator.server import EACH_REPLY
     out = {}
     if engine_.name == "vllm":
         v1 = engine_.group == "vllm-v1"
@@ -681,6 +683,8 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         if steps > 1 and v1:
             raise ValueError(f"num_scheduler_steps is V0's multi-step scheduling, gone in {engine_.label}, got {steps!r}")
         chunked = flags.get("enable_chunked_prefill", d.chunked_prefill)
+        if "enable_chunked_prefill" not in flags and not v1 and model.context_window > d.chunked_past:
+            chunked = True      # V0 splits the prompts of a long window by itself (every profiled V0 version)
         out["policy"] = "chunked" if chunked else "continuous"
         out["mixed_steps"] = bool(chunked) or v1    # V0 runs prompts in steps of their own unless it chunks them
         out["max_running"] = flags.get("max_num_seqs", d.max_running)
@@ -701,6 +705,9 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         out["block_tokens"] = d.block_tokens
     elif engine_.name == "tensorrt-llm":
         out["policy"] = "chunked"
+        # GUARANTEED_NO_EVICT: a request joins only with room for its prompt and all the tokens it asks for
+        # (benchmark clients ask for each request's own length), so no one is ever preempted.
+        out["memory"], out["max_reply_tokens"] = "reserved", EACH_REPLY
         out["max_running"] = flags.get("max_batch_size", d.max_running)
         out["step_tokens"] = flags.get("max_num_tokens", d.step_tokens)
         # The cache takes its share of what the weights leave: a reserve of the rest of the card.

@@ -16,7 +16,7 @@ import numpy as np
 from ..memory import DoesNotFit
 from ..workload import Workload
 from .requests import Request
-from .server import Server
+from .server import EACH_REPLY, Server
 
 
 class BlockManager:
@@ -32,11 +32,11 @@ class BlockManager:
             self.reserved = None
             alone = server.blocks(work.prompt + work.reply)
         else:
-            if server.max_reply_tokens is not None and work.reply.max() > server.max_reply_tokens:
+            if server.max_reply_tokens not in (None, EACH_REPLY) and work.reply.max() > server.max_reply_tokens:
                 i = int(np.argmax(work.reply))
                 raise ValueError(f"max_reply_tokens must cover every reply: request {i} writes "
                                  f"{int(work.reply[i]):,} tokens, got max_reply_tokens={server.max_reply_tokens!r}")
-            self.reserved = server.blocks(server.reservation(work.prompt)).tolist()
+            self.reserved = server.blocks(server.reservation(work.prompt, work.reply)).tolist()
             alone = np.asarray(self.reserved)
         if alone.max() > self.total:
             i = int(np.argmax(alone))

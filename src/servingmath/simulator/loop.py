@@ -46,11 +46,17 @@ class Engine:
                     raise AssertionError("the engine stalled with nothing to run")
                 now = max(now, scheduler.next_arrival)
                 continue
+            waited = clock.copy_time(batch.copies, server.swap_bandwidth)
             seconds = clock.step(tokens, decoding.users, decoding.cached, lambda: decoding.caches(step), batch.pieces,
-                                 clock.copy_time(batch.copies, server.swap_bandwidth), server.mixed_steps)
+                                 waited, server.mixed_steps)
+            # Where prompts and next tokens may not share a step, the prompts' step runs first: their first
+            # tokens come out at its end, before the next tokens' step.
+            prompts_end = None
+            if not server.mixed_steps and decoding.users and batch.pieces:
+                prompts_end = now + clock.step(tokens - decoding.users, 0, 0, tuple, batch.pieces, waited)
             now += seconds                                  # the step runs
             log.step(now, seconds, decoding.users - len(batch.resumed), tokens)
-            scheduler.postprocess(batch, step, now)
+            scheduler.postprocess(batch, step, now, prompts_end)
             log.memory(scheduler.blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
             step += 1
         self.step, self.now = step, now

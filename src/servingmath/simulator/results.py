@@ -200,9 +200,14 @@ class Benchmark:
     to last token), in tokens or requests a second; each request's TTFT (sent to first token), E2E (sent
     to last token) and TPOT ((E2E − TTFT) ÷ (output − 1), only for requests of more than one output
     token); ITL, every gap between two tokens of a request, pooled over all requests; medians and
-    percentiles with numpy's default (linear) interpolation, in seconds. Empty lists count as 0, as
-    there. Each token is taken as streamed on its own (an engine running several steps a call streams
-    them together: its ITL is then longer than here)."""
+    percentiles with numpy's default (linear) interpolation, in seconds (the lessons' own figures,
+    ``percentile``, take the nearest rank instead). Empty lists count as 0, as there. Each token is taken
+    as streamed on its own (an engine running several steps a call streams them together: its ITL is
+    then longer than here). The duration starts with the first request sent at once, as the older
+    ``benchmarks/benchmark_serving.py`` and SGLang's ``bench_serving`` send it; the newer ``vllm bench
+    serve``, at a finite rate, delays the first request too and stretches the gaps so that the last is
+    sent requests ÷ rate seconds in (``get_request``, "target_total_delay_s = total_requests /
+    request_rate")."""
 
     completed: int
     duration: float

@@ -57,6 +57,7 @@ class Scheduler:
         self.blocks = BlockManager(server, work)
         self.decoding = Decoding(self.requests, self.blocks)
         self.budget_cap = server.token_budget
+        self.decodes_in_budget = server.mixed_steps   # where prompts have steps of their own, they have the budget
         self.max_running, self.admit_every = server.max_running, server.admit_every
         self.swap = server.preemption == "swap"
         self.waiting = deque()
@@ -177,9 +178,11 @@ class Scheduler:
         r.held = 0
         self.waiting.appendleft(r.index)
 
-    def postprocess(self, batch: Batch, step, now):
+    def postprocess(self, batch: Batch, step, now, prompts_end=None):
         """The step has run, ending at ``now``: every cache grew by its token, prompts read to the end give
-        their first token, and replies written to the end finish."""
+        their first token (at ``prompts_end`` where the prompts ran as a step of their own before the next
+        tokens'), and replies written to the end finish."""
+        first = now if prompts_end is None else prompts_end
         self.decoding.cached += self.decoding.users
         for i, new, _ in batch.pieces:
             r = self.requests[i]
@@ -192,10 +195,10 @@ class Scheduler:
                 self.prefilling.remove(i)
             r.generated += 1
             if r.first_token != r.first_token:
-                r.first_token = now
+                r.first_token = first
             r.run_start = step
             if r.generated >= r.reply:
-                self.finish(r, r.held, step, now)
+                self.finish(r, r.held, step, first)
             else:
                 self.decoding.start(r, r.need_tokens, step + 1)
         if self.decoding.due(step):
@@ -308,7 +311,7 @@ class Chunked(Scheduler):
 
     def schedule(self, step) -> Batch:
         """Everyone's next token, then the prompts begun, then new ones, till the budget is spent."""
-        batch = Batch(self.budget_cap - self.decoding.users)
+        batch = Batch(self.budget_cap - (self.decoding.users if self.decodes_in_budget else 0))
         for i in self.prefilling:
             if batch.budget <= 0:
                 break

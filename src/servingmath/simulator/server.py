@@ -14,6 +14,8 @@ from ..workload import context_window
 
 POLICIES = ("static", "continuous", "chunked")
 MEMORY = ("paged", "reserved")
+# A cap on replies that is each request's own reply (``Server.reservation``).
+EACH_REPLY = "each"
 PREEMPTION = ("recompute", "swap")
 # How a step is timed: "overlap", the larger of its arithmetic's time and its memory traffic's (the
 # lessons' roofline, as if every kernel of the step overlapped every other); "phases", as an engine
@@ -60,7 +62,7 @@ class Server:
     step_tokens: int | None = None
     preemption: str = "recompute"
     swap_bandwidth: float | None = None
-    max_reply_tokens: int | None = None
+    max_reply_tokens: int | str | None = None
     weight_bits: float = 16
     kv_bits: float = 16
     reserve: float = RESERVE
@@ -109,7 +111,11 @@ class Server:
             _check.positive("swap_bandwidth", _check.single("swap_bandwidth", self.swap_bandwidth))
         elif self.swap_bandwidth is not None:
             _check.positive("swap_bandwidth", self.swap_bandwidth)
-        if self.max_reply_tokens is not None:
+        if self.max_reply_tokens == EACH_REPLY:
+            if self.memory != "reserved":
+                raise ValueError(f"max_reply_tokens={EACH_REPLY!r} sets what reserved memory holds back, got it with "
+                                 f"memory={self.memory!r}")
+        elif self.max_reply_tokens is not None:
             longest = _whole("max_reply_tokens", self.max_reply_tokens, 1)
             if longest >= self.window:
                 raise ValueError(f"max_reply_tokens must leave room for a prompt in {self.model.name}'s window "
@@ -205,11 +211,19 @@ class Server:
         tokens = _check.count("tokens", tokens)
         return np.ceil(np.asarray(tokens) / self.block_tokens).astype(np.int64)
 
-    def reservation(self, prompt_tokens):
+    def reservation(self, prompt_tokens, reply_tokens=None):
         """Tokens set aside for a request under reserved memory: its prompt and the longest reply it may
         write (``max_reply_tokens``, the cap a client sends), never past the model's window. With no cap,
-        a reply may run to the window, so the window is reserved (the vLLM paper's Orca (Max))."""
+        a reply may run to the window, so the window is reserved (the vLLM paper's Orca (Max)). With
+        ``max_reply_tokens="each"``, each request's cap is its own reply (``reply_tokens``), as benchmark
+        clients send it: the vLLM paper's Orca (Oracle), and TensorRT-LLM's admission of a request only
+        with room to finish it."""
         prompt_tokens = _check.count("prompt_tokens", prompt_tokens, minimum=1)
-        longest = prompt_tokens + (self.window if self.max_reply_tokens is None else self.max_reply_tokens)
+        if self.max_reply_tokens == EACH_REPLY:
+            if reply_tokens is None:
+                raise ValueError(f"reply_tokens are needed: max_reply_tokens is {EACH_REPLY!r}, got None")
+            longest = prompt_tokens + _check.count("reply_tokens", reply_tokens, minimum=1)
+        else:
+            longest = prompt_tokens + (self.window if self.max_reply_tokens is None else self.max_reply_tokens)
         return np.minimum(longest, self.window).astype(np.int64)
 
