@@ -24,8 +24,8 @@ copy into an answer cell; the grader (coursegrader, `make grade`) scores the rec
 against the solutions, which only it holds.
 
 ``--nbgrader DIR`` also writes the solutions as an nbgrader course, one assignment a lesson
-(``DIR/source/lesson-1/``, ``lesson-2/`` and ``lesson-3/``, the notebooks of grading/rubric.yml,
-rubric-lesson-2.yml and rubric-lesson-3.yml): the answer cells marked as solution cells, each problem's statement the
+(``DIR/source/lesson-1/`` to ``lesson-4/``, the notebooks of grading/rubric.yml and
+rubric-lesson-2.yml to rubric-lesson-4.yml): the answer cells marked as solution cells, each problem's statement the
 student's own numbers as in the graded release, each check cell an autograded cell whose visible
 line is the graded release's ``submit`` and whose hidden test marks the submitted answer with a
 fresh copy of the package's check against the student's own variant, worth the rubric's points.
@@ -262,7 +262,7 @@ def stale(made: dict[Path, bytes], exercises: Path = EXERCISES) -> tuple[list[Pa
 # -- nbgrader ------------------------------------------------------------------------
 # One nbgrader assignment for each lesson, its notebooks and points those of the lesson's rubric.
 ASSIGNMENTS = {"lesson-1": ROOT / "grading" / "rubric.yml", "lesson-2": ROOT / "grading" / "rubric-lesson-2.yml",
-               "lesson-3": ROOT / "grading" / "rubric-lesson-3.yml"}
+               "lesson-3": ROOT / "grading" / "rubric-lesson-3.yml", "lesson-4": ROOT / "grading" / "rubric-lesson-4.yml"}
 SCRIPTS = Path(__file__).resolve().parent
 
 

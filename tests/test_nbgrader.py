@@ -56,7 +56,7 @@ def test_one_assignment_a_lesson_each_problem_worth_its_rubrics_points(tmp_path)
             assert worth == {f"check-{label.replace('.', '-')}": expected.points(path.stem, label)
                              for label in (cell_label(cell) for cell in cells if "check-" in
                                            cell.metadata.get("nbgrader", {}).get("grade_id", ""))}
-    assert sorted(folder.name for folder in (course / "source").iterdir()) == ["lesson-1", "lesson-2", "lesson-3"]
+    assert sorted(folder.name for folder in (course / "source").iterdir()) == ["lesson-1", "lesson-2", "lesson-3", "lesson-4"]
 
 
 def cell_label(cell):

@@ -83,8 +83,7 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
     return Explorer("tensor_parallel", "A decode step split across GPUs", [
         buttons("gpus", "GPUs", {g: str(g) for g in GPUS}, gpus),
         buttons("link", "cards and link", MACHINE_NAMES, link),
-        slider("batch", "users in the batch", BATCHES, batch, lambda b: counted(b, "user", "users"),
-               fine=tuple(range(1, 257))),
+        slider("batch", "users in the batch", BATCHES, batch, lambda b: counted(b, "user", "users"), fine=tuple(range(1, 257))),
         models_menu(model, MODELS_SHOWN, site=True)],
         readouts, [Layer(("link", "batch", "model"), bars), Layer(("gpus", "link", "batch", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
