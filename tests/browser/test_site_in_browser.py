@@ -74,6 +74,9 @@ PHONE_CHECK = """
   return {
     width: width,
     scrollWidth: document.documentElement.scrollWidth,
+    // How far a finger can push the page sideways: text running out of its box (a long path in a reference)
+    // widens the page without any element's box doing so.
+    sideways: (() => { window.scrollTo(10000, window.scrollY); const x = window.scrollX; window.scrollTo(0, window.scrollY); return x; })(),
     wide: Array.from(document.querySelectorAll("article.bd-article *")).filter(element => {
       const box = element.getBoundingClientRect();
       const scrolls = element.closest("pre, .highlight, .table-wrapper, .pst-scrollable-table-container, mjx-container, .MathJax");
@@ -364,6 +367,9 @@ def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
             page = f"{page} ({'dark' if dark else 'light'})"
             if seen["wide"]:
                 problems.append(f"{page}: wider than the phone: {seen['wide']}")
+            if seen["sideways"] > 1 or seen["scrollWidth"] > PHONE + 1:
+                problems.append(f"{page}: scrolls {seen['sideways']:.0f} px sideways on the phone, "
+                                f"{seen['scrollWidth']} px wide")
             problems += [f"{page}: a formula runs past the phone's width: {formula!r}" for formula in seen["formulas"]]
             problems += [f"{page}: a table is cut {'with no word that it scrolls' if t['scrolls'] else 'and does not scroll'}"
                          f": {t['text']!r}" for t in seen["tables"] if t["cut"] and not (t["scrolls"] and t["cue"])]
