@@ -705,9 +705,10 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         out["block_tokens"] = d.block_tokens
     elif engine_.name == "tensorrt-llm":
         out["policy"] = "chunked"
-        # GUARANTEED_NO_EVICT: a request joins only with room for its prompt and all the tokens it asks for
-        # (benchmark clients ask for each request's own length), so no one is ever preempted.
-        out["memory"], out["max_reply_tokens"] = "reserved", EACH_REPLY
+        if d.preemption == "GUARANTEED_NO_EVICT":   # the table's capacity_scheduler_policy
+            # A request joins only with room for its prompt and all the tokens it asks for (benchmark clients
+            # ask for each request's own length), so no one is ever preempted.
+            out["memory"], out["max_reply_tokens"] = "reserved", EACH_REPLY
         out["max_running"] = flags.get("max_batch_size", d.max_running)
         out["step_tokens"] = flags.get("max_num_tokens", d.step_tokens)
         # The cache takes its share of what the weights leave: a reserve of the rest of the card.
