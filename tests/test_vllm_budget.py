@@ -158,14 +158,14 @@ def test_v0_profiles_the_window_or_2048_tokens():
 def test_v1_profiles_by_the_card():
     large = {gpu.key for gpu in RUNS_VLLM if vllm_profile_defaults(LLAMA_3_8B, gpu, "v1") == (8192, 1024)}
     small = {gpu.key for gpu in RUNS_VLLM if vllm_profile_defaults(LLAMA_3_8B, gpu, "v1") == (2048, 256)}
-    assert large == {"h100-sxm", "mi300x", "b200"}
+    assert large == {"h100-sxm", "h200", "mi300x", "b200"}
     assert small == {"a100-80gb", "a100-80gb-pcie", "l4", "l40s", "t4"}
     # The A100 reports more than 70 GiB and still takes the smaller defaults (vLLM pull request 17885).
     large_tier = sm.engines.row("vllm", "0.27").cells["step_tokens"].value.tiers[-1][0]
     assert CATALOG["a100-80gb"].cuda_reported_bytes > large_tier * GiB
     # From 0.28 the cards reporting 160 GiB or more profile 16,384 tokens (vLLM pull request 51726).
     later = {gpu.key for gpu in RUNS_VLLM if vllm_profile_defaults(LLAMA_3_8B, gpu, "v1", version="0.28.0") == (16384, 1024)}
-    assert later == {"mi300x", "b200"}
+    assert later == {"mi300x", "b200"}  # the H200 reports 139.81 GiB: still 8,192
     # Short windows cap the pass at max_num_seqs × max_model_len.
     assert vllm_profile_defaults(LLAMA_3_8B, H100, "v1", max_model_len=4) == (4096, 1024)
 
@@ -227,15 +227,15 @@ def test_every_catalog_card_computes_or_is_refused_by_name(engine):
 
 
 def test_the_cuda_figures_are_sourced_and_below_the_sheet():
-    assert {gpu.key for gpu in RUNS_VLLM} == {"h100-sxm", "a100-80gb", "a100-80gb-pcie", "l4", "l40s", "mi300x", "b200",
-                                              "t4"}
+    assert {gpu.key for gpu in RUNS_VLLM} == {"h100-sxm", "h200", "a100-80gb", "a100-80gb-pcie", "l4", "l40s", "mi300x",
+                                              "b200", "t4"}
     for gpu in RUNS_VLLM:
         assert gpu.cuda_reported_bytes < gpu.memory_bytes and "https://" in gpu.cuda_reported_source
-    assert [round(gpu.cuda_reported_bytes / GiB, 2) for gpu in RUNS_VLLM] == [79.19, 79.25, 79.25, 22.03, 44.53, 191.98,
-                                                                             178.35, 14.75]
+    assert [round(gpu.cuda_reported_bytes / GiB, 2) for gpu in RUNS_VLLM] == [79.19, 139.81, 79.25, 79.25, 22.03, 44.53,
+                                                                             191.98, 178.35, 14.75]
     # No published figure found for these: refused by name (test_every_catalog_card_computes_or_is_refused_by_name).
     refused = {gpu.key for gpu in CATALOG.values() if gpu.cuda_reported_bytes is None and "Apple" not in gpu.name}
-    assert refused == {"h100-pcie", "h200"}
+    assert refused == {"h100-pcie"}
 
 
 def test_more_share_more_cache_and_a_bigger_profile_pass_less():

@@ -194,6 +194,11 @@ _ENTRIES = [
         memory_bandwidth=4.8e12, memory_bytes=141 * GiB, price_per_hour=3.80,
         listed_with_sparsity=1978.9 * T,
         source="NVIDIA H200 Tensor Core GPU datasheet, SXM column", as_of="2024-11",
+        cuda_reported_bytes=139.81 * GiB,
+        cuda_reported_source=(
+            "vLLM 0.16.0rc2's environment report and PyTorch's out-of-memory message on 8 H200s, driver 570.148.08, "
+            "2026-02: 'GPU: NVIDIA H200 (139.81 GiB)', 'GPU 5 has a total capacity of 139.81 GiB', "
+            "https://github.com/vllm-project/vllm/issues/34553 (fixed by pull request 35488)"),
     ),
     GPU(
         key="a100-80gb", source_url="https://www.nvidia.com/en-us/data-center/a100/",
