@@ -1,5 +1,7 @@
 """servingmath.parallel and the catalog's interconnects: hand-computed cases, catalog-wide
 properties and every bad input."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,29 @@ def test_each_links_latency_is_a_two_gpu_measurement_named_with_its_source():
         assert INTERCONNECTS[key].latency == hardware.PCIE_LATENCY
     for key in ("nvlink-bridge-h100", "nvlink-bridge-a100"):    # borrowed from the NVSwitch, and said so
         assert "needs an NVSwitch that a bridged pair lacks" in INTERCONNECTS[key].latency_source
+
+
+def test_pcie_latency_grows_from_its_two_gpu_to_its_eight_gpu_measurement():
+    assert hardware.PCIE_LATENCY_8 == 43.47e-6 and "-g 8" in hardware.PCIE_LATENCY_8_SOURCE
+    assert "43.47" in hardware.PCIE_LATENCY_8_SOURCE and "nccl/issues/1530" in hardware.PCIE_LATENCY_8_SOURCE
+    for key in ("pcie3", "pcie4", "pcie5"):
+        link = INTERCONNECTS[key]
+        assert link.latency_for(2) == hardware.PCIE_LATENCY and link.latency_for(8) == hardware.PCIE_LATENCY_8
+        assert link.latency_for(4) == pytest.approx(hardware.PCIE_LATENCY + (hardware.PCIE_LATENCY_8 - hardware.PCIE_LATENCY) / 3)
+        assert link.latency_for(16) == hardware.PCIE_LATENCY_8      # held at the largest count measured
+        assert hardware.PCIE_LATENCY_8_SOURCE in link.latency_source
+    # Links measured on two GPUs only keep that figure at every count; the all-reduce reads the count's figure.
+    nvlink = INTERCONNECTS["nvlink4"]
+    assert nvlink.latency_for(8) == nvlink.latency_for(2) == hardware.NVLINK_LATENCY
+    pcie = INTERCONNECTS["pcie5"]
+    np.testing.assert_allclose(parallel.allreduce_time(0.0, np.array([1, 2, 4, 8]), pcie),
+                               [0.0, pcie.latency, pcie.latency_for(4), hardware.PCIE_LATENCY_8])
+
+
+@pytest.mark.parametrize("points", [((8, 1e-6),), ((2, 50e-6),), ((8, 50e-6), (4, 30e-6)), ((4, 30e-6), (4, 40e-6))])
+def test_more_gpus_latency_must_grow_above_two_gpus(points):
+    with pytest.raises(ValueError, match="more_gpus_latency"):
+        dataclasses.replace(INTERCONNECTS["pcie5"], more_gpus_latency=points)
 
 
 def test_bandwidth_is_one_way_half_the_listed_sum_of_both():

@@ -450,6 +450,11 @@ PCIE_LATENCY = 20.36e-6  # 2 Tesla T4 on PCIe Gen3 (through the CPUs: SYS), an 8
 PCIE_LATENCY_SOURCE = ("nccl-tests all_reduce_perf -b 8 -e 128M -f 2 -g 2 on 2 Tesla T4 joined by PCIe only "
                        "(nvidia-smi topo: SYS), NCCL 2.8.3: '8 2 float sum 20.36' us (out of place), "
                        "https://github.com/NVIDIA/nccl/issues/428")
+# A ring's fixed cost grows with the GPUs in it (nccl-tests issue 123); over PCIe it is measured at 8 GPUs too.
+PCIE_LATENCY_8 = 43.47e-6  # 8 GeForce RTX 4090 on PCIe, an 8-byte all-reduce, 200 iterations
+PCIE_LATENCY_8_SOURCE = ("nccl-tests all_reduce_perf -g 8 -b 8 -e 128M -f 2 -n 200 on 8 GeForce RTX 4090 joined by "
+                         "PCIe, 2024-12-02: '8 2 float sum -1 43.47' us (out of place), "
+                         "https://github.com/NVIDIA/nccl/issues/1530")
 NETWORK_LATENCY = 47.54e-6  # 2 nodes, 16 H20, ConnectX-7 InfiniBand NDR, a 4-byte all-reduce
 NETWORK_LATENCY_SOURCE = ("nccl-tests all_reduce_perf over 2 nodes of 8 H20 with 16 ConnectX-7 (InfiniBand NDR), "
                           "NCCL 2.21.5: 47.54 us for 4 bytes (out of place), https://github.com/NVIDIA/nccl/issues/1244")
@@ -476,6 +481,7 @@ class Interconnect:
     source_url: str
     max_gpus: int | None = None
     scope: str = "node"
+    more_gpus_latency: tuple = ()
 
     KINDS = ("nvlink", "pcie", "network")
 
@@ -491,6 +497,19 @@ class Interconnect:
             _check.single(name, _check.positive(name, getattr(self, name)))
         if self.max_gpus is not None:
             _check.single("max_gpus", _check.count("max_gpus", self.max_gpus, minimum=2))
+        counts = [gpus for gpus, _ in self.more_gpus_latency]
+        if counts != sorted(set(counts)) or any(gpus <= 2 or seconds <= self.latency
+                                                for gpus, seconds in self.more_gpus_latency):
+            raise ValueError("more_gpus_latency must be (gpus, seconds) pairs above 2 GPUs, by growing count, each "
+                             f"above the 2-GPU latency ({self.latency!r}), got {self.more_gpus_latency!r}")
+
+    def latency_for(self, gpus):
+        """The fixed cost of an all-reduce over ``gpus`` GPUs: ``latency`` (measured on 2), and where the
+        link was also measured on more (``more_gpus_latency``), a straight line between the measured counts,
+        held at the largest one's beyond it. Numbers or numpy arrays."""
+        counts = [2] + [count for count, _ in self.more_gpus_latency]
+        seconds = [self.latency] + [value for _, value in self.more_gpus_latency]
+        return np.interp(gpus, counts, seconds)
 
 
 # No bridged pair's figure is catalogued; the NVSwitch's is borrowed, though NVLSTree needs the switch.
@@ -539,21 +558,24 @@ _LINKS = [
     Interconnect(
         key="pcie3", name="PCIe Gen3 x16", kind="pcie",
         bandwidth=16e9, listed="32 GB/s, both directions together",
-        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE + '; at 8 GPUs, ' + PCIE_LATENCY_8_SOURCE,
+        more_gpus_latency=((8, PCIE_LATENCY_8),),
         source=_PCIE_SPEC.replace("16 GT/s a lane (Gen4), 32 GT/s (Gen5)", "8 GT/s a lane (Gen3)")
         + ": 16 GB/s each way; NVIDIA T4 datasheet: 'PCIe Gen3 x16', 32 GB/s",
         source_url="https://www.nvidia.com/en-us/data-center/tesla-t4/"),
     Interconnect(
         key="pcie4", name="PCIe Gen4 x16", kind="pcie",
         bandwidth=32e9, listed="64 GB/s, both directions together",
-        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE + '; at 8 GPUs, ' + PCIE_LATENCY_8_SOURCE,
+        more_gpus_latency=((8, PCIE_LATENCY_8),),
         source=_PCIE_SPEC + ": 32 GB/s each way at Gen4 before the 128b/130b encoding (31.5 after it); "
                "NVIDIA L4, L40S and A100 datasheets: 'PCIe Gen4 x16: 64GB/s'",
         source_url="https://www.nvidia.com/en-us/data-center/l40s/"),
     Interconnect(
         key="pcie5", name="PCIe Gen5 x16", kind="pcie",
         bandwidth=64e9, listed="128 GB/s, both directions together",
-        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE,
+        latency=PCIE_LATENCY, latency_source=PCIE_LATENCY_SOURCE + '; at 8 GPUs, ' + PCIE_LATENCY_8_SOURCE,
+        more_gpus_latency=((8, PCIE_LATENCY_8),),
         source=_PCIE_SPEC + ": 64 GB/s each way at Gen5 before the 128b/130b encoding; "
                "NVIDIA H100 and H200 datasheets: 'PCIe Gen5: 128GB/s'",
         source_url="https://www.nvidia.com/en-us/data-center/h100/"),

@@ -240,11 +240,11 @@ def ring_time(bytes_, gpus, link: Interconnect):
 
 
 def allreduce_time(bytes_, gpus, link: Interconnect):
-    """A ring all-reduce of ``bytes_`` bytes over ``gpus`` GPUs: the link's latency + ``ring_time``;
-    nothing for one GPU. Numbers or numpy arrays."""
+    """A ring all-reduce of ``bytes_`` bytes over ``gpus`` GPUs: the link's latency at that many GPUs
+    (``Interconnect.latency_for``) + ``ring_time``; nothing for one GPU. Numbers or numpy arrays."""
     ring = ring_time(bytes_, gpus, link)
     gpus = _check.count("gpus", gpus, minimum=1)
-    return np.where(gpus > 1, link.latency + ring, 0.0) + 0 * ring
+    return np.where(gpus > 1, link.latency_for(gpus) + ring, 0.0) + 0 * ring
 
 
 def send_time(bytes_, link: Interconnect):

@@ -88,5 +88,5 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
         readouts, [Layer(("link", "batch", "model"), bars), Layer(("gpus", "link", "batch", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each GPU's pass at the spec "
-             "sheet's peaks, the all-reduces after it (2 a layer, each link at its one-way line rate, half the listed "
-             "figure), not overlapped; four and eight GPUs take a latency measured on two.")
+             "sheet's peaks, the all-reduces after it (2 a layer, each link at its one-way line rate, half the listed figure), "
+             "not overlapped; NVLink's latency is measured on two GPUs, PCIe's on two and eight, four's between.")

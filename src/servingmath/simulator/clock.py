@@ -46,7 +46,7 @@ class StepClock:
         self.communication_fixed = self.communication_per_token = 0.0
         if degree > 1:
             group, allreduces = server.group, parallel.ALLREDUCES_PER_LAYER * model.layers
-            self.communication_fixed = allreduces * group.link.latency
+            self.communication_fixed = allreduces * float(group.link.latency_for(degree))
             self.communication_per_token = allreduces * float(
                 parallel.ring_time(parallel.activation_bytes(model, 1), degree, group.link))
         self.attention_mode = assumptions.attention
