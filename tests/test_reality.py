@@ -485,6 +485,19 @@ def test_table_has_a_line_per_row_and_numbered_sources():
         assert f"{number}. [" in table
 
 
+def test_the_table_says_which_bandwidths_are_worked_out_from_the_memory_bus():
+    """A vendor's round bandwidth (Apple's 400 and 800 GB/s, the H100 PCIe's "greater than 2,000") would put a
+    floor above the true minimum: the floors use the bus width × transfer rate, and the table names them."""
+    assert sm.hardware.FROM_THE_MEMORY_BUS == pytest.approx((2039.04e9, 409.6e9, 819.2e9, 102.4e9), rel=1e-12)
+    worked_out = {m.hardware for m in ROWS if m.gpu.memory_bandwidth in sm.hardware.FROM_THE_MEMORY_BUS}
+    assert worked_out == {"m1-max", "m1-ultra", "m2-ultra", "h100-pcie"}
+    table = reality.table_markdown(FLOORS)
+    assert ("works it out from the memory's bus width and transfer rate: 409.6 GB/s for the M1 Max; 819.2 GB/s "
+            "for the M1 Ultra and the M2 Ultra; 2,039 GB/s for the H100 PCIe.") in table
+    nvidia_sxm = [f for f in FLOORS if f.measurement.hardware == "a100-80gb"]
+    assert "works it out" not in reality.table_markdown(nvidia_sxm)
+
+
 def test_the_chapter_stops_its_build_on_an_unexplained_row():
     import jupytext
 

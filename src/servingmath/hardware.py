@@ -137,6 +137,8 @@ HBM2E_H100_PCIE = 5120 / 8 * 2 * 1593e6   # 2,039 GB/s: 5,120-bit HBM2e at 1,593
 LPDDR5_6400_512_BIT = 512 / 8 * 6400e6     # 409.6 GB/s: Apple's "400 GB/s" (M1 Max)
 LPDDR5_6400_1024_BIT = 1024 / 8 * 6400e6   # 819.2 GB/s: Apple's "800 GB/s" (M1 Ultra, M2 Ultra)
 LPDDR5_6400_128_BIT = 128 / 8 * 6400e6     # 102.4 GB/s: Apple's "100 GB/s" (M2)
+# The four, for a page that says which bandwidths are worked out rather than printed by the vendor.
+FROM_THE_MEMORY_BUS = (HBM2E_H100_PCIE, LPDDR5_6400_512_BIT, LPDDR5_6400_1024_BIT, LPDDR5_6400_128_BIT)
 # The share of a GDDR6 card's memory left to programs with ECC on: the check bits take a
 # sixteenth (NVIDIA's CUDA C++ Best Practices Guide), so 16, 24 and 48 GB show as 15,360,
 # 23,040 and 46,080 MiB, less a few the driver keeps.

@@ -47,7 +47,7 @@ from typing import Mapping
 import numpy as np
 
 from . import _check, units
-from .hardware import CATALOG, GPU, GiB, T
+from .hardware import CATALOG, FROM_THE_MEMORY_BUS, GPU, GiB, T
 from .models import MODELS, Model
 from .passes import forward_pass
 from .roofline import Assumptions, pass_time
@@ -832,11 +832,21 @@ def table_markdown(floors_) -> str:
         first.setdefault(f.measurement.source.key, f.measurement)
     sources = [f"{number}. [{first[key].source.title}]({first[key].source.url}), {first[key].source.publisher}: "
                f"{first[key].software}." for number, key in enumerate(order, start=1)]
+    worked_out = {}   # the machines whose vendor prints only a round bandwidth, by the figure their memory's bus gives
+    for f in floors_:
+        if f.measurement.gpu.memory_bandwidth in FROM_THE_MEMORY_BUS:
+            chip = f.measurement.hardware_short.split(" × ")[-1]
+            worked_out.setdefault(f.measurement.gpu.memory_bandwidth, set()).add(chip)
+    exact = ("" if not worked_out else
+             "; a floor takes each machine's bandwidth from its data sheet or, where the vendor prints only a "
+             "round figure, works it out from the memory's bus width and transfer rate: " + "; ".join(
+                 f"{units.gb_per_s(bandwidth, 1 if bandwidth < 1e12 else 0)} for the {' and the '.join(sorted(names))}"
+                 for bandwidth, names in sorted(worked_out.items())))
     left_out = ("" if not counted else
                 "; § marks a row of many users whose floor leaves out the prompts of the requests that replace "
                 "finished ones: counted, mixed into the steps or run apart, its share is " + "; ".join(counted))
     return ("\n".join(lines) + "\n\nThe floor is for one token, or for the whole prompt where the figure is a "
-            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file" + left_out
+            "TTFT; ‡ marks a row faster than its floor, whose reason is in the data file" + left_out + exact
             + ".\n\nSources:\n\n" + "\n".join(sources))
 
 
