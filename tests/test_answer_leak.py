@@ -190,7 +190,7 @@ def _quiz_figures(text: str) -> list[tuple[float, str]]:
 
 
 QUIZ_PAGES = {"LESSON_1_QUESTIONS": "chapters/lesson-1/wrap-up.md", "LESSON_2_QUESTIONS": "chapters/lesson-2/wrap-up.md",
-              "LESSON_3_QUESTIONS": "chapters/lesson-3/wrap-up.md"}
+              "LESSON_3_QUESTIONS": "chapters/lesson-3/wrap-up.md", "LESSON_4_QUESTIONS": "chapters/lesson-4/wrap-up.md"}
 
 
 @pytest.mark.parametrize("questions", sorted(QUIZ_PAGES))

@@ -467,6 +467,37 @@ IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, "none: the roofline")
 # python/sglang/srt/server_args.py), TensorRT-LLM's ``--tp`` of trtllm-bench and trtllm-serve
 # (tensorrt_llm/bench/benchmark/throughput.py), LMDeploy's ``--tp`` (TurbomindEngineConfig.tp).
 TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "tensorrt-llm": "tp", "lmdeploy": "tp"}
+# Lesson 4's ideas as two engines' command lines name them: (idea, engine, flags, where they were read). vLLM's
+# documentation: "Distributed Inference and Serving" (0.8.3: tensor parallel within a node, pipeline parallel across
+# nodes), "Data Parallel Deployment" (0.12.0) and "Disaggregated Prefilling (experimental)" (0.8.0: two instances,
+# a KV producer and a KV consumer, joined by a connector named in --kv-transfer-config). SGLang's "Server Arguments"
+# (docs/advanced_features/server_arguments.md at commit 004813e): --tp-size, --pp-size, --dp-size with
+# --load-balance-method, and --disaggregation-mode prefill or decode (transfer backend mooncake by default).
+SGLANG_DOCS = "docs at commit 004813e"
+MULTI_GPU_FLAGS = (
+    ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs"),
+    ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",), "0.8.3 docs"),
+    ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs"),
+    ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",), "0.8.0 docs, experimental"),
+    ("split each layer (Part 1)", "SGLang", ("--tp-size",), SGLANG_DOCS),
+    ("split the stack (Part 2)", "SGLang", ("--pp-size",), SGLANG_DOCS),
+    ("copies behind a router (Part 3)", "SGLang", ("--dp-size", "--load-balance-method"), SGLANG_DOCS),
+    ("prefill and decode apart (Part 4)", "SGLang", ("--disaggregation-mode prefill", "--disaggregation-mode decode"),
+     SGLANG_DOCS),
+)
+
+
+def multi_gpu_table() -> str:
+    """``MULTI_GPU_FLAGS`` as a table: an idea a row, an engine a column, each cell its flags and where they were read."""
+    ideas = list(dict.fromkeys(row[0] for row in MULTI_GPU_FLAGS))
+    names = list(dict.fromkeys(row[1] for row in MULTI_GPU_FLAGS))
+    cell = {(idea, name): ", ".join(f"`{flag}`" for flag in flags) + f" ({read})"
+            for idea, name, flags, read in MULTI_GPU_FLAGS}
+    lines = ["| idea | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {idea} | " + " | ".join(cell[idea, name] for name in names) + " |" for idea in ideas]
+    return "\n".join(lines)
+
+
 # Each engine's flags, under its own names, as ``Engine.server`` takes them.
 VLLM_FLAGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "max_model_len",
               "enable_chunked_prefill", "num_scheduler_steps", "enable_prefix_caching", "enforce_eager",

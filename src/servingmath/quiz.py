@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from IPython.display import display
 
 from . import _check, units
-from .hardware import H100_SXM
+from .hardware import CATALOG, H100_SXM
 from .models import LLAMA_3_8B
 from .passes import forward_pass, weight_bytes
 from .roofline import ridge_point
@@ -441,10 +441,113 @@ def _lesson_3_questions():
     )
 
 
+# --- Lesson 4: the figures its feedback quotes, computed ---------------------------
+# A user holding this many tokens, as lesson 4's parts take it.
+LESSON_4_CACHED = 1000
+
+
+def lesson_4_figures() -> dict:
+    """The figures lesson 4's questions and its wrap-up quote: steps split over GPUs, and a prompt's cache sent."""
+    from . import hardware, parallel
+    from .memory import kv_cache_bytes
+    from .models import MODELS
+
+    small, card, big = MODELS["llama-3.2-1b"], CATALOG["h100-pcie"], MODELS["llama-3-70b"]
+    four = parallel.group(H100_SXM, 4, "nvlink4")
+    sent = {prompt: kv_cache_bytes(LLAMA_3_8B, prompt, 1, 16) for prompt in (200, 2000)}
+    return {
+        "small_one": parallel.tensor_parallel_step(small, parallel.group(card, 1), cached_tokens=LESSON_4_CACHED),
+        "small_two": parallel.tensor_parallel_step(small, parallel.group(card, 2, "pcie5"),
+                                                   cached_tokens=LESSON_4_CACHED),
+        "tensor_4": parallel.tensor_parallel_step(big, four, cached_tokens=LESSON_4_CACHED),
+        "pipeline_4": parallel.pipeline_parallel_step(big, four, 4, cached_tokens=LESSON_4_CACHED),
+        "sent": sent,
+        "over_network": {prompt: parallel.send_time(size, hardware.INTERCONNECTS["infiniband-ndr"])
+                         for prompt, size in sent.items()},
+        "prefill": {prompt: parallel.tensor_parallel_step(LLAMA_3_8B, parallel.group(H100_SXM, 1),
+                                                          new_tokens=prompt) for prompt in sent},
+    }
+
+
+def _lesson_4_questions():
+    from .explorers import clock
+
+    f = lesson_4_figures()
+    one, two = f["small_one"], f["small_two"]
+    tensor, pipeline = f["tensor_4"], f["pipeline_4"]
+    return (
+        Question(
+            prompt="Llama 3.2 1B decodes more slowly on two H100 PCIe cards joined by PCIe than on one. Why?",
+            options=("Each card still reads the whole model.",
+                     "Its all-reduces, each mostly a fixed latency, take longer than the half of the weights each card "
+                     "no longer reads.",
+                     "The cache must be copied to both cards at every step.",
+                     "PCIe cards run the arithmetic at half speed."),
+            correct=1,
+            feedback=("Each card reads half the weights: tensor parallelism splits every matrix.",
+                      f"One card takes {clock(one.time)} a token; two take {clock(two.compute.time)} for their passes "
+                      f"and {units.number(two.allreduces)} all-reduces of {clock(two.allreduce_time)} each: "
+                      f"{clock(two.time)}.",
+                      "Each card keeps its own heads' share of the cache; only activations cross the link.",
+                      "Each card keeps its own peak; the cost is the link's."),
+        ),
+        Question(
+            prompt="Llama 3 70B runs on four H100s as four pipeline stages of 20 layers each. What happens to one "
+                   "user's time between tokens, against the same model split by tensor parallelism on the same GPUs?",
+            options=("It is about four times as long: the token crosses the stages one after another.",
+                     "It is a quarter as long: each GPU holds a quarter of the layers.",
+                     "It is the same: both split the weights four ways.",
+                     "It is twice as long: half the stages wait."),
+            correct=0,
+            feedback=(f"Each stage's turn takes {clock(pipeline.stage.time)}, and a token crosses all four: "
+                      f"{clock(pipeline.token_time)}, against {clock(tensor.time)} with tensor parallelism. Stages "
+                      "raise throughput when several micro-batches are in flight, not one user's speed.",
+                      "Each stage works on the token only after the stage before it has finished.",
+                      "Both read a quarter of the weights on each GPU, but tensor parallelism reads them at once.",
+                      "One user's token keeps one stage busy at a time: the other three wait."),
+        ),
+        Question(
+            prompt="Eight copies of a model serve one stream of requests. Which router makes requests wait least, "
+                   "at the same load?",
+            options=("Sending each request to the copies in turn.",
+                     "Sending each request to a copy chosen at random.",
+                     "One queue that every copy takes from when it has room.",
+                     "It makes no difference: the copies are identical."),
+            correct=2,
+            feedback=("Turns ignore load: a copy busy with long replies gets its turn all the same.",
+                      "Chance can pile requests on one copy while another sits idle.",
+                      "No request waits while any copy has room; separate queues let one copy's line grow while "
+                      "another idles.",
+                      "The copies are identical; the lines in front of them are not."),
+        ),
+        Question(
+            prompt="Prefill runs on GPUs of its own and sends each prompt's cache to the decode GPUs. When does "
+                   "that lose to keeping both on the same GPUs?",
+            options=("With long prompts on a fast link.",
+                     "With short prompts, a slow link, or decode GPUs left idle: the transfers and the idle GPUs "
+                     "cost more than the stalls they remove.",
+                     "Never: separating the phases always serves more requests per GPU.",
+                     "Whenever the model needs more than one GPU."),
+            correct=1,
+            feedback=("Long prompts are where the stalls they cause are worst, and a fast link moves their caches "
+                      "cheaply.",
+                      f"A 2,000-token prompt of Llama 3 8B leaves {units.gb(f['sent'][2000])} of cache, which "
+                      f"crosses 400 Gb/s in {clock(f['over_network'][2000])}, against the "
+                      f"{clock(f['prefill'][2000].time)} its prefill takes on an H100. Separation buys decode steps "
+                      f"that no prefill stalls; a short prompt's stall is small ({clock(f['prefill'][200].time)} for "
+                      "200 tokens), so little is gained for the transfer and for GPUs each phase keeps to itself.",
+                      "It can lose: the GPUs are split by phase, and a phase with too few requests leaves its GPUs "
+                      "idle.",
+                      "Each phase may itself be split over several GPUs; that is a separate choice."),
+        ),
+    )
+
+
 def __getattr__(name):
-    # Lesson 3's questions run the simulator: built on first use, not on import.
-    if name == "LESSON_3_QUESTIONS":
-        value = _lesson_3_questions()
+    # Lessons 3's and 4's questions run the simulator and the parallel steps: built on first use, not on import.
+    builders = {"LESSON_3_QUESTIONS": _lesson_3_questions, "LESSON_4_QUESTIONS": _lesson_4_questions}
+    if name in builders:
+        value = builders[name]()
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

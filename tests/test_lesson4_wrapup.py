@@ -1,0 +1,152 @@
+"""Lesson 4's wrap-up: the engines' flags table, the editable script, the quiz and its figures, the sources."""
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+import servingmath as sm
+from servingmath import engines, parallel, quiz
+from servingmath.memory import DoesNotFit
+
+ROOT = Path(__file__).resolve().parent.parent
+WRAP_UP = ROOT / "chapters" / "lesson-4" / "wrap-up.md"
+
+
+# -- where you'll meet it ----------------------------------------------------------------
+def test_every_idea_has_a_flag_in_both_engines_each_with_where_it_was_read():
+    ideas = {row[0] for row in engines.MULTI_GPU_FLAGS}
+    assert len(ideas) == 4 and all(f"(Part {n})" in " ".join(ideas) for n in range(1, 5))
+    for idea in ideas:
+        assert {row[1] for row in engines.MULTI_GPU_FLAGS if row[0] == idea} == {"vLLM", "SGLang"}
+    for _, _, flags, read in engines.MULTI_GPU_FLAGS:
+        assert flags and all(flag.startswith("--") for flag in flags) and read.strip()
+
+
+def test_the_flags_table_is_one_row_an_idea_and_survives_markdown():
+    table = engines.multi_gpu_table().splitlines()
+    assert table[0] == "| idea | vLLM | SGLang |" and len(table) == 2 + 4
+    # A bar inside a cell would split it: every row has the header's three cells.
+    assert all(line.count("|") == 4 for line in table)
+    assert "`--tensor-parallel-size` (0.8.3 docs)" in table[2] and "`--pp-size`" in table[3]
+
+
+def test_the_vllm_tensor_parallel_flag_is_the_simulators():
+    # The engine profile takes tensor_parallel_size; the command line spells it with dashes.
+    assert engines.TENSOR_PARALLEL_FLAGS["vllm"].replace("_", "-") == "tensor-parallel-size"
+    assert engines.TENSOR_PARALLEL_FLAGS["sglang"].replace("_", "-") == "tp-size"
+    flags = {(row[0], row[1]): row[2] for row in engines.MULTI_GPU_FLAGS}
+    assert flags["split each layer (Part 1)", "vLLM"] == ("--tensor-parallel-size",)
+    assert flags["split each layer (Part 1)", "SGLang"] == ("--tp-size",)
+
+
+# -- the script the reader edits -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def script_source():
+    cells = [cell.source for cell in jupytext.read(WRAP_UP).cells
+             if cell.cell_type == "code" and "def split(" in cell.source]
+    assert len(cells) == 1
+    return cells[0]
+
+
+def run_script(source, call=None):
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(source, namespace)
+        if call is not None:
+            printed.seek(0)
+            printed.truncate()
+            exec(call, namespace)
+    return printed.getvalue().splitlines()
+
+
+def test_the_script_prints_the_packages_figures(script_source):
+    figures = quiz.lesson_4_figures()
+    lines = run_script(script_source)
+    assert lines[1] == "  split by layer: 11.52 ms a token, 8% of it in all-reduces"
+    assert lines[2] == "  split by stage: 42.24 ms a token, 10.55 ms in each stage"
+    assert f"{figures['tensor_4'].time * 1e3:.2f}" in lines[1]
+    assert f"{figures['pipeline_4'].token_time * 1e3:.2f}" in lines[2]
+
+
+@pytest.mark.parametrize("call", ['split(gpus=8)', 'split(gpu="h100-pcie", gpus=2, link="pcie5")',
+                                  'split(model="llama-3.2-1b", gpus=2)'])
+def test_the_pages_suggestions_run_and_agree_with_the_package(script_source, call):
+    lines = run_script(script_source, call)
+    settings = dict(model="llama-3-70b", gpu="h100-sxm", gpus=4, link="nvlink4")
+    settings.update(eval(f"dict{call[len('split'):]}"))
+    group = parallel.group(sm.CATALOG[settings["gpu"]], settings["gpus"], settings["link"])
+    model = sm.MODELS[settings["model"]]
+    tensor = parallel.tensor_parallel_step(model, group, cached_tokens=1000)
+    stages = parallel.pipeline_parallel_step(model, group, settings["gpus"], cached_tokens=1000)
+    assert f"{tensor.time * 1e3:.2f} ms a token" in lines[1]
+    assert f"{stages.token_time * 1e3:.2f} ms a token" in lines[2]
+
+
+def test_the_script_refuses_a_model_that_does_not_fit(script_source):
+    with pytest.raises(DoesNotFit):
+        run_script(script_source, 'split(gpus=1, link=None)')
+
+
+def test_on_more_stages_a_token_takes_longer_and_the_all_reduces_take_a_larger_share(script_source):
+    model, gpu = sm.MODELS["llama-3-70b"], sm.H100_SXM
+    steps = {n: (parallel.tensor_parallel_step(model, parallel.group(gpu, n, "nvlink4"), cached_tokens=1000),
+                 parallel.pipeline_parallel_step(model, parallel.group(gpu, n, "nvlink4"), n, cached_tokens=1000))
+             for n in (2, 4, 8)}
+    assert [steps[n][0].communication_share for n in (2, 4, 8)] == sorted(s[0].communication_share for s in steps.values())
+    # Split by stage, one user's token never beats the split by layer on the same GPUs.
+    assert all(stage.token_time > layer.time for layer, stage in steps.values())
+
+
+# -- the quiz --------------------------------------------------------------------------------
+def test_four_questions_each_with_one_right_answer_and_feedback_for_every_option():
+    questions = quiz.LESSON_4_QUESTIONS
+    assert len(questions) == 4
+    assert len({q.correct for q in questions}) > 1          # the right answer is not always the same letter
+    for q in questions:
+        assert [q.answer(i).correct for i in range(len(q.options))].count(True) == 1
+
+
+def test_the_quizs_feedback_quotes_the_packages_figures():
+    from servingmath.explorers import clock
+
+    figures = quiz.lesson_4_figures()
+    first, second, _, fourth = (q.answer(q.correct).message for q in quiz.LESSON_4_QUESTIONS)
+    assert clock(figures["small_one"].time) in first and clock(figures["small_two"].time) in first
+    assert figures["small_two"].time > figures["small_one"].time
+    assert clock(figures["pipeline_4"].token_time) in second and clock(figures["tensor_4"].time) in second
+    assert clock(figures["over_network"][2000]) in fourth and clock(figures["prefill"][2000].time) in fourth
+
+
+def test_the_stages_question_says_about_four_times_and_the_figures_agree():
+    figures = quiz.lesson_4_figures()
+    ratio = figures["pipeline_4"].token_time / figures["tensor_4"].time
+    assert 3.5 < ratio < 4.5
+    assert "about four times" in quiz.LESSON_4_QUESTIONS[1].options[0]
+
+
+# -- the page's parts ---------------------------------------------------------------------------
+def page_citations():
+    return set(re.findall(r"\{cite:[pt]\}`([^`]+)`", WRAP_UP.read_text()))
+
+
+def test_every_citation_is_in_the_bibliography():
+    bibliography = (ROOT / "references.bib").read_text()
+    keys = {key.strip() for cited in page_citations() for key in cited.split(",")}
+    assert keys and all(f"{{{key}," in bibliography for key in keys)
+
+
+def test_the_glossary_defines_every_term_the_page_links():
+    glossary = (ROOT / "chapters" / "glossary.md").read_text().lower()
+    terms = re.findall(r"\{term\}`([^`<]+)`", WRAP_UP.read_text())
+    assert terms and all(f"\n{term.lower()}\n" in glossary for term in terms)
+
+
+def test_the_wrap_up_closes_lesson_4_in_the_contents():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    lesson = [name for name in files if name.startswith("chapters/lesson-4/")]
+    assert lesson[0] == "chapters/lesson-4/index" and lesson[-1] == "chapters/lesson-4/wrap-up"
