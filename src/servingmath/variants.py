@@ -1106,7 +1106,7 @@ def _stages_fit(model_key: str, gpu_key: str, stages: int, link=None, context=0,
 
 
 # Stages in one server (NVLink) or one a server (InfiniBand); links between the stages a send crosses.
-STAGE_LINKS = ("nvlink4", "infiniband-ndr", "roce-400g", "pcie5")
+STAGE_LINKS = ("nvlink4", "infiniband-ndr", "roce-400g")
 SEND_LINKS = (("h100-sxm", "nvlink4"), ("h200", "nvlink4"), ("b200", "nvlink5"), ("a100-80gb", "nvlink3"),
               ("h100-pcie", "pcie5"), ("l40s", "pcie4"), ("h100-sxm", "infiniband-ndr"), ("a100-80gb", "infiniband-hdr"),
               ("h100-sxm", "roce-400g"))
@@ -1124,16 +1124,17 @@ def _draw_4_2(rng):
             break
     split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
                         if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)])
-    gpu, link = rng.choice(SEND_LINKS)
-    return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "send_gpu": gpu, "send_link": link,
-            "send_model": rng.choice(SEND_MODELS), "send_users": _steps(rng, 64, 2048, 32),
+    send = rng.choice([(key, gpu, link) for key in SEND_MODELS for gpu, link in SEND_LINKS
+                       if not _stages_fit(key, gpu, 8, link)])
+    return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "send_model": send[0],
+            "send_gpu": send[1], "send_link": send[2], "send_users": _steps(rng, 64, 2048, 32),
             **_flight_case(rng), **_compared_case(rng)}
 
 
 def _flight_case(rng) -> dict:
     """Micro-batches of Llama 3 70B in flight on H100 SXM stages, drawn again until their caches fit."""
     while True:
-        drawn = {"flight_stages": rng.choice((2, 4, 8)), "flight_micro": rng.randint(1, 8),
+        drawn = {"flight_stages": rng.choice((2, 4, 8)), "flight_micro": rng.randint(2, 8),
                  "flight_users": _steps(rng, 1, 64, 1), "flight_context": _steps(rng, 500, 4000, 100)}
         if not _stages_fit("llama-3-70b", "h100-sxm", drawn["flight_stages"], None, drawn["flight_context"] + 1,
                            drawn["flight_micro"] * drawn["flight_users"]):
@@ -1170,23 +1171,24 @@ LESSON_4_PART_2 = Template(
                "{parts} stages of consecutive layers, one a GPU; where they do not divide evenly, some stages take one "
                "layer more. How many gigabytes (1e9 bytes) of weights does a GPU with the most layers hold? Count a "
                "stage's weights as its layers' share of the whole model's.",
-        "2.3": 'Two stages of {send_model_name} (`sm.MODELS["{send_model}"]`) run on {send_gpu_short} joined by '
-               '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does the first '
-               "take to send the second the activations of a micro-batch of {send_users} users, one new token each, "
+        "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
+               '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
+               "take to send the next the activations of a micro-batch of {send_users} users, one new token each, "
                "in 16 bits?",
         "2.4": "{flight_stages} H100 SXM joined by NVLink hold Llama 3 70B in 16 bits as {flight_stages} stages. "
                "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
                "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "
                "many tokens a second do all the users get together?",
         "2.5": "{cmp_users} users of Llama 3 70B, each with {cmp_context} tokens cached, run on {cmp_gpus} "
-               "{cmp_gpu_short} joined by {cmp_link_name} (`\"{cmp_link}\"`). How many times as long as under a "
-               "{cmp_gpus}-way tensor split is a user's time between tokens when the GPUs are {cmp_gpus} stages "
+               "{cmp_gpu_short} joined by {cmp_link_name} (`\"{cmp_link}\"`). How many times as long as under "
+               "{cmp_gpus:a}-way tensor split is a user's time between tokens when the GPUs are {cmp_gpus} stages "
                "instead, the users in {cmp_gpus} micro-batches of {cmp_per} in flight?",
     },
     sense=lambda n: (_stages_fit("llama-3-70b", "h100-sxm", n["stages"], n["link"], n["context"] + 1, n["users"],
                                  n["bits"])
                      + _within(n, "llama-3-70b", "context", plus=1)
                      + _stages_fit(n["split"], "h100-sxm", n["parts"], bits=n["split_bits"])
+                     + _stages_fit(n["send_model"], n["send_gpu"], 8, n["send_link"])
                      + _stages_fit("llama-3-70b", "h100-sxm", n["flight_stages"], None, n["flight_context"] + 1,
                                    n["flight_micro"] * n["flight_users"])
                      + _stages_fit("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
