@@ -143,7 +143,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         slider("batch", "users in a micro-batch", BATCHES, batch, lambda b: counted(b, "user", "users"),
                fine=tuple(range(1, 257))),
         buttons("micro", "micro-batches in flight", {m: str(m) for m in GPUS}, micro),
-        models_menu(model, MODELS_SHOWN, site=True)],
+        models_menu(model, MODELS_SHOWN)],
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"),
                                                                            labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
