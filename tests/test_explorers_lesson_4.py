@@ -124,3 +124,23 @@ def test_part_2_s_claims_hold_for_every_model_the_explorer_offers(key):
         one = parallel.fit(MODELS[key], parallel.group("h100-sxm", 1), pipeline_parallel=1).weight_bytes
         held = parallel.fit(MODELS[key], parallel.group("h100-sxm", gpus), pipeline_parallel=gpus).weight_bytes
         assert held >= one / gpus and held < 1.1 * one / gpus
+
+
+def test_at_the_same_users_a_split_gives_more_decode_tokens_but_where_its_all_reduces_weigh_most():
+    """The page's verdict on decode: stages (a micro-batch a stage) beat Part 1's split for the same users only over
+    PCIe with many users (512 or more here), or with the small model; every model loses somewhere."""
+    won, lost = set(), set()
+    for key in lesson_4.MODELS_SHOWN:
+        for link in lesson_4.MACHINES:
+            for gpus in (2, 4, 8):
+                for per in (1, 8, 32, 128):
+                    try:
+                        pipe, split = staged(gpus, link, per, gpus, key), step(gpus, link, per * gpus, key)
+                    except (DoesNotFit, ValueError):
+                        continue
+                    if pipe.interval < split.time:
+                        assert (link == "pcie" and per * gpus >= 512) or key == "llama-3.2-1b", (key, link, gpus, per)
+                        won.add(key)
+                    else:
+                        lost.add(key)
+    assert lost == set(lesson_4.MODELS_SHOWN) and "llama-3-70b" in won
