@@ -11,8 +11,8 @@ import math
 import servingmath as sm
 from servingmath import variants
 from servingmath import hardware, parallel
-from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _room_gb, _small_steps, _step_4_1,  # noqa: F401
-                                 answer)
+from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _compared, _in_flight, _room_gb,  # noqa: F401
+                                 _send_bytes, _small_steps, _stages_4_2, _step_4_1, answer)
 from servingmath.memory import max_batch
 
 
@@ -91,6 +91,27 @@ def _allreduce_slips(n):
                 "a spec sheet's figure adds both directions; a ring sends at the one-way rate.")}
 
 
+
+def _stage_slips(n):
+    """Lesson 4 Problem 2.1's slips: the sends left out, one stage's pass, the weights in 16 bits."""
+    step = _stages_4_2(n)
+    found = {"the sends left out": (step.stages * step.stage.time * 1e3,
+                                    "a token's activations cross every border between stages."),
+             "one stage's pass": (step.stage.time * 1e3, "the token goes through every stage in turn.")}
+    if parallel.fit(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["stages"], n["link"]), n["context"] + 1,
+                    n["users"], pipeline_parallel=n["stages"]).fits:
+        found["16-bit weights"] = (_stages_4_2(n, weight_bits=16).token_time * 1e3,
+                                   f"the weights are stored in {n['bits']} bits.")
+    return found
+
+
+def _send_slips(n):
+    """Lesson 4 Problem 2.3's slips: the latency left out, the listed bandwidth of both directions."""
+    link, size = hardware.link(n["send_gpu"], n["send_link"]), _send_bytes(n)
+    return {"the latency left out": (size / link.bandwidth * 1e6, "every send pays the link's fixed cost first."),
+            "the listed bandwidth of both directions": ((link.latency + size / (2 * link.bandwidth)) * 1e6,
+                                                        "a send goes one way, at the one-way rate.")}
+
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {
     ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.MODELS[n["room_model"]], sm.CATALOG[n["room_gpu"]],
@@ -113,6 +134,21 @@ SLIPS = {
         "the all-reduces left out": (more.compute.time / one.time, "more cards pay two all-reduces a layer over PCIe."),
         "one card against two": (one.time / more.time, "the question asks the cards' step over one card's.")})(
         *_small_steps(n)),
+    ("lesson-4-part-2", "2.1"): lambda n: _stage_slips(n),
+    ("lesson-4-part-2", "2.2"): lambda n: {"the layers shared out evenly": (
+        sm.weight_bytes(sm.MODELS[n["split"]].parameters, n["split_bits"]) / n["parts"] / 1e9,
+        "a stage holds whole layers: the fullest takes one more than the average.")},
+    ("lesson-4-part-2", "2.3"): lambda n: _send_slips(n),
+    ("lesson-4-part-2", "2.4"): lambda n: (lambda step, users: {
+        "one micro-batch's users": (n["flight_users"] / step.interval, "every micro-batch in flight gets a token each turn."),
+        "the batch pushed through and drained": (users / step.time,
+                                                 "decode steps follow one another: the pipeline need not drain.")})(
+        _in_flight(n), n["flight_micro"] * n["flight_users"]),
+    ("lesson-4-part-2", "2.5"): lambda n: (lambda split, staged: {
+        "the split against the stages": (split.time / staged.interval,
+                                         "the question asks the stages' time over the split's."),
+        "the all-reduces left out": (staged.interval / split.compute.time,
+                                     "the split pays two all-reduces a layer over the link.")})(*_compared(n)),
 }
 
 

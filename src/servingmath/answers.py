@@ -323,6 +323,44 @@ ANSWERS.update({
 })
 
 
+def _stages_4_2(n, **changes):
+    options = {"cached_tokens": n["context"], "batch": n["users"], "weight_bits": n["bits"], **changes}
+    return parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["stages"], n["link"]),
+                                           n["stages"], **options)
+
+
+def _send_bytes(n):
+    return parallel.activation_bytes(sm.MODELS[n["send_model"]], n["send_users"])
+
+
+def _in_flight(n):
+    """Problem 2.4's pipeline: its micro-batches in flight on H100 SXM stages."""
+    return parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["flight_stages"]),
+                                           n["flight_stages"], cached_tokens=n["flight_context"],
+                                           batch=n["flight_micro"] * n["flight_users"], micro_batches=n["flight_micro"])
+
+
+def _compared(n):
+    """Problem 2.5's servers: the users under a tensor split, and in stages with a micro-batch a stage."""
+    grp, count = parallel.group(n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"]), n["cmp_gpus"]
+    users, options = count * n["cmp_per"], {"cached_tokens": n["cmp_context"]}
+    return (parallel.tensor_parallel_step(sm.MODELS["llama-3-70b"], grp, batch=users, **options),
+            parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], grp, count, batch=users, micro_batches=count,
+                                            **options))
+
+
+ANSWERS.update({
+    "lesson-4-part-2": {
+        "2.1": lambda n: _stages_4_2(n).token_time * 1e3,
+        "2.2": lambda n: parallel.fit(sm.MODELS[n["split"]], parallel.group("h100-sxm", n["parts"]),
+                                      weight_bits=n["split_bits"], pipeline_parallel=n["parts"]).weight_bytes / 1e9,
+        "2.3": lambda n: parallel.send_time(_send_bytes(n), hardware.link(n["send_gpu"], n["send_link"])) * 1e6,
+        "2.4": lambda n: n["flight_micro"] * n["flight_users"] / _in_flight(n).interval,
+        "2.5": lambda n: (lambda split, staged: staged.interval / split.time)(*_compared(n)),
+    },
+})
+
+
 _READS: dict = {}
 _KEPT: dict = {}
 

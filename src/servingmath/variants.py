@@ -1015,7 +1015,8 @@ LINKED = (("h100-sxm", "nvlink4", (2, 4, 8)), ("h200", "nvlink4", (2, 4, 8)), ("
           ("a100-80gb", "nvlink3", (2, 4, 8)), ("h100-pcie", "pcie5", (2, 4, 8)),
           ("h100-pcie", "nvlink-bridge-h100", (2,)), ("l40s", "pcie4", (4, 8)))
 LINK_NAMES = {"nvlink4": "NVLink", "nvlink5": "NVLink", "nvlink3": "NVLink", "pcie5": "PCIe Gen5", "pcie4": "PCIe Gen4",
-              "nvlink-bridge-h100": "an NVLink bridge"}
+              "nvlink-bridge-h100": "an NVLink bridge", "infiniband-ndr": "InfiniBand NDR",
+              "infiniband-hdr": "InfiniBand HDR", "roce-400g": "RoCE"}
 SMALL_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "qwen2.5-0.5b", "gemma-2-2b", "gemma-3-1b", "llama-3-8b",
                 "qwen3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b")
 
@@ -1091,6 +1092,111 @@ LESSON_4_PART_1 = Template(
                      + _within(n, n["small"], "small_context", plus=1)),
 )
 
+# -- Lesson 4, Part 2: pipeline parallelism --------------------------------------------------------
+def _stages_fit(model_key: str, gpu_key: str, stages: int, link=None, context=0, batch=1, bits=16) -> list[str]:
+    """Empty if ``stages`` GPUs of ``gpu_key``, one stage each, hold their layers' weights and caches; else what is wrong."""
+    from . import parallel
+
+    try:
+        found = parallel.fit(MODELS[model_key], parallel.group(gpu_key, stages, link), context, batch, weight_bits=bits,
+                             pipeline_parallel=stages)
+    except ValueError as error:
+        return [str(error)]
+    return [] if found.fits else [found.message]
+
+
+# Stages in one server (NVLink) or one a server (InfiniBand); links between the stages a send crosses.
+STAGE_LINKS = ("nvlink4", "infiniband-ndr", "roce-400g")
+SEND_LINKS = (("h100-sxm", "nvlink4"), ("h200", "nvlink4"), ("b200", "nvlink5"), ("a100-80gb", "nvlink3"),
+              ("h100-pcie", "pcie5"), ("l40s", "pcie4"), ("h100-sxm", "infiniband-ndr"), ("a100-80gb", "infiniband-hdr"),
+              ("h100-sxm", "roce-400g"))
+SEND_MODELS = ("llama-3-70b", "llama-3-8b", "qwen2.5-72b", "mixtral-8x22b", "llama-3.1-405b", "gemma-2-27b", "qwen3-8b")
+# (GPU, link, counts) a tensor split and as many stages can both use: Part 1's servers.
+COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
+
+
+def _draw_4_2(rng):
+    drawn = {"bits": rng.choice((16, 8, 4)), "stages": rng.choice((2, 4, 8)), "link": rng.choice(STAGE_LINKS)}
+    while True:
+        drawn.update(users=_steps(rng, 1, 64, 1), context=_steps(rng, 500, 8000, 100))
+        if not _stages_fit("llama-3-70b", "h100-sxm", drawn["stages"], drawn["link"], drawn["context"] + 1,
+                           drawn["users"], drawn["bits"]):
+            break
+    split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
+                        if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)])
+    send = rng.choice([(key, gpu, link) for key in SEND_MODELS for gpu, link in SEND_LINKS
+                       if not _stages_fit(key, gpu, 8, link)])
+    return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "send_model": send[0],
+            "send_gpu": send[1], "send_link": send[2], "send_users": _steps(rng, 64, 2048, 32),
+            **_flight_case(rng), **_compared_case(rng)}
+
+
+def _flight_case(rng) -> dict:
+    """Micro-batches of Llama 3 70B in flight on H100 SXM stages, drawn again until their caches fit."""
+    while True:
+        drawn = {"flight_stages": rng.choice((2, 4, 8)), "flight_micro": rng.randint(2, 8),
+                 "flight_users": _steps(rng, 1, 64, 1), "flight_context": _steps(rng, 500, 4000, 100)}
+        if not _stages_fit("llama-3-70b", "h100-sxm", drawn["flight_stages"], None, drawn["flight_context"] + 1,
+                           drawn["flight_micro"] * drawn["flight_users"]):
+            return drawn
+
+
+def _compared_case(rng) -> dict:
+    """Llama 3 70B's users on Part 1's servers, split or in stages, drawn again until both hold their caches."""
+    while True:
+        gpu, link, counts = rng.choice(COMPARED)
+        drawn = {"cmp_gpu": gpu, "cmp_link": link, "cmp_gpus": rng.choice(counts), "cmp_per": _steps(rng, 1, 32, 1),
+                 "cmp_context": _steps(rng, 500, 4000, 100)}
+        users = drawn["cmp_gpus"] * drawn["cmp_per"]
+        if not (_stages_fit("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
+                or _group_fits("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)):
+            return drawn
+
+
+LESSON_4_PART_2 = Template(
+    draw=_draw_4_2,
+    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 16, "context": 2000, "split": "qwen2.5-72b",
+              "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
+              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 32,
+              "flight_context": 2000, "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
+              "cmp_context": 2000},
+    derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
+                      "cmp_link_name": LINK_NAMES[n["cmp_link"]], "split_layers": MODELS[n["split"]].layers,
+                      "cmp_users": n["cmp_gpus"] * n["cmp_per"]},
+    statements={
+        "2.1": "Cut Llama 3 70B into {stages} stages on {stages} H100 SXM joined by {link_name} (`\"{link}\"`), its "
+               "weights in {bits} bits and its KV cache in 16. One micro-batch of {users} users, each with {context} "
+               "tokens cached, goes through. How many milliseconds pass between two of a user's tokens?",
+        "2.2": '{split_name} (`sm.MODELS["{split}"]`), its {split_layers} layers in {split_bits} bits, is cut into '
+               "{parts} stages of consecutive layers, one a GPU; where they do not divide evenly, some stages take one "
+               "layer more. How many gigabytes (1e9 bytes) of weights does a GPU with the most layers hold? Count a "
+               "stage's weights as its layers' share of the whole model's.",
+        "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
+               '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
+               "take to send the next the activations of a micro-batch of {send_users} users, one new token each, "
+               "in 16 bits?",
+        "2.4": "{flight_stages} H100 SXM joined by NVLink hold Llama 3 70B in 16 bits as {flight_stages} stages. "
+               "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
+               "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "
+               "many tokens a second do all the users get together?",
+        "2.5": "{cmp_users} users of Llama 3 70B, each with {cmp_context} tokens cached, run on {cmp_gpus} "
+               "{cmp_gpu_short} joined by {cmp_link_name} (`\"{cmp_link}\"`). How many times as long as under "
+               "{cmp_gpus:a}-way tensor split is a user's time between tokens when the GPUs are {cmp_gpus} stages "
+               "instead, the users in {cmp_gpus} micro-batches of {cmp_per} in flight?",
+    },
+    sense=lambda n: (_stages_fit("llama-3-70b", "h100-sxm", n["stages"], n["link"], n["context"] + 1, n["users"],
+                                 n["bits"])
+                     + _within(n, "llama-3-70b", "context", plus=1)
+                     + _stages_fit(n["split"], "h100-sxm", n["parts"], bits=n["split_bits"])
+                     + _stages_fit(n["send_model"], n["send_gpu"], 8, n["send_link"])
+                     + _stages_fit("llama-3-70b", "h100-sxm", n["flight_stages"], None, n["flight_context"] + 1,
+                                   n["flight_micro"] * n["flight_users"])
+                     + _stages_fit("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                                   n["cmp_gpus"] * n["cmp_per"])
+                     + _group_fits("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                                   n["cmp_gpus"] * n["cmp_per"])),
+)
+
 TEMPLATES: dict[str, Template] = {
     "lesson-1-part-1": LESSON_1_PART_1,
     "lesson-1-part-2": LESSON_1_PART_2,
@@ -1107,6 +1213,7 @@ TEMPLATES: dict[str, Template] = {
     "lesson-3-part-3": LESSON_3_PART_3,
     "lesson-3-part-4": LESSON_3_PART_4,
     "lesson-4-part-1": LESSON_4_PART_1,
+    "lesson-4-part-2": LESSON_4_PART_2,
     "plate-xxiii-4": PLATE_XXIII_4,
 }
 

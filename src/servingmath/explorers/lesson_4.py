@@ -14,21 +14,61 @@ MACHINE_NAMES = {"nvlink": "H100 SXM, NVLink", "pcie": "H100 PCIe, PCIe Gen5"}
 MODELS_SHOWN = ("llama-3-70b", "llama-3-8b", "llama-3.2-1b", "qwen3-235b-a22b")
 
 
-def _step(gpus, link, batch, model):
+def _group(gpus, link):
     gpu, joined = MACHINES[link]
-    grp = parallel.group(gpu, gpus, joined if gpus > 1 else None)
-    return parallel.tensor_parallel_step(find_model(model), grp, cached_tokens=CACHED, batch=batch)
+    return parallel.group(gpu, gpus, joined if gpus > 1 else None)
 
 
-def _fitting(link, batch, model):
-    """Each count of GPUs with its step, or None where the model and the caches do not fit."""
+def _step(gpus, link, batch, model):
+    return parallel.tensor_parallel_step(find_model(model), _group(gpus, link), cached_tokens=CACHED, batch=batch)
+
+
+def _pipeline(gpus, link, batch, micro, model):
+    """``gpus`` stages, one a GPU, with ``micro`` micro-batches of ``batch`` users in flight."""
+    return parallel.pipeline_parallel_step(find_model(model), _group(gpus, link), gpus, cached_tokens=CACHED,
+                                           batch=batch * micro, micro_batches=micro)
+
+
+def _each(timed, *settings):
+    """Each count of GPUs with ``timed(count, *settings)``, or None where the model and the caches do not fit."""
     found = {}
     for gpus in GPUS:
         try:
-            found[gpus] = _step(gpus, link, batch, model)
+            found[gpus] = timed(gpus, *settings)
         except memory.DoesNotFit:
             found[gpus] = None
     return found
+
+
+def _fitting(link, batch, model):
+    return _each(_step, link, batch, model)
+
+
+def _pipelines(link, batch, micro, model):
+    return _each(_pipeline, link, batch, micro, model)
+
+
+def _bars(top, rows, names):
+    """One bar a count of GPUs: ``rows`` {count: (the first part's end, the whole) in seconds, or None}."""
+    drawn = [row for row in rows.values() if row is not None]
+    longest = max(whole for _, whole in drawn) if drawn else 1e-3
+    ticks = kit.round_steps(0, longest * 1e3 * 1.05)
+    panel = kit.Panel.make((0, max(ticks[-1] / 1e3, longest * 1.05)), (0, 1), top, 220, x_label=names[0])
+    panel.x_ticks = [(t / 1e3, units.number(t, 1 if ticks[1] < 1 else 0)) for t in ticks]
+    parts = [panel.axes()]
+    for k, row in enumerate(rows.values()):
+        if row is not None:
+            y, start, middle = panel.y.end + 30 + 52 * k, panel.x.start, float(panel.x(row[0]))
+            parts.append(kit.rect(start, y, middle - start, 18, kit.PREFILL)
+                         + kit.rect(middle, y, float(panel.x(row[1])) - middle, 18, kit.DECODE))
+    named, _ = kit.legend(panel.bottom + 14, [(kit.PREFILL, names[1]), (kit.DECODE, names[2])], swatch=True)
+    return "".join(parts) + named
+
+
+def _labels(top, words, chosen):
+    """Each bar's words above it, the chosen count of GPUs in bold."""
+    return "".join(kit.text(kit.LEFT + 4, top + 26 + 52 * k, f"{counted(count, 'GPU', 'GPUs')}: {said}",
+                            bold=count == chosen) for k, (count, said) in enumerate(words.items()))
 
 
 @explorer
@@ -38,32 +78,12 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
     top = kit.TOP + 8
 
     def bars(link, batch, model):
-        steps = _fitting(link, batch, model)
-        longest = max(s.time for s in steps.values() if s is not None) if any(steps.values()) else 1e-3
-        ticks = kit.round_steps(0, longest * 1e3 * 1.05)
-        panel = kit.Panel.make((0, max(ticks[-1] / 1e3, longest * 1.05)), (0, 1), top, 220, x_label="one decode step (ms)")
-        panel.x_ticks = [(t / 1e3, units.number(t, 1 if ticks[1] < 1 else 0)) for t in ticks]
-        parts = [panel.axes()]
-        for k, (gpus, s) in enumerate(steps.items()):
-            y = panel.y.end + 30 + 52 * k
-            if s is None:
-                continue
-            start, middle = panel.x.start, float(panel.x(s.compute.time))
-            parts.append(kit.rect(start, y, middle - start, 18, kit.PREFILL)
-                         + kit.rect(middle, y, float(panel.x(s.time)) - middle, 18, kit.DECODE))
-        named, _ = kit.legend(panel.bottom + 14, [(kit.PREFILL, "each GPU's own pass"), (kit.DECODE, "the all-reduces")],
-                              swatch=True)
-        return "".join(parts) + named
+        rows = {n: s and (s.compute.time, s.time) for n, s in _fitting(link, batch, model).items()}
+        return _bars(top, rows, ("one decode step (ms)", "each GPU's own pass", "the all-reduces"))
 
     def labels(gpus, link, batch, model):
-        steps = _fitting(link, batch, model)
-        parts = []
-        for k, (count, s) in enumerate(steps.items()):
-            y = top + 30 + 52 * k
-            words = (f"{counted(count, 'GPU', 'GPUs')}: " + (f"{ms(s.time)}, all-reduces {units.percent(s.communication_share)}"
-                                                              if s is not None else "does not fit"))
-            parts.append(kit.text(kit.LEFT + 4, y - 4, words, bold=count == gpus))
-        return "".join(parts)
+        return _labels(top, {n: f"{ms(s.time)}, all-reduces {units.percent(s.communication_share)}" if s else
+                             "does not fit" for n, s in _fitting(link, batch, model).items()}, gpus)
 
     def readouts(gpus, link, batch, model):
         s = _step(gpus, link, batch, model)
@@ -90,3 +110,43 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each GPU's pass at the spec "
              "sheet's peaks, the all-reduces after it (2 a layer, each link at its one-way line rate, half the listed figure), "
              "not overlapped; NVLink's latency is measured on two GPUs, PCIe's on two and eight, four's between.")
+
+
+
+@explorer
+def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro: int = 1,
+                      model: str = "llama-3-70b") -> Explorer:
+    """Part 2: the time between a user's tokens over 1, 2, 4 and 8 stages, the stages' passes and the sends, with
+    ``micro`` micro-batches of ``batch`` users in flight; the chosen count of stages read out."""
+    top = kit.TOP + 8
+
+    def bars(link, batch, micro, model):
+        rows = {n: s and (s.stages * s.stage.time + s.interval - s.token_time, s.interval)
+                for n, s in _pipelines(link, batch, micro, model).items()}
+        return _bars(top, rows, ("between a user's tokens (ms)", "the stages' passes, and waits for a turn", "the sends"))
+
+    def labels(gpus, link, batch, micro, model):
+        return _labels(top, {n: f"{ms(s.interval)}, idle {units.percent(s.idle)}" if s else "does not fit"
+                             for n, s in _pipelines(link, batch, micro, model).items()}, gpus)
+
+    def readouts(gpus, link, batch, micro, model):
+        s = _pipeline(gpus, link, batch, micro, model)
+        held = parallel.fit(find_model(model), s.stage.group, CACHED + 1, batch * micro, pipeline_parallel=gpus)
+        return {"between a user's tokens": ms(s.interval), "of it, the sends": ms((s.stages - 1) * s.send_time),
+                "tokens a second, all users": units.number(batch * micro / s.interval),
+                "each GPU idle": units.percent(s.idle),
+                "each GPU holds": f"weights {units.gb(held.weight_bytes)}, caches {units.gb(held.cache_bytes)}"}
+
+    return Explorer("pipeline_parallel", "A decode step through stages of layers", [
+        buttons("gpus", "GPUs, one stage each", {g: str(g) for g in GPUS}, gpus),
+        buttons("link", "cards and link", MACHINE_NAMES, link),
+        slider("batch", "users in a micro-batch", BATCHES, batch, lambda b: counted(b, "user", "users"),
+               fine=tuple(range(1, 257))),
+        buttons("micro", "micro-batches in flight", {m: str(m) for m in GPUS}, micro),
+        models_menu(model, MODELS_SHOWN)],
+        readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"),
+                                                                           labels)],
+        "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
+        note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
+             "sheet's peaks, then its send; a micro-batch starts again once its token leaves the last stage (the "
+             "token's way back left out); each send takes the latency of a small all-reduce on two GPUs.")
