@@ -78,3 +78,16 @@ def test_the_note_says_each_link_runs_one_way_at_half_its_listed_figure():
     for gpu, joined in lesson_4.MACHINES.values():
         link = hardware.link(gpu, joined)
         assert link.bandwidth * 2 == float(link.listed.split()[0]) * 1e9, link.key
+
+
+def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():
+    from servingmath import replicas
+    from servingmath.explorers import clock
+    made = lesson_4.routers()
+    at = replicas.routers(9)
+    assert made.readouts_at()["one queue: first token p50 / p99"] == f"{clock(at['one-queue'].ttft_p50)} / " \
+        f"{clock(at['one-queue'].ttft_p99)}"
+    for rate in lesson_4.ROUTER_RATES:
+        shown = made.readouts_at(rate=rate)
+        assert shown["in turn: users preempted"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
+    assert "fewest in flight: p50" in made.svg_at(rate=10)

@@ -10,9 +10,9 @@ import math
 
 import servingmath as sm
 from servingmath import variants
-from servingmath import hardware, parallel
+from servingmath import hardware, parallel, replicas
 from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _room_gb, _small_steps, _step_4_1,  # noqa: F401
-                                 answer)
+                                 _tokens_held, answer)
 from servingmath.memory import max_batch
 
 
@@ -113,6 +113,12 @@ SLIPS = {
         "the all-reduces left out": (more.compute.time / one.time, "more cards pay two all-reduces a layer over PCIe."),
         "one card against two": (one.time / more.time, "the question asks the cards' step over one card's.")})(
         *_small_steps(n)),
+    ("lesson-4-part-3", "3.1"): lambda n: {"dealt in turn": (
+        replicas.routed(round(n["copies"] * n["each"], 6), n["copies"], "round-robin").ttft_p99,
+        "the requests go behind the router the problem names, not dealt in turn.")} if n["router"] != "round-robin" else {},
+    ("lesson-4-part-3", "3.2"): lambda n: {"one copy's cache": (
+        _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]) / (8 // n["held_degree"]),
+        "add up every copy's cache.")},
 }
 
 

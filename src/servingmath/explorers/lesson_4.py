@@ -97,7 +97,6 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
 
 ROUTER_RATES = (4, 6, 7, 8, 9, 10)
 ROUTER_NAMES = {"round-robin": "in turn", "least-loaded": "fewest in flight", "one-queue": "one queue"}
-ROUTER_COLOURS = {"round-robin": kit.NEUTRAL, "least-loaded": kit.DECODE, "one-queue": kit.PREFILL}
 
 
 @explorer
@@ -108,26 +107,24 @@ def routers(rate: float = 9) -> Explorer:
     panel.x_ticks = [(v, f"{v:g}") for v in (1e-2, 1e-1, 1, 10, 100, 1000)]
 
     def bars(rate):
-        at = replicas.routers(rate)
-        parts = []
-        for k, router in enumerate(ROUTERS):
+        at, parts = replicas.routers(rate), []
+        for k, (router, colour) in enumerate(zip(ROUTERS, (kit.NEUTRAL, kit.DECODE, kit.PREFILL))):
             top, row = panel.y.end + 28 + 50 * k, at[router]
-            parts.append(_bar_row(panel, top, row.ttft_p99, ROUTER_COLOURS[router],
-                                  f"{ROUTER_NAMES[router]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"))
-            parts.append(kit.rect(float(panel.x(row.ttft_p50)) - 1, top, 2, 18, "white"))
+            parts += [_bar_row(panel, top, row.ttft_p99, colour,
+                               f"{ROUTER_NAMES[router]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"),
+                      kit.rect(float(panel.x(row.ttft_p50)) - 1, top, 2, 18, "white")]
         return "".join(parts)
 
     def readouts(rate):
         at = replicas.routers(rate)
-        shown = {f"{ROUTER_NAMES[r]}: first token p50 / p99": f"{clock(at[r].ttft_p50)} / {clock(at[r].ttft_p99)}"
-                 for r in ROUTERS}
-        shown.update({f"{ROUTER_NAMES[r]}: users preempted": units.number(at[r].preemptions) for r in ROUTERS})
-        return shown
+        return {**{f"{ROUTER_NAMES[r]}: first token p50 / p99": f"{clock(at[r].ttft_p50)} / {clock(at[r].ttft_p99)}"
+                   for r in ROUTERS},
+                **{f"{ROUTER_NAMES[r]}: users preempted": units.number(at[r].preemptions) for r in ROUTERS}}
 
-    model, gpu = (find_model(replicas.ROUTED[0]).name, replicas.server().gpu.name)
+    copy = replicas.server()
     return Explorer("routers", "Four copies, three routers", [
         slider("rate", "requests a second, all four together", ROUTER_RATES, rate, rate_text)],
         readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
-        note=f"Bars run to p99, the notch in each marks p50. Four copies of {model} on one {gpu} each, vLLM "
-             f"{replicas.ENGINE[1]}'s profile; {units.number(replicas.REQUESTS)} ShareGPT-like requests; requests share "
-             "no prompts, so no router here can use a cached prefix.")
+        note=f"Bars run to p99, the notch in each marks p50. Four copies of {copy.model.name} on one {copy.gpu.name} "
+             f"each, vLLM {replicas.ENGINE[1]}'s profile; {units.number(replicas.REQUESTS)} ShareGPT-like requests, "
+             "sharing no prompts, so no router here can use a cached prefix.")
