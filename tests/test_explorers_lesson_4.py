@@ -89,5 +89,5 @@ def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():
         f"{clock(at['one-queue'].ttft_p99)}"
     for rate in lesson_4.ROUTER_RATES:
         shown = made.readouts_at(rate=rate)
-        assert shown["in turn: users preempted"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
+        assert shown["in turn: preemptions"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
     assert "fewest in flight: p50" in made.svg_at(rate=10)

@@ -341,6 +341,8 @@ ANSWERS.update({
         "3.3": lambda n: _fastest_cut(n["cut_rate"]),
         "3.4": lambda n: replicas.routed(n["tbt_rate"], 8 // n["tbt_degree"], "one-queue", n["tbt_model"], n["tbt_gpu"],
                                          n["tbt_degree"]).tbt_p50 * 1e3,
+        "3.5": lambda n: replicas.routed(round(n["pre_copies"] * n["pre_each"], 6), n["pre_copies"],
+                                         n["pre_router"]).preemptions,
     },
 })
 

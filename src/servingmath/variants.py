@@ -1096,6 +1096,7 @@ LESSON_4_PART_1 = Template(
 # Llama 3 70B on H100s at 4 or 24 a second).
 ROUTED_COPIES = (2, 3, 5, 6)
 ROUTED_EACH = (2.3, 2.4, 2.5, 2.6)          # requests a second for each copy: near the knee and past it
+PREEMPTED_EACH = (2.2, 2.3, 2.4, 2.5, 2.6, 2.7)
 ROUTER_NAMES = {"round-robin": "dealt in turn", "least-loaded": "to the copy with the fewest in flight",
                 "one-queue": "behind one queue"}
 CUT_RATES = (2, 3, 5, 6, 8, 16, 18, 20, 22, 26, 28, 32)
@@ -1127,20 +1128,22 @@ def _draw_4_3(rng):
     timed = rng.choice(_cuts(TBT_MODELS, TBT_GPUS))
     return {**routed, "held_model": held[0], "held_gpu": held[1], "held_degree": held[2],
             "cut_rate": rng.choice(CUT_RATES), "tbt_model": timed[0], "tbt_gpu": timed[1], "tbt_degree": timed[2],
-            "tbt_rate": rng.choice(TBT_RATES)}
+            "tbt_rate": rng.choice(TBT_RATES), "pre_copies": rng.choice(ROUTED_COPIES),
+            "pre_each": rng.choice(PREEMPTED_EACH), "pre_router": rng.choice(("round-robin", "least-loaded"))}
 
 
 LESSON_4_PART_3 = Template(
     draw=_draw_4_3,
     practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
               "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "h200", "tbt_degree": 4,
-              "tbt_rate": 6},
-    derive=lambda n: {"rate": round(n["copies"] * n["each"], 6), "router_named": ROUTER_NAMES[n["router"]],
+              "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
+    derive=lambda n: {"rate": round(n["copies"] * n["each"], 6), "router_way": ROUTER_NAMES[n["router"]],
+                      "pre_rate": round(n["pre_copies"] * n["pre_each"], 6), "pre_way": ROUTER_NAMES[n["pre_router"]],
                       "held_copies": 8 // n["held_degree"], "tbt_copies": 8 // n["tbt_degree"]},
     statements={
         "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
                "ShareGPT-like requests arriving at {rate} a second in all (`simulator.poisson_requests(server, {rate}, "
-               "4000)`), {router_named} (`\"{router}\"`). What is the p99 time to first token, in seconds?",
+               "4000)`), {router_way} (`\"{router}\"`). What is the p99 time to first token, in seconds?",
         "3.2": '{held_model_name} (`"{held_model}"`) in 16 bits runs on eight {held_gpu_short} (`"{held_gpu}"`) as '
                "{held_copies} copies of {held_degree} GPUs each, as vLLM 0.9.2 serves it. How many tokens of cache do all "
                "the copies hold together?",
@@ -1149,6 +1152,9 @@ LESSON_4_PART_3 = Template(
         "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} copies '
                "of {tbt_degree} GPUs behind one queue, 4,000 requests at {tbt_rate} a second. What is the median time "
                "between tokens, in milliseconds?",
+        "3.5": "{pre_copies} copies of Llama 3 8B on L4s, as in Problem 3.1, take the same 4,000 requests arriving at "
+               '{pre_rate} a second in all, {pre_way} (`"{pre_router}"`). How many preemptions are there over the run '
+               "(a run's `.summary()[\"preemptions\"]`)?",
     },
 )
 

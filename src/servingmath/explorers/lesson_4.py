@@ -119,7 +119,7 @@ def routers(rate: float = 9) -> Explorer:
         at = replicas.routers(rate)
         return {**{f"{ROUTER_NAMES[r]}: first token p50 / p99": f"{clock(at[r].ttft_p50)} / {clock(at[r].ttft_p99)}"
                    for r in ROUTERS},
-                **{f"{ROUTER_NAMES[r]}: users preempted": units.number(at[r].preemptions) for r in ROUTERS}}
+                **{f"{ROUTER_NAMES[r]}: preemptions": units.number(at[r].preemptions) for r in ROUTERS}}
 
     copy = replicas.server()
     return Explorer("routers", "Four copies, three routers", [
