@@ -1137,8 +1137,8 @@ LESSON_4_PART_3 = Template(
     practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
               "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "h200", "tbt_degree": 4,
               "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
-    derive=lambda n: {"rate": round(n["copies"] * n["each"], 6), "router_way": ROUTER_NAMES[n["router"]],
-                      "pre_rate": round(n["pre_copies"] * n["pre_each"], 6), "pre_way": ROUTER_NAMES[n["pre_router"]],
+    derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
+                      "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],
                       "held_copies": 8 // n["held_degree"], "tbt_copies": 8 // n["tbt_degree"]},
     statements={
         "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
@@ -1152,7 +1152,7 @@ LESSON_4_PART_3 = Template(
         "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} copies '
                "of {tbt_degree} GPUs behind one queue, 4,000 requests at {tbt_rate} a second. What is the median time "
                "between tokens, in milliseconds?",
-        "3.5": "{pre_copies} copies of Llama 3 8B on L4s, as in Problem 3.1, take the same 4,000 requests arriving at "
+        "3.5": "{pre_copies} copies of Llama 3 8B on L4s, as in Problem 3.1, take 4,000 such requests arriving at "
                '{pre_rate} a second in all, {pre_way} (`"{pre_router}"`). How many preemptions are there over the run '
                "(a run's `.summary()[\"preemptions\"]`)?",
     },
