@@ -144,3 +144,14 @@ def test_at_the_same_users_a_split_gives_more_decode_tokens_but_where_its_all_re
                     else:
                         lost.add(key)
     assert lost == set(lesson_4.MODELS_SHOWN) and "llama-3-70b" in won
+def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():
+    from servingmath import replicas
+    from servingmath.explorers import clock
+    made = lesson_4.routers()
+    at = replicas.routers(9)
+    assert made.readouts_at()["one queue: first token p50 / p99"] == f"{clock(at['one-queue'].ttft_p50)} / " \
+        f"{clock(at['one-queue'].ttft_p99)}"
+    for rate in lesson_4.ROUTER_RATES:
+        shown = made.readouts_at(rate=rate)
+        assert shown["in turn: preemptions"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
+    assert "fewest in flight: p50" in made.svg_at(rate=10)

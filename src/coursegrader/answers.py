@@ -10,9 +10,9 @@ import math
 
 import servingmath as sm
 from servingmath import variants
-from servingmath import hardware, parallel
+from servingmath import hardware, parallel, replicas
 from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _compared, _in_flight, _room_gb,  # noqa: F401
-                                 _send_bytes, _small_steps, _stages_4_2, _step_4_1, answer)
+                                 _send_bytes, _small_steps, _stages_4_2, _step_4_1, _tokens_held, answer)
 from servingmath.memory import max_batch
 
 
@@ -149,6 +149,12 @@ SLIPS = {
                                          "the question asks the stages' time over the split's."),
         "the all-reduces left out": (staged.interval / split.compute.time,
                                      "the split pays two all-reduces a layer over the link.")})(*_compared(n)),
+    ("lesson-4-part-3", "3.1"): lambda n: {"dealt in turn": (
+        replicas.routed(round(n["copies"] * n["each"], 6), n["copies"], "round-robin").ttft_p99,
+        "the requests go behind the router the problem names, not dealt in turn.")} if n["router"] != "round-robin" else {},
+    ("lesson-4-part-3", "3.2"): lambda n: {"one copy's cache": (
+        _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]) / (8 // n["held_degree"]),
+        "add up every copy's cache.")},
 }
 
 

@@ -1,9 +1,12 @@
-"""Lesson 4's ideas: a model split across GPUs. Every figure comes from ``servingmath.parallel``."""
+"""Lesson 4's ideas: a model split across GPUs (every figure from ``servingmath.parallel``), and copies of a
+server behind a router (every figure from ``servingmath.replicas``, the simulator)."""
 from __future__ import annotations
 
-from .. import memory, parallel, units
+from .. import memory, parallel, replicas, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, slider
-from . import REFUSE, counted, find_model, models_menu, ms
+from ..simulator import ROUTERS
+from . import REFUSE, clock, counted, find_model, models_menu, ms
+from .lesson_3 import _bar_row, rate_text
 
 GPUS = (1, 2, 4, 8)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -112,7 +115,6 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
              "not overlapped; NVLink's latency is measured on two GPUs, PCIe's on two and eight, four's between.")
 
 
-
 @explorer
 def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro: int = 1,
                       model: str = "llama-3-70b") -> Explorer:
@@ -150,3 +152,38 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
              "sheet's peaks, then its send; a micro-batch starts again once its token leaves the last stage (the "
              "token's way back left out); each send takes the latency of a small all-reduce on two GPUs.")
+
+
+ROUTER_RATES = (4, 6, 7, 8, 9, 10)
+ROUTER_NAMES = {"round-robin": "in turn", "least-loaded": "fewest in flight", "one-queue": "one queue"}
+
+
+@explorer
+def routers(rate: float = 9) -> Explorer:
+    """Part 3: time to first token at p50 and p99 on four copies behind each router, the same arrivals for each
+    (log scale)."""
+    panel = kit.Panel.make((1e-2, 1e3), (0, 1), kit.TOP + 8, 170, x_log=True, x_label="time to first token (s)")
+    panel.x_ticks = [(v, f"{v:g}") for v in (1e-2, 1e-1, 1, 10, 100, 1000)]
+
+    def bars(rate):
+        at, parts = replicas.routers(rate), []
+        for k, (router, colour) in enumerate(zip(ROUTERS, (kit.NEUTRAL, kit.DECODE, kit.PREFILL))):
+            top, row = panel.y.end + 28 + 50 * k, at[router]
+            parts += [_bar_row(panel, top, row.ttft_p99, colour,
+                               f"{ROUTER_NAMES[router]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"),
+                      kit.rect(float(panel.x(row.ttft_p50)) - 1, top, 2, 18, "white")]
+        return "".join(parts)
+
+    def readouts(rate):
+        at = replicas.routers(rate)
+        return {**{f"{ROUTER_NAMES[r]}: first token p50 / p99": f"{clock(at[r].ttft_p50)} / {clock(at[r].ttft_p99)}"
+                   for r in ROUTERS},
+                **{f"{ROUTER_NAMES[r]}: preemptions": units.number(at[r].preemptions) for r in ROUTERS}}
+
+    copy = replicas.server()
+    return Explorer("routers", "Four copies, three routers", [
+        slider("rate", "requests a second, all four together", ROUTER_RATES, rate, rate_text)],
+        readouts, [Layer(("rate",), bars)], panel.axes(), panel.bottom, refuse=REFUSE, slow=True,
+        note=f"Bars run to p99, the notch in each marks p50. Four copies of {copy.model.name} on one {copy.gpu.name} "
+             f"each, vLLM {replicas.ENGINE[1]}'s profile; {units.number(replicas.REQUESTS)} ShareGPT-like requests, "
+             "sharing no prompts, so no router here can use a cached prefix.")
