@@ -653,11 +653,12 @@ def test_a_move_redraws_once_and_sets_no_other_control(built, name):
                     assert len(sent) == (1 if rounds == 2 else len(sent)) and len(sent) <= 2, (name, control.description)
 
 
-def test_the_presentation_layer_stays_within_1680_lines():
+def test_the_presentation_layer_stays_within_1724_lines():
     """What draws and binds (the kit, every explorer and figure, the page's script), in lines that are not blank:
-    comments and docstrings count, blank lines do not."""
+    comments and docstrings count, blank lines do not. 1,680 before lesson 4 Part 4's explorer, which adds 44:
+    its bars reuse the kit's panel, rectangles and text, and its runs are the package's."""
     modules = [*sorted((ROOT / "src" / "servingmath").glob("charts/*.py")),
                *sorted((ROOT / "src" / "servingmath").glob("explorers/*.py")), SCRIPT]
     assert len(modules) >= 10
     lines = sum(1 for path in modules for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    assert lines <= 1680, f"{lines} lines that are not blank in {[path.name for path in modules]}"
+    assert lines <= 1724, f"{lines} lines that are not blank in {[path.name for path in modules]}"
