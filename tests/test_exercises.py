@@ -16,7 +16,7 @@ from make_exercises import BEGIN, END, STUB, check_call, exercise_text, graded_t
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
 NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4",
          "lesson-2-part-1", "lesson-2-part-2", "lesson-2-part-3", "lesson-2-part-4",
-         "lesson-3-part-1", "lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4", "lesson-4-part-1",
+         "lesson-3-part-1", "lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4", "lesson-4-part-1", "lesson-4-part-4",
          "plate-xxiii-1", "plate-xxiii-2", "plate-xxiii-4"]
 
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 import servingmath as sm
-from . import cache, hardware, load, parallel
+from . import cache, disaggregation, hardware, load, parallel
 from .memory import fit, kv_cache_bytes, max_batch
 from .simulator import Server, simulate, users_that_fit
 from .workload import workload
@@ -319,6 +319,28 @@ ANSWERS.update({
         "1.4": lambda n: sm.MODELS[n["kv_model"]].kv_bytes_per_token(n["kv_bits"]) * parallel.kv_share(sm.MODELS[n["kv_model"]],
                                                                                                n["kv_gpus"]),
         "1.5": lambda n: (lambda one, two: two.time / one.time)(*_small_steps(n)),
+    },
+})
+
+
+# -- Lesson 4, Part 4: prefill and decode apart -----------------------------------------------------
+def _trip(model_key, tokens, link_key):
+    """A cache's trip over an H100 SXM's link, seconds, and the link."""
+    link = hardware.link("h100-sxm", link_key)
+    return parallel.send_time(kv_cache_bytes(sm.MODELS[model_key], tokens), link), link
+
+
+def _split_4_4(n):
+    return disaggregation.best_split(n["p_rate"], n["d_rate"], n["pool"])
+
+
+ANSWERS.update({
+    "lesson-4-part-4": {
+        "4.1": lambda n: _trip(n["t_model"], n["t_prompt"], n["t_link"])[0] * 1e3,
+        "4.2": lambda n: 1 / sm.prefill(sm.MODELS[n["pf_model"]], sm.CATALOG[n["pf_gpu"]], n["pf_prompt"]).time,
+        "4.3": lambda n: _split_4_4(n)[1],
+        "4.4": lambda n: _split_4_4(n)[1] / n["pool"] / n["colo_rate"],
+        "4.5": lambda n: 100 * _trip(n["s_model"], n["s_prompt"], n["s_link"])[0] / (n["s_ttft"] / 1e3),
     },
 })
 

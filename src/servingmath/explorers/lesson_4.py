@@ -96,7 +96,7 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
 
 
 # -- Part 4: prefill and decode apart --------------------------------------------------------------
-SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24)      # requests a second reaching the four GPUs
+SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40)      # requests a second reaching the four GPUs
 SPLIT_REQUESTS = 1000      # each run's: half a search's, so that a move redraws in about a second
 SPLIT_TTFT = 0.4
 LENGTH_NAMES = {"long": "long prompts", "sharegpt": "ShareGPT's"}
@@ -135,7 +135,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
 
     return Explorer("disaggregated", "Prefill and decode on GPUs of their own", [
         slider("rate", "requests a second, all four GPUs", SPLIT_RATES, rate, lambda r: f"{r} a second",
-               fine=tuple(range(2, 33))),
+               fine=tuple(range(2, 49))),
         buttons("lengths", "prompts", LENGTH_NAMES, lengths),
         buttons("tpot", "time per token target", {0.015: "15 ms", 0.02: "20 ms"}, tpot),
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
