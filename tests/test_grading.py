@@ -778,7 +778,7 @@ def test_grading_a_notebook_without_per_student_numbers_warns_that_its_answers_a
     # Every problem the course has today has per-student numbers: no notebook's graded release asks a public one.
     every = {path.stem: {match.group(2): {} for match in make_exercises.PROBLEM.finditer(path.read_text("utf-8"))}
              for path in make_exercises.solution_files()}
-    assert len(every) == 16 and all(every.values()) and marking.public_answers(every) == []
+    assert len(every) == 17 and all(every.values()) and marking.public_answers(every) == []
     assert marking.public_answers({"lesson-1-part-1": {"1.1": {}, "1.2": {}}}) == []
     # A problem added without a template (here a label no notebook has yet) is asked with the practice numbers.
     assert marking.public_answers({"lesson-3-part-1": {"1.1": {}, "1.7": {}, "1.8": {}}}) == [
