@@ -303,8 +303,8 @@ def is_count(expected, keywords):
     return keywords.get("units") in COUNTED and not isinstance(expected, str) and float(expected).is_integer()
 
 
-def test_the_course_has_its_102_problems_and_its_counts_are_the_ones_named():
-    assert len(PROBLEMS) == 102
+def test_the_course_has_its_107_problems_and_its_counts_are_the_ones_named():
+    assert len(PROBLEMS) == 107
     counts = {}
     for notebook, label, expected, keywords in PROBLEMS:
         if is_count(expected, keywords):

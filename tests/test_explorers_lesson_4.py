@@ -155,3 +155,42 @@ def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():
         shown = made.readouts_at(rate=rate)
         assert shown["in turn: preemptions"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
     assert "fewest in flight: p50" in made.svg_at(rate=10)
+
+
+# -- Part 4: prefill and decode apart --------------------------------------------------------------
+def _held(lengths, tpot, link):
+    """Each layout's highest slider rate at which the explorer's run meets both targets for 90 % of requests."""
+    from servingmath import disaggregation
+
+    held = {}
+    for layout in disaggregation.layouts(4):
+        met = [rate for rate in lesson_4.SPLIT_RATES if disaggregation.run(
+            layout, rate, lengths, link, lesson_4.SPLIT_REQUESTS).attainment(lesson_4.SPLIT_TTFT, tpot) >= 0.9]
+        held[layout.name] = max(met, default=0)
+    return held
+
+
+def test_disaggregated_reads_out_each_layouts_run_and_follows_every_control():
+    from servingmath import disaggregation, units
+
+    made = lesson_4.disaggregated()
+    for settings in ({}, {"rate": 16, "lengths": "sharegpt"}, {"tpot": 0.02, "link": "roce-400g", "rate": 20}):
+        asked = {**made.default, **settings}
+        shown = made.readouts_at(**settings)
+        for layout in disaggregation.layouts(4):
+            run = disaggregation.run(layout, asked["rate"], asked["lengths"], asked["link"], lesson_4.SPLIT_REQUESTS)
+            assert shown[f"met, {layout.name}"] == units.percent(run.attainment(lesson_4.SPLIT_TTFT, asked["tpot"]))
+    live = made.live().set(rate=9)      # Jupyter's finer steps
+    assert live.readouts["met, 4 colocated"] == made.readouts_at(rate=9)["met, 4 colocated"]
+
+
+@pytest.mark.parametrize("tpot", [0.015, 0.02])
+@pytest.mark.parametrize("link", ["nvlink4", "roce-400g"])
+def test_with_sharegpts_prompts_the_colocated_bar_holds_longest_and_with_long_ones_a_split_does(tpot, link):
+    """The page's pointer (ShareGPT's prompts: colocated holds longest) at every setting; long prompts at Example
+    4.1's 15 ms: a split holds longer (at 20 ms the layouts' goodputs lie within a slider step of one another)."""
+    short = _held("sharegpt", tpot, link)
+    assert short["4 colocated"] > max(v for name, v in short.items() if name != "4 colocated"), short
+    if tpot == 0.015:
+        long = _held("long", tpot, link)
+        assert max(v for name, v in long.items() if name != "4 colocated") > long["4 colocated"], long

@@ -155,6 +155,25 @@ def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
         assert variant_answers.expected("lesson-4-part-1", "1.4", student) == pytest.approx(by_hand, rel=1e-12)
 
 
+def test_lesson_4_part_4_split_answers_agree_with_the_worked_method():
+    """Problems 4.3 and 4.4 by hand (every split tried, the slower stage's rate), and 4.1's trip as latency +
+    bytes ÷ bandwidth, for every student drawn."""
+    from servingmath import hardware
+    from servingmath.memory import kv_cache_bytes
+    from servingmath.models import MODELS
+
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-4-part-4", student)
+        served = {p: min(p * n["p_rate"], (n["pool"] - p) * n["d_rate"]) for p in range(1, n["pool"])}
+        best = max(served, key=lambda p: (served[p], -p))
+        assert variant_answers.expected("lesson-4-part-4", "4.3", student) == served[best]
+        assert variant_answers.expected("lesson-4-part-4", "4.4", student) == pytest.approx(
+            served[best] / n["pool"] / n["colo_rate"])
+        link = hardware.link("h100-sxm", n["t_link"])
+        trip = link.latency + kv_cache_bytes(MODELS[n["t_model"]], n["t_prompt"]) / link.bandwidth
+        assert variant_answers.expected("lesson-4-part-4", "4.1", student) == pytest.approx(trip * 1e3, rel=1e-12)
+
+
 def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():
     """Lesson 3's grader answers against the solutions' working by hand: blocks of 16, a chunk's share of a
     step, a cache's bytes, GPUs for a rate; and B's first token as Example 2.1 times it."""

@@ -12,7 +12,8 @@ import servingmath as sm
 from servingmath import variants
 from servingmath import hardware, parallel, replicas
 from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _compared, _in_flight, _room_gb,  # noqa: F401
-                                 _send_bytes, _small_steps, _stages_4_2, _step_4_1, _tokens_held, answer)
+                                 _send_bytes, _small_steps, _split_4_4, _stages_4_2, _step_4_1, _tokens_held, _trip,
+                                 answer)
 from servingmath.memory import max_batch
 
 
@@ -155,6 +156,19 @@ SLIPS = {
     ("lesson-4-part-3", "3.2"): lambda n: {"one copy's cache": (
         _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]) / (8 // n["held_degree"]),
         "add up every copy's cache.")},
+    ("lesson-4-part-4", "4.1"): lambda n: (lambda trip, link: {"the latency left out": (
+        (trip - link.latency) * 1e3, "every trip pays the link's fixed cost first.")})(
+        *_trip(n["t_model"], n["t_prompt"], n["t_link"])),
+    ("lesson-4-part-4", "4.3"): lambda n: (lambda p, rate: {"the faster stage's rate": (
+        max(p * n["p_rate"], (n["pool"] - p) * n["d_rate"]), "the slower stage sets the pool's pace.")})(*_split_4_4(n)),
+    ("lesson-4-part-4", "4.4"): lambda n: (lambda p, rate: {
+        "the whole pool against one GPU": (rate / n["colo_rate"], "divide the pool's rate by its GPUs, both stages."),
+        "the decode GPUs alone": (rate / (n["pool"] - p) / n["colo_rate"],
+                                  "the prefill GPUs are part of the pool too.")})(*_split_4_4(n)),
+    ("lesson-4-part-4", "4.5"): lambda n: (lambda trip, link: {"the listed bandwidth of both directions": (
+        100 * (link.latency + (trip - link.latency) / 2) / (n["s_ttft"] / 1e3),
+        "a spec sheet's figure adds both directions; a trip goes one way.")})(
+        *_trip(n["s_model"], n["s_prompt"], n["s_link"])),
 }
 
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 import servingmath as sm
-from . import cache, hardware, load, parallel, replicas, variants
+from . import cache, disaggregation, hardware, load, parallel, replicas, variants
 from .memory import fit, kv_cache_bytes, max_batch
 from .simulator import Server, simulate, users_that_fit
 from .workload import workload
@@ -381,6 +381,28 @@ ANSWERS.update({
                                          n["tbt_degree"]).tbt_p50 * 1e3,
         "3.5": lambda n: replicas.routed(round(n["pre_copies"] * n["pre_each"], 6), n["pre_copies"],
                                          n["pre_router"]).preemptions,
+    },
+})
+
+
+# -- Lesson 4, Part 4: prefill and decode apart -----------------------------------------------------
+def _trip(model_key, tokens, link_key):
+    """A cache's trip over an H100 SXM's link, seconds, and the link."""
+    link = hardware.link("h100-sxm", link_key)
+    return parallel.send_time(kv_cache_bytes(sm.MODELS[model_key], tokens), link), link
+
+
+def _split_4_4(n):
+    return disaggregation.best_split(n["p_rate"], n["d_rate"], n["pool"])
+
+
+ANSWERS.update({
+    "lesson-4-part-4": {
+        "4.1": lambda n: _trip(n["t_model"], n["t_prompt"], n["t_link"])[0] * 1e3,
+        "4.2": lambda n: 1 / sm.prefill(sm.MODELS[n["pf_model"]], sm.CATALOG[n["pf_gpu"]], n["pf_prompt"]).time,
+        "4.3": lambda n: _split_4_4(n)[1],
+        "4.4": lambda n: _split_4_4(n)[1] / n["pool"] / n["colo_rate"],
+        "4.5": lambda n: 100 * _trip(n["s_model"], n["s_prompt"], n["s_link"])[0] / (n["s_ttft"] / 1e3),
     },
 })
 

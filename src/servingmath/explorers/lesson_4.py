@@ -1,10 +1,13 @@
-"""Lesson 4's ideas: a model split across GPUs (every figure from ``servingmath.parallel``), and copies of a
-server behind a router (every figure from ``servingmath.replicas``, the simulator)."""
+"""Lesson 4's ideas: a model split across GPUs (every figure from ``servingmath.parallel``), copies of a
+server behind a router (every figure from ``servingmath.replicas``, the simulator), and prefill and decode apart
+(``servingmath.disaggregation``)."""
 from __future__ import annotations
 
-from .. import memory, parallel, replicas, units
+import numpy as np
+
+from .. import disaggregation, memory, parallel, replicas, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, slider
-from ..simulator import ROUTERS
+from ..simulator import ATTAINMENT, ROUTERS
 from . import REFUSE, clock, counted, find_model, models_menu, ms
 from .lesson_3 import _bar_row, rate_text
 
@@ -187,3 +190,53 @@ def routers(rate: float = 9) -> Explorer:
         note=f"Bars run to p99, the notch in each marks p50. Four copies of {copy.model.name} on one {copy.gpu.name} "
              f"each, vLLM {replicas.ENGINE[1]}'s profile; {units.number(replicas.REQUESTS)} ShareGPT-like requests, "
              "sharing no prompts, so no router here can use a cached prefix.")
+
+
+# -- Part 4: prefill and decode apart --------------------------------------------------------------
+SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40)      # requests a second reaching the four GPUs
+SPLIT_REQUESTS = 1000      # each run's: half a search's, so that a move redraws in about a second
+SPLIT_TTFT = 0.4
+LENGTH_NAMES = {"long": "long prompts", "sharegpt": "ShareGPT's"}
+LINK_NAMES = {"nvlink4": "NVLink", "roce-400g": "RoCE, 400 Gb/s"}
+
+
+@explorer
+def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, link: str = "nvlink4") -> Explorer:
+    """Part 4: the share of requests each layout of four H100s serves within both targets at the chosen rate."""
+    top, height = kit.TOP + 8, 200
+    met = {}
+
+    def shares(rate, lengths, tpot, link):
+        key = (rate, lengths, tpot, link)
+        if key not in met:
+            met[key] = {layout.name: disaggregation.run(layout, rate, lengths, link, SPLIT_REQUESTS).attainment(
+                SPLIT_TTFT, tpot) for layout in disaggregation.layouts(4)}
+        return met[key]
+
+    def bars(rate, lengths, tpot, link):
+        panel = kit.Panel.make((0, 1), (0, 1), top, height, x_label="requests within both targets")
+        panel.x_ticks = [(t, units.percent(t)) for t in (0, 0.25, 0.5, 0.75, 1)]
+        parts = [panel.axes(), panel.line([ATTAINMENT] * 2, [0, 1], kit.NEUTRAL, dashed=True)]
+        for k, (name, share) in enumerate(shares(rate, lengths, tpot, link).items()):
+            y = panel.y.end + 30 + 46 * k
+            parts.append(kit.rect(panel.x.start, y, float(panel.x(share)) - panel.x.start, 16,
+                                  kit.DECODE if k else kit.PREFILL)
+                         + kit.text(kit.LEFT + 4, y - 4, f"{name}: {units.percent(share)}"))
+        return "".join(parts)
+
+    def readouts(rate, lengths, tpot, link):
+        found = shares(rate, lengths, tpot, link)
+        trip = disaggregation.run(disaggregation.Layout(1, 3), rate, lengths, link, SPLIT_REQUESTS).transfer
+        return {**{f"met, {name}": units.percent(share) for name, share in found.items()},
+                "each cache's trip, median": ms(float(np.median(trip)))}
+
+    return Explorer("disaggregated", "Prefill and decode on GPUs of their own", [
+        slider("rate", "requests a second, all four GPUs", SPLIT_RATES, rate, lambda r: f"{r} a second",
+               fine=tuple(range(2, 49))),
+        buttons("lengths", "prompts", LENGTH_NAMES, lengths),
+        buttons("tpot", "time per token target", {0.015: "15 ms", 0.02: "20 ms"}, tpot),
+        buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
+        readouts, [Layer(("rate", "lengths", "tpot", "link"), bars)], "", top + height + kit.BOTTOM + 20, slow=True,
+        note=f"Grey dashed: {units.percent(ATTAINMENT)}. Blue: colocated; red: split. Llama 3 8B on four H100 SXM, vLLM "
+             f"0.9.2's profile; {units.number(SPLIT_REQUESTS)} requests a run, arriving at random; first token within "
+             f"{units.ms(SPLIT_TTFT, 0)}; each cache shipped whole once its prompt is read, not overlapped with it.")
