@@ -262,6 +262,18 @@ def test_model_runner_v2_took_no_graph_memory_out_for_dense_models():
         == 0.5 * GiB
 
 
+def test_v1_counts_whole_blocks_a_request_as_its_log_does():
+    # get_max_concurrency_for_kv_cache_config: blocks ÷ whole blocks a request; the log's tokens are that × max_model_len.
+    v1 = vllm_budget(LLAMA_3_8B, H100, engine="v1", max_model_len=1000)
+    assert v1.max_concurrency == v1.blocks / math.ceil(1000 / 16) and v1.tokens == int(v1.blocks / 63 * 1000)
+    assert v1.tokens < v1.blocks * 16
+    v0 = vllm_budget(LLAMA_3_8B, H100, max_model_len=1000)
+    assert v0.max_concurrency == v0.blocks * 16 / 1000 and v0.tokens == v0.blocks * 16
+    # A whole number of blocks: the two counts agree.
+    whole = vllm_budget(LLAMA_3_8B, H100, engine="v1")
+    assert whole.tokens == whole.blocks * 16
+
+
 def test_sliding_window_models_as_each_engine_pages_them():
     gemma, mistral = sm.MODELS["gemma-2-9b"], sm.MODELS["mistral-7b"]
     for model in (gemma, mistral):

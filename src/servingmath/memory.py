@@ -485,16 +485,19 @@ class VllmBudget:
 
     @property
     def max_concurrency(self) -> float:
-        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency')."""
-        if self.engine == "v1" and self.model.sliding_layers:
+        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency'): V1 divides
+        the blocks by the blocks one request takes, whole blocks in each group
+        (kv_cache_utils.get_max_concurrency_for_kv_cache_config); V0 the tokens by max_model_len."""
+        if self.engine == "v1":
             return self.blocks / self._blocks_per_request()
         return self.blocks * self.block_tokens / self.max_model_len
 
     @property
     def tokens(self) -> int:
-        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): blocks × tokens a block; for V1's
-        models with sliding-window layers, the concurrency × max_model_len, as V1 reports them."""
-        if self.engine == "v1" and self.model.sliding_layers:
+        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): in V0, blocks × tokens a block; in V1,
+        the concurrency × max_model_len, as its current source reports it (the two agree when max_model_len is a
+        whole number of blocks and no layer slides)."""
+        if self.engine == "v1":
             return int(self.max_concurrency * self.max_model_len)
         return self.blocks * self.block_tokens
 
