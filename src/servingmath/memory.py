@@ -251,7 +251,10 @@ VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = _V1["max_running"].value.tiers[-1][1]["serve"
 _V1_LARGE_TIER_GIB = _V1["max_running"].value.tiers[-1][0]            # the least GiB of that tier
 VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model: max(its 8,192-token window, 2,048)
 # One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
-# An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
+# An example, not a model, and a small one: that start captured graphs only up to a batch of 16
+# ("PIECEWISE=16 (largest=16)"), where vLLM's default capture sizes go to batches of hundreds; a default
+# single-GPU start of Qwen3 8B (the compiled L40S log of data/vllm_startup_logs.yaml) took 0.56 GiB of graphs.
+# Read your own log's figure and pass it as cuda_graph_bytes.
 VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
 # cuBLAS workspaces; NCCL's buffers with more than one GPU). It is not the same from one log to the
@@ -261,8 +264,12 @@ VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # The budget takes the H100 logs' 0.16 GiB unless told; the page states what the high end gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
-# Bytes the sampler holds for each logit at its peak: the 16-bit logits from the output layer, their
-# 32-bit copy, the probabilities and the 32-bit random draws used to pick a token (2 + 4 + 4 + 4).
+# Bytes the sampler holds for each logit at its peak: an empirical figure, matched to the one log whose peak
+# is the sampler's (qls-l4-qwen3-0.6b-eager: 0.52 GiB for 256 rows of 151,936 logits, about 14 a logit), read as the
+# 16-bit logits, a 32-bit copy, the probabilities and 32-bit random draws (2 + 4 + 4 + 4). It is not a
+# breakdown of vLLM's code: V0 profiles its sampler with top-k and top-p on (ModelRunner.profile_run:
+# SamplingParams(top_p=0.99, top_k=vocab_size - 1)), whose PyTorch path also sorts the logits (32-bit
+# values, 64-bit indices), and V1's runners differ in what their dummy sampler runs.
 VLLM_SAMPLER_BYTES_PER_LOGIT = 14
 
 
@@ -394,7 +401,8 @@ def vllm_activation_bytes(model: Model, max_num_batched_tokens=VLLM_PROFILE_TOKE
       each of ``max_num_batched_tokens`` tokens (a mixture of experts: the experts a token runs,
       plus its shared ones);
     - the sampler, over ``max_num_seqs`` rows of the vocabulary at ``VLLM_SAMPLER_BYTES_PER_LOGIT``
-      bytes a logit, while the pass's 16-bit output states are still held:
+      bytes a logit (an empirical figure, matched to one log), while the pass's 16-bit output states are
+      still held:
 
         max(tokens × (3 × FFN width + 4 × hidden) × 2,  seqs × vocab × 14 + tokens × hidden × 2)  bytes.
 
