@@ -3,7 +3,8 @@ published start-up logs (``src/servingmath/data/vllm_startup_logs.yaml``).
 
 What is checked here, and how well: the rows marked ``check`` (four V0 logs on an H100 and on an RTX 3090
 outside the catalog; three V1 logs of vLLM 0.10.2 on an L40S and an L4) land within ``TOLERANCE`` of the
-tokens vLLM logged, at the package's defaults; nothing was fitted to them. V1's defaults by card and the
+tokens vLLM logged, at the package's defaults (three of them supplied constants: the data file's header says
+which). V1's defaults by card and the
 order of its profiling steps are checked against vLLM's source as well.
 """
 import math
