@@ -461,7 +461,12 @@ class VllmBudget:
 
         vLLM's hybrid allocator gives each group as many layers as the rarer kind has, and splits the
         other kind into groups of that size; a sliding group holds the last window − 1 tokens and the
-        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes)."""
+        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes).
+
+        The grouping is the hybrid allocator's, which came in pieces through 2025 (vllm-project/vllm pull request
+        14097 dropped blocks outside the window for all-sliding models but kept mixed ones as full attention); the
+        first release that holds it for mixed models is not settled here. Before it, and with
+        --disable-hybrid-kv-cache-manager, V1 gives every layer a full-length cache, as V0 does."""
         model = self.model
         window_tokens = min(model.sliding_window - 1 + self.max_num_batched_tokens, self.max_model_len)
         if not model.sliding_layers:
