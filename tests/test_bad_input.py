@@ -298,10 +298,12 @@ NONE_ACCEPTED = {(sm.batching, "price_per_hour"), (serving.shared_decode, "price
                  (serving.memory_bound_from_cache, "longest"), (models.Model, "context_window"),
                  (memory.vllm_budget, "max_model_len"), (memory.vllm_budget, "max_num_batched_tokens"),
                  (memory.vllm_budget, "max_num_seqs"), (memory.vllm_cache_tokens, "max_num_batched_tokens"),
-                 (memory.vllm_profile_defaults, "max_model_len")}
+                 (memory.vllm_profile_defaults, "max_model_len"), (memory.vllm_budget, "gpu_memory_utilization"),
+                 (memory.vllm_cache_tokens, "gpu_memory_utilization")}
 # memory_bound_from_cache(longest=None) searches up to the model's window; Model(context_window=None) is a
 # shape built by hand that states no window; vllm_budget(max_model_len=None) takes the model's window, and
-# its max_num_batched_tokens=None and max_num_seqs=None the profiling pass its engine runs on the card.
+# its max_num_batched_tokens=None and max_num_seqs=None the profiling pass its engine runs on the card, and its
+# gpu_memory_utilization=None the share of the engines table's row for its engine and version.
 
 EVERY_ARGUMENT = [(function, good, argument, must_be)
                   for function, good, arguments in EVERY_CALL for argument, must_be in arguments.items()]

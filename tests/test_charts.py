@@ -653,11 +653,14 @@ def test_a_move_redraws_once_and_sets_no_other_control(built, name):
                     assert len(sent) == (1 if rounds == 2 else len(sent)) and len(sent) <= 2, (name, control.description)
 
 
-def test_the_presentation_layer_stays_within_1680_lines():
+def test_the_presentation_layer_stays_within_1796_lines():
     """What draws and binds (the kit, every explorer and figure, the page's script), in lines that are not blank:
-    comments and docstrings count, blank lines do not."""
+    comments and docstrings count, blank lines do not. The cap was 1,680; Lesson 4 Part 2's explorer (pipeline
+    stages, sharing Part 1's bars and labels) added 41, Part 3's routers explorer 31 (it reuses lesson 3's bar
+    rows and the kit: no control or chart of the kit draws three routers' waits), and Part 4's 44 (its bars reuse
+    the kit's panel, rectangles and text, and its runs are the package's)."""
     modules = [*sorted((ROOT / "src" / "servingmath").glob("charts/*.py")),
                *sorted((ROOT / "src" / "servingmath").glob("explorers/*.py")), SCRIPT]
     assert len(modules) >= 10
     lines = sum(1 for path in modules for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    assert lines <= 1680, f"{lines} lines that are not blank in {[path.name for path in modules]}"
+    assert lines <= 1796, f"{lines} lines that are not blank in {[path.name for path in modules]}"

@@ -303,8 +303,8 @@ def is_count(expected, keywords):
     return keywords.get("units") in COUNTED and not isinstance(expected, str) and float(expected).is_integer()
 
 
-def test_the_course_has_its_92_problems_and_its_counts_are_the_ones_named():
-    assert len(PROBLEMS) == 92
+def test_the_course_has_its_107_problems_and_its_counts_are_the_ones_named():
+    assert len(PROBLEMS) == 107
     counts = {}
     for notebook, label, expected, keywords in PROBLEMS:
         if is_count(expected, keywords):
@@ -313,7 +313,8 @@ def test_the_course_has_its_92_problems_and_its_counts_are_the_ones_named():
                       "plate-xxiii-1": ["6", "7"],
                       "lesson-2": ["3.1", "3.3", "3.4", "3.6"],
                       "plate-xxiii-2": ["2", "4", "5"],
-                      "lesson-3": ["1.5", "1.6"]}
+                      "lesson-3": ["1.5", "1.6"],
+                      "lesson-4": ["3.2"]}
 
 
 @pytest.mark.parametrize("notebook, label, expected, keywords", PROBLEMS, ids=[f"{p[0]} {p[1]}" for p in PROBLEMS])

@@ -264,6 +264,31 @@ def test_benchmark_figures_are_vllms_on_a_run_checked_by_hand():
     assert b.e2e_p50 == pytest.approx(2 * t)                # numpy's median of t and 3t
 
 
+def test_under_multi_step_scheduling_the_itl_is_a_gap_between_streamed_chunks():
+    # One request of 9 tokens, alone, on a flat clock of t a step, the steps run 4 a call: its first token
+    # ends step 0; tokens 2 to 4 come in the call of steps 1 to 3, 5 to 8 in steps 4 to 7, the last in step 8.
+    server = dataclasses.replace(_flat_server(), admit_every=4)
+    t = S.StepClock(server).time([1])
+    run = S.simulate(server, W.workload([0.0], [10], [9]))
+    b = run.benchmark()
+    assert sorted(b.itls) == pytest.approx([t, 3 * t, 4 * t])     # chunks at 4t (after t), 8t and 9t
+    # TPOT does not change with streaming: (E2E − TTFT) ÷ (output − 1).
+    assert b.tpot_p50 == pytest.approx(t)
+    # One step a call streams every token on its own.
+    single = S.simulate(_flat_server(), W.workload([0.0], [10], [9])).benchmark()
+    assert list(single.itls) == pytest.approx([t] * 8)
+
+
+def test_multi_step_itl_has_one_gap_a_chunk_after_the_first_token():
+    server = dataclasses.replace(_flat_server(), admit_every=3)
+    run = S.simulate(server, W.workload([0.0] * 3, [10] * 3, [7] * 3))
+    gaps = run._streamed_gaps(3)
+    # Without preemption each request has one gap for each chunk after its first token's.
+    assert len(gaps) == sum(len(np.unique(np.minimum((np.arange(a + 1, b + 1) // 3 + 1) * 3 - 1, b)))
+                            for _, a, b in run.runs)
+    assert (gaps > 0).all()
+
+
 def test_a_concurrency_cap_sends_the_next_request_as_one_finishes_and_times_it_from_then():
     server = _flat_server()
     t = S.StepClock(server).time([1])

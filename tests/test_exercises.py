@@ -16,7 +16,8 @@ from make_exercises import BEGIN, END, STUB, check_call, exercise_text, graded_t
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
 NAMES = ["lesson-1-part-1", "lesson-1-part-2", "lesson-1-part-3", "lesson-1-part-4",
          "lesson-2-part-1", "lesson-2-part-2", "lesson-2-part-3", "lesson-2-part-4",
-         "lesson-3-part-1", "lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4", "lesson-4-part-1",
+         "lesson-3-part-1", "lesson-3-part-2", "lesson-3-part-3", "lesson-3-part-4", "lesson-4-part-1", "lesson-4-part-2",
+         "lesson-4-part-3", "lesson-4-part-4",
          "plate-xxiii-1", "plate-xxiii-2", "plate-xxiii-4"]
 
 
@@ -90,7 +91,7 @@ def test_the_expected_figures_are_computed_not_typed():
                 expected = expected.operand
             assert not isinstance(expected, ast.Constant), f"{solution.name}: {ast.unparse(calls[0])}"
             checks += 1
-    assert checks == 33 + 28 + 26 + 5
+    assert checks == 33 + 28 + 26 + 20
 
 
 def test_check_cells_assign_only_underscored_names_so_they_never_overwrite_a_students():

@@ -78,3 +78,119 @@ def test_the_note_says_each_link_runs_one_way_at_half_its_listed_figure():
     for gpu, joined in lesson_4.MACHINES.values():
         link = hardware.link(gpu, joined)
         assert link.bandwidth * 2 == float(link.listed.split()[0]) * 1e9, link.key
+
+
+# -- Part 2: pipeline parallelism ------------------------------------------------------------------
+def staged(gpus, link="nvlink", batch=1, micro=1, model="llama-3-70b"):
+    gpu, joined = lesson_4.MACHINES[link]
+    return parallel.pipeline_parallel_step(MODELS[model], parallel.group(gpu, gpus, joined if gpus > 1 else None), gpus,
+                                           cached_tokens=lesson_4.CACHED, batch=batch * micro, micro_batches=micro)
+
+
+def test_pipeline_parallel_shows_example_2_1_and_follows_every_control():
+    made = lesson_4.pipeline_parallel()
+    assert made.readouts_at() == {"between a user's tokens": "42.2 ms", "of it, the sends": "0.0181 ms",
+                                  "tokens a second, all users": "24", "each GPU idle": "75 %",
+                                  "each GPU holds": "weights 35.28 GB, caches 0.08 GB"}
+    assert made.readouts_at(micro=4, batch=64)["tokens a second, all users"] == "5,287"
+    assert set(made.readouts_at(gpus=1).values()) == {"does not fit"}
+    for gpus, link, batch, micro, model in [(2, "pcie", 64, 2, "llama-3-8b"), (8, "pcie", 128, 8, "llama-3-70b"),
+                                            (1, "nvlink", 16, 1, "llama-3.2-1b"), (8, "nvlink", 32, 4, "qwen3-235b-a22b")]:
+        shown = made.readouts_at(gpus=gpus, link=link, batch=batch, micro=micro, model=model)
+        assert shown["between a user's tokens"] == ms(staged(gpus, link, batch, micro, model).interval)
+    live = made.live().set(gpus=2, link="pcie", batch=30, micro=2)
+    assert live.readouts["between a user's tokens"] == ms(staged(2, "pcie", 30, 2).interval)
+    svg = made.svg_at(micro=8, batch=64)
+    assert "1 GPU: does not fit" in svg and f"8 GPUs: {ms(staged(8, batch=64, micro=8).interval)}, idle 0 %" in svg
+
+
+@pytest.mark.parametrize("key", lesson_4.MODELS_SHOWN)
+def test_part_2_s_claims_hold_for_every_model_the_explorer_offers(key):
+    """More stages never bring one user's token sooner; micro-batches in flight, up to the stages, serve that many
+    times the users for one send more between tokens; each GPU holds about 1/N of the weights."""
+    fitting = {}
+    for gpus in (1, 2, 4, 8):
+        try:
+            fitting[gpus] = staged(gpus, model=key)
+        except DoesNotFit:
+            continue
+    assert fitting, key
+    times = [s.token_time for s in fitting.values()]
+    assert times == sorted(times)
+    for gpus, s in fitting.items():
+        filled = staged(gpus, micro=gpus, model=key)
+        assert filled.idle == pytest.approx(0, abs=1e-12)
+        assert filled.interval == pytest.approx(s.interval + s.send_time * (gpus > 1), rel=1e-9)
+        one = parallel.fit(MODELS[key], parallel.group("h100-sxm", 1), pipeline_parallel=1).weight_bytes
+        held = parallel.fit(MODELS[key], parallel.group("h100-sxm", gpus), pipeline_parallel=gpus).weight_bytes
+        assert held >= one / gpus and held < 1.1 * one / gpus
+
+
+def test_at_the_same_users_a_split_gives_more_decode_tokens_but_where_its_all_reduces_weigh_most():
+    """The page's verdict on decode: stages (a micro-batch a stage) beat Part 1's split for the same users only over
+    PCIe with many users (512 or more here), or with the small model; every model loses somewhere."""
+    won, lost = set(), set()
+    for key in lesson_4.MODELS_SHOWN:
+        for link in lesson_4.MACHINES:
+            for gpus in (2, 4, 8):
+                for per in (1, 8, 32, 128):
+                    try:
+                        pipe, split = staged(gpus, link, per, gpus, key), step(gpus, link, per * gpus, key)
+                    except (DoesNotFit, ValueError):
+                        continue
+                    if pipe.interval < split.time:
+                        assert (link == "pcie" and per * gpus >= 512) or key == "llama-3.2-1b", (key, link, gpus, per)
+                        won.add(key)
+                    else:
+                        lost.add(key)
+    assert lost == set(lesson_4.MODELS_SHOWN) and "llama-3-70b" in won
+def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():
+    from servingmath import replicas
+    from servingmath.explorers import clock
+    made = lesson_4.routers()
+    at = replicas.routers(9)
+    assert made.readouts_at()["one queue: first token p50 / p99"] == f"{clock(at['one-queue'].ttft_p50)} / " \
+        f"{clock(at['one-queue'].ttft_p99)}"
+    for rate in lesson_4.ROUTER_RATES:
+        shown = made.readouts_at(rate=rate)
+        assert shown["in turn: preemptions"] == f"{replicas.routers(rate)['round-robin'].preemptions:,}"
+    assert "fewest in flight: p50" in made.svg_at(rate=10)
+
+
+# -- Part 4: prefill and decode apart --------------------------------------------------------------
+def _held(lengths, tpot, link):
+    """Each layout's highest slider rate at which the explorer's run meets both targets for 90 % of requests."""
+    from servingmath import disaggregation
+
+    held = {}
+    for layout in disaggregation.layouts(4):
+        met = [rate for rate in lesson_4.SPLIT_RATES if disaggregation.run(
+            layout, rate, lengths, link, lesson_4.SPLIT_REQUESTS).attainment(lesson_4.SPLIT_TTFT, tpot) >= 0.9]
+        held[layout.name] = max(met, default=0)
+    return held
+
+
+def test_disaggregated_reads_out_each_layouts_run_and_follows_every_control():
+    from servingmath import disaggregation, units
+
+    made = lesson_4.disaggregated()
+    for settings in ({}, {"rate": 16, "lengths": "sharegpt"}, {"tpot": 0.02, "link": "roce-400g", "rate": 20}):
+        asked = {**made.default, **settings}
+        shown = made.readouts_at(**settings)
+        for layout in disaggregation.layouts(4):
+            run = disaggregation.run(layout, asked["rate"], asked["lengths"], asked["link"], lesson_4.SPLIT_REQUESTS)
+            assert shown[f"met, {layout.name}"] == units.percent(run.attainment(lesson_4.SPLIT_TTFT, asked["tpot"]))
+    live = made.live().set(rate=9)      # Jupyter's finer steps
+    assert live.readouts["met, 4 colocated"] == made.readouts_at(rate=9)["met, 4 colocated"]
+
+
+@pytest.mark.parametrize("tpot", [0.015, 0.02])
+@pytest.mark.parametrize("link", ["nvlink4", "roce-400g"])
+def test_with_sharegpts_prompts_the_colocated_bar_holds_longest_and_with_long_ones_a_split_does(tpot, link):
+    """The page's pointer (ShareGPT's prompts: colocated holds longest) at every setting; long prompts at Example
+    4.1's 15 ms: a split holds longer (at 20 ms the layouts' goodputs lie within a slider step of one another)."""
+    short = _held("sharegpt", tpot, link)
+    assert short["4 colocated"] > max(v for name, v in short.items() if name != "4 colocated"), short
+    if tpot == 0.015:
+        long = _held("long", tpot, link)
+        assert max(v for name, v in long.items() if name != "4 colocated") > long["4 colocated"], long

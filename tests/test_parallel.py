@@ -212,6 +212,20 @@ def test_pipeline_stages_bubbles_and_one_users_time():
         parallel.fit(L70, parallel.group(H100, 2)).weight_bytes
 
 
+def test_a_servers_steady_pipeline_idles_until_a_micro_batch_fills_each_stage():
+    grp = parallel.group(H100, 4)
+    for micro in (1, 2, 4, 8):
+        step = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8 * micro, micro_batches=micro)
+        assert step.interval == pytest.approx(max(micro * step.slot, step.token_time), rel=1e-12)
+        assert step.idle == pytest.approx(1 - micro * step.slot / step.interval, rel=1e-12)
+        # below as many micro-batches as stages a user waits for its token to cross them; from there, its turn
+        assert step.idle == (pytest.approx(0, abs=1e-12) if micro >= 4 else pytest.approx((4 - micro) / 4, abs=1e-3))
+    one = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8)
+    four = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=32, micro_batches=4)
+    # four micro-batches of 8 in flight: four times the users, one micro-batch's time between tokens and a send more
+    assert four.interval == pytest.approx(one.interval + one.send_time, rel=1e-12)
+
+
 # -- bad input -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("call, error, match", [
     (lambda: parallel.check_tensor_parallel(L70, 3), ValueError, r"divide Llama 3 70B's 64 attention heads, got 3"),

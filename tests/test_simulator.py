@@ -1,4 +1,6 @@
 """Lesson 3's serving simulator (servingmath.simulator) and its workloads (servingmath.workload)."""
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -348,6 +350,18 @@ def test_a_static_batch_keeps_a_finished_users_memory_and_place_until_its_last_r
     late = W.workload([0.0, 0.0, 0.05], [100, 100, 10], [3, 60, 2])
     run = S.simulate(S.Server(M, G, policy="static"), late)
     assert run.first_token[2] > run.finish[1]
+
+
+def test_multi_step_itl_counts_the_wait_of_a_preempted_request_as_one_gap():
+    # The preemption above, the steps run 4 a call: B's first token ends step 0, it is preempted, and its
+    # second run starts with its prompt's step 20; after that its tokens stream at the calls' ends.
+    server = dataclasses.replace(S.Server(M, tiny_gpu(3)), admit_every=4)
+    run = S.simulate(server, W.workload([0.0, 0.0], [16, 16], [20, 20]))
+    assert run.runs.tolist() == [[1, 0, 0], [0, 0, 19], [1, 20, 38]]
+    end = run.step_end
+    a = np.diff(end[[0, 3, 7, 11, 15, 19]])
+    b = np.concatenate([[end[20] - end[0]], np.diff(end[[20, 23, 27, 31, 35, 38]])])
+    np.testing.assert_allclose(np.sort(run.benchmark().itls), np.sort(np.concatenate([a, b])))
 
 
 def test_a_static_batch_takes_in_only_what_fits_whole_and_is_never_preempted():

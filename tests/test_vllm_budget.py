@@ -3,7 +3,8 @@ published start-up logs (``src/servingmath/data/vllm_startup_logs.yaml``).
 
 What is checked here, and how well: the rows marked ``check`` (four V0 logs on an H100 and on an RTX 3090
 outside the catalog; three V1 logs of vLLM 0.10.2 on an L40S and an L4) land within ``TOLERANCE`` of the
-tokens vLLM logged, at the package's defaults; nothing was fitted to them. V1's defaults by card and the
+tokens vLLM logged, at the package's defaults (three of them supplied constants: the data file's header says
+which). V1's defaults by card and the
 order of its profiling steps are checked against vLLM's source as well.
 """
 import math
@@ -184,12 +185,94 @@ def test_the_peak_is_the_larger_of_the_layers_and_the_sampler_not_their_sum():
 def test_v1_keeps_fewer_tokens_on_an_h100_and_graphs_count_from_0_21():
     v0, v1 = vllm_budget(LLAMA_3_8B, H100), vllm_budget(LLAMA_3_8B, H100, engine="v1")
     assert v1.tokens < v0.tokens and v1.graphs_outside_share and v1.cuda_graph_bytes == 0
-    later = vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.21.0")
+    later = vllm_budget(LLAMA_3_8B, H100, 0.9, engine="v1", version="0.21.0")
     assert not later.graphs_outside_share and later.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
     assert later.tokens < v1.tokens
-    mine = vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.27.1", cuda_graph_bytes=1 * GiB)
+    # From 0.21 the share is 0.92 unless told (the engines table's row): V1 then keeps more than V0 at 0.9.
+    own_share = vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.21.0")
+    assert own_share.gpu_memory_utilization == 0.92 and own_share.tokens == 455_488 > v0.tokens == 452_576
+    mine = vllm_budget(LLAMA_3_8B, H100, 0.9, engine="v1", version="0.27.1", cuda_graph_bytes=1 * GiB)
     assert v1.cache_bytes - mine.cache_bytes == pytest.approx(1 * GiB)
     assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.20.2").graphs_outside_share
+
+
+def test_v1_reads_each_versions_row_of_the_engines_table():
+    # 0.8.0 to 0.8.3 ran 1,024 sequences on every card (vLLM pull request 16158 set 256 back in 0.8.4).
+    l4, qwen = CATALOG["l4"], sm.MODELS["qwen3-0.6b"]
+    assert vllm_profile_defaults(qwen, l4, "v1", version="0.8.0") == (2048, sm.engines.defaults("vllm", "0.8.0", gpu=l4).max_running) == (2048, 1024)
+    assert vllm_profile_defaults(qwen, l4, "v1", version="0.8.4") == (2048, 256)
+    early = vllm_budget(qwen, l4, 0.85, max_model_len=1024, engine="v1", version="0.8.0")
+    assert early.max_num_seqs == 1024 and early.tokens < vllm_budget(qwen, l4, 0.85, max_model_len=1024, engine="v1",
+                                                                       version="0.8.4").tokens
+    # The share: the row's, 0.9 before 0.21 and 0.92 from it, unless one is passed.
+    for version, share in ((None, 0.9), ("0.8.0", 0.9), ("0.20.1", 0.9), ("0.21.0", 0.92), ("0.28.0", 0.92)):
+        moe = sm.MODELS["qwen3-30b-a3b"]          # a mixture of experts: its graphs are estimated from 0.21
+        assert vllm_budget(moe, CATALOG["h200"], engine="v1", version=version).gpu_memory_utilization == share
+        assert sm.engines.defaults("vllm", version or "0.20", gpu=H100).memory_fraction == share
+    assert vllm_budget(LLAMA_3_8B, H100, 0.8, engine="v1", version="0.21.0").gpu_memory_utilization == 0.8
+    # Before 0.9 the large tier went by name, then took in the A100: only the H100, the H200 and the small
+    # cards are counted there; V1 before 0.8 (not the default) and V0 from 0.11 (removed) are refused.
+    assert vllm_profile_defaults(LLAMA_3_8B, H100, "v1", version="0.8.0") == (8192, 1024)
+    for key in ("a100-80gb", "mi300x", "b200"):
+        with pytest.raises(ValueError, match="pull request 17073"):
+            vllm_budget(LLAMA_3_8B, CATALOG[key], engine="v1", version="0.8.5")
+        assert vllm_budget(LLAMA_3_8B, CATALOG[key], engine="v1", version="0.9").tokens > 0
+    with pytest.raises(ValueError, match=r"version must be 0\.8 or later for engine='v1'.*'0\.7\.3'"):
+        vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.7.3")
+    with pytest.raises(ValueError, match=r"version must be before 0\.11 for engine='v0'.*'0\.11\.0'"):
+        vllm_budget(LLAMA_3_8B, H100, engine="v0", version="0.11.0")
+
+
+def test_v1_on_a_t4_is_refused_until_v0_was_removed():
+    # Below compute capability 8.0 vLLM fell back to V0 until 0.11 (EngineArgs._is_v1_supported_oracle).
+    t4, small = CATALOG["t4"], sm.MODELS["qwen2.5-0.5b"]
+    for version in ("0.8.0", "0.9", "0.10.2"):
+        with pytest.raises(ValueError, match="compute capability below 8.0"):
+            vllm_budget(small, t4, engine="v1", version=version)
+    assert vllm_budget(small, t4, engine="v1", version="0.11.0").tokens > 0
+    assert vllm_budget(small, t4, engine="v0").tokens > 0
+
+
+def test_v0_chunks_long_windows_only_on_nvidia_and_without_sliding_layers():
+    # EngineArgs.create_engine_config: `is_gpu and not use_sliding_window and ...` past 32,768 tokens.
+    gemma = sm.MODELS["gemma-3-4b"]
+    assert vllm_profile_defaults(gemma, H100, "v0") == (gemma.context_window, 256)
+    assert vllm_profile_defaults(sm.MODELS["llama-3.1-8b"], H100, "v0") == (2048, 256)
+    # On ROCm, and for latent-attention models, the rule changed between releases: refused unless the pass is given.
+    for model, gpu in ((sm.MODELS["llama-3.1-8b"], CATALOG["mi300x"]), (sm.MODELS["deepseek-v2-lite"], H100)):
+        with pytest.raises(ValueError, match="max_model_len .* changed between releases"):
+            vllm_budget(model, gpu)
+        assert vllm_budget(model, gpu, max_model_len=32768).max_num_batched_tokens == 32768
+    given = vllm_budget(sm.MODELS["llama-3.1-8b"], CATALOG["mi300x"], max_num_batched_tokens=131072, max_num_seqs=256)
+    assert given.max_num_batched_tokens == 131072
+
+
+def test_model_runner_v2_took_no_graph_memory_out_for_dense_models():
+    # From 0.25.1 a dense model ran on Model Runner V2, whose estimate was 0 (vLLM issue 49224), to 0.28.0.
+    for version in ("0.25.1", "0.27.1", "0.28.0"):
+        dense = vllm_budget(LLAMA_3_8B, H100, engine="v1", version=version)
+        assert dense.cuda_graph_bytes == 0 and dense.graphs_outside_share
+    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.25.0").cuda_graph_bytes == \
+        memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
+    moe = vllm_budget(sm.MODELS["qwen3-30b-a3b"], CATALOG["h200"], engine="v1", version="0.27.1")
+    assert moe.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not moe.graphs_outside_share
+    # After 0.28.0 the first release that measures them is not settled: the log's figure must be passed.
+    with pytest.raises(ValueError, match="cuda_graph_bytes must be given for a dense model"):
+        vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.29.0")
+    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.29.0", cuda_graph_bytes=0.5 * GiB).cuda_graph_bytes \
+        == 0.5 * GiB
+
+
+def test_v1_counts_whole_blocks_a_request_as_its_log_does():
+    # get_max_concurrency_for_kv_cache_config: blocks ÷ whole blocks a request; the log's tokens are that × max_model_len.
+    v1 = vllm_budget(LLAMA_3_8B, H100, engine="v1", max_model_len=1000)
+    assert v1.max_concurrency == v1.blocks / math.ceil(1000 / 16) and v1.tokens == int(v1.blocks / 63 * 1000)
+    assert v1.tokens < v1.blocks * 16
+    v0 = vllm_budget(LLAMA_3_8B, H100, max_model_len=1000)
+    assert v0.max_concurrency == v0.blocks * 16 / 1000 and v0.tokens == v0.blocks * 16
+    # A whole number of blocks: the two counts agree.
+    whole = vllm_budget(LLAMA_3_8B, H100, engine="v1")
+    assert whole.tokens == whole.blocks * 16
 
 
 def test_sliding_window_models_as_each_engine_pages_them():

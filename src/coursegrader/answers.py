@@ -10,8 +10,9 @@ import math
 
 import servingmath as sm
 from servingmath import variants
-from servingmath import hardware, parallel
-from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _room_gb, _small_steps, _step_4_1,  # noqa: F401
+from servingmath import hardware, parallel, replicas
+from servingmath.answers import (ANSWERS, H100, L3, L31, _allreduce_bytes, _compared, _in_flight, _room_gb,  # noqa: F401
+                                 _send_bytes, _small_steps, _split_4_4, _stages_4_2, _step_4_1, _tokens_held, _trip,
                                  answer)
 from servingmath.memory import max_batch
 
@@ -91,6 +92,27 @@ def _allreduce_slips(n):
                 "a spec sheet's figure adds both directions; a ring sends at the one-way rate.")}
 
 
+
+def _stage_slips(n):
+    """Lesson 4 Problem 2.1's slips: the sends left out, one stage's pass, the weights in 16 bits."""
+    step = _stages_4_2(n)
+    found = {"the sends left out": (step.stages * step.stage.time * 1e3,
+                                    "a token's activations cross every border between stages."),
+             "one stage's pass": (step.stage.time * 1e3, "the token goes through every stage in turn.")}
+    if parallel.fit(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["stages"], n["link"]), n["context"] + 1,
+                    n["users"], pipeline_parallel=n["stages"]).fits:
+        found["16-bit weights"] = (_stages_4_2(n, weight_bits=16).token_time * 1e3,
+                                   f"the weights are stored in {n['bits']} bits.")
+    return found
+
+
+def _send_slips(n):
+    """Lesson 4 Problem 2.3's slips: the latency left out, the listed bandwidth of both directions."""
+    link, size = hardware.link(n["send_gpu"], n["send_link"]), _send_bytes(n)
+    return {"the latency left out": (size / link.bandwidth * 1e6, "every send pays the link's fixed cost first."),
+            "the listed bandwidth of both directions": ((link.latency + size / (2 * link.bandwidth)) * 1e6,
+                                                        "a send goes one way, at the one-way rate.")}
+
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {
     ("lesson-2-part-3", "3.2"): lambda n: _room_slips(sm.MODELS[n["room_model"]], sm.CATALOG[n["room_gpu"]],
@@ -113,6 +135,40 @@ SLIPS = {
         "the all-reduces left out": (more.compute.time / one.time, "more cards pay two all-reduces a layer over PCIe."),
         "one card against two": (one.time / more.time, "the question asks the cards' step over one card's.")})(
         *_small_steps(n)),
+    ("lesson-4-part-2", "2.1"): lambda n: _stage_slips(n),
+    ("lesson-4-part-2", "2.2"): lambda n: {"the layers shared out evenly": (
+        sm.weight_bytes(sm.MODELS[n["split"]].parameters, n["split_bits"]) / n["parts"] / 1e9,
+        "a stage holds whole layers: the fullest takes one more than the average.")},
+    ("lesson-4-part-2", "2.3"): lambda n: _send_slips(n),
+    ("lesson-4-part-2", "2.4"): lambda n: (lambda step, users: {
+        "one micro-batch's users": (n["flight_users"] / step.interval, "every micro-batch in flight gets a token each turn."),
+        "the batch pushed through and drained": (users / step.time,
+                                                 "decode steps follow one another: the pipeline need not drain.")})(
+        _in_flight(n), n["flight_micro"] * n["flight_users"]),
+    ("lesson-4-part-2", "2.5"): lambda n: (lambda split, staged: {
+        "the split against the stages": (split.time / staged.interval,
+                                         "the question asks the stages' time over the split's."),
+        "the all-reduces left out": (staged.interval / split.compute.time,
+                                     "the split pays two all-reduces a layer over the link.")})(*_compared(n)),
+    ("lesson-4-part-3", "3.1"): lambda n: {"dealt in turn": (
+        replicas.routed(round(n["copies"] * n["each"], 6), n["copies"], "round-robin").ttft_p99,
+        "the requests go behind the router the problem names, not dealt in turn.")} if n["router"] != "round-robin" else {},
+    ("lesson-4-part-3", "3.2"): lambda n: {"one copy's cache": (
+        _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]) / (8 // n["held_degree"]),
+        "add up every copy's cache.")},
+    ("lesson-4-part-4", "4.1"): lambda n: (lambda trip, link: {"the latency left out": (
+        (trip - link.latency) * 1e3, "every trip pays the link's fixed cost first.")})(
+        *_trip(n["t_model"], n["t_prompt"], n["t_link"])),
+    ("lesson-4-part-4", "4.3"): lambda n: (lambda p, rate: {"the faster stage's rate": (
+        max(p * n["p_rate"], (n["pool"] - p) * n["d_rate"]), "the slower stage sets the pool's pace.")})(*_split_4_4(n)),
+    ("lesson-4-part-4", "4.4"): lambda n: (lambda p, rate: {
+        "the whole pool against one GPU": (rate / n["colo_rate"], "divide the pool's rate by its GPUs, both stages."),
+        "the decode GPUs alone": (rate / (n["pool"] - p) / n["colo_rate"],
+                                  "the prefill GPUs are part of the pool too.")})(*_split_4_4(n)),
+    ("lesson-4-part-4", "4.5"): lambda n: (lambda trip, link: {"the listed bandwidth of both directions": (
+        100 * (link.latency + (trip - link.latency) / 2) / (n["s_ttft"] / 1e3),
+        "a spec sheet's figure adds both directions; a trip goes one way.")})(
+        *_trip(n["s_model"], n["s_prompt"], n["s_link"])),
 }
 
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 import servingmath as sm
-from . import cache, hardware, load, parallel
+from . import cache, disaggregation, hardware, load, parallel, replicas, variants
 from .memory import fit, kv_cache_bytes, max_batch
 from .simulator import Server, simulate, users_that_fit
 from .workload import workload
@@ -319,6 +319,90 @@ ANSWERS.update({
         "1.4": lambda n: sm.MODELS[n["kv_model"]].kv_bytes_per_token(n["kv_bits"]) * parallel.kv_share(sm.MODELS[n["kv_model"]],
                                                                                                n["kv_gpus"]),
         "1.5": lambda n: (lambda one, two: two.time / one.time)(*_small_steps(n)),
+    },
+})
+
+
+def _stages_4_2(n, **changes):
+    options = {"cached_tokens": n["context"], "batch": n["users"], "weight_bits": n["bits"], **changes}
+    return parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["stages"], n["link"]),
+                                           n["stages"], **options)
+
+
+def _send_bytes(n):
+    return parallel.activation_bytes(sm.MODELS[n["send_model"]], n["send_users"])
+
+
+def _in_flight(n):
+    """Problem 2.4's pipeline: its micro-batches in flight on H100 SXM stages."""
+    return parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["flight_stages"]),
+                                           n["flight_stages"], cached_tokens=n["flight_context"],
+                                           batch=n["flight_micro"] * n["flight_users"], micro_batches=n["flight_micro"])
+
+
+def _compared(n):
+    """Problem 2.5's servers: the users under a tensor split, and in stages with a micro-batch a stage."""
+    grp, count = parallel.group(n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"]), n["cmp_gpus"]
+    users, options = count * n["cmp_per"], {"cached_tokens": n["cmp_context"]}
+    return (parallel.tensor_parallel_step(sm.MODELS["llama-3-70b"], grp, batch=users, **options),
+            parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], grp, count, batch=users, micro_batches=count,
+                                            **options))
+
+
+ANSWERS.update({
+    "lesson-4-part-2": {
+        "2.1": lambda n: _stages_4_2(n).token_time * 1e3,
+        "2.2": lambda n: parallel.fit(sm.MODELS[n["split"]], parallel.group("h100-sxm", n["parts"]),
+                                      weight_bits=n["split_bits"], pipeline_parallel=n["parts"]).weight_bytes / 1e9,
+        "2.3": lambda n: parallel.send_time(_send_bytes(n), hardware.link(n["send_gpu"], n["send_link"])) * 1e6,
+        "2.4": lambda n: n["flight_micro"] * n["flight_users"] / _in_flight(n).interval,
+        "2.5": lambda n: (lambda split, staged: staged.interval / split.time)(*_compared(n)),
+    },
+})
+
+
+# -- Lesson 4 Part 3: copies behind a router (replicas, the simulator) ---------------------------------------------
+def _fastest_cut(rate) -> str:
+    found = replicas.layouts(rate)
+    return variants.CUT_WORDS[min(found, key=lambda degree: found[degree].run.ttft_p99)]
+
+
+def _tokens_held(model_key, gpu_key, degree, gpus=8):
+    copy = replicas.server(model_key, gpu_key, degree)
+    return gpus // degree * copy.cache_blocks * copy.block_tokens
+
+
+ANSWERS.update({
+    "lesson-4-part-3": {
+        "3.1": lambda n: replicas.routed(round(n["copies"] * n["each"], 6), n["copies"], n["router"]).ttft_p99,
+        "3.2": lambda n: _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]),
+        "3.3": lambda n: _fastest_cut(n["cut_rate"]),
+        "3.4": lambda n: replicas.routed(n["tbt_rate"], 8 // n["tbt_degree"], "one-queue", n["tbt_model"], n["tbt_gpu"],
+                                         n["tbt_degree"]).tbt_p50 * 1e3,
+        "3.5": lambda n: replicas.routed(round(n["pre_copies"] * n["pre_each"], 6), n["pre_copies"],
+                                         n["pre_router"]).preemptions,
+    },
+})
+
+
+# -- Lesson 4, Part 4: prefill and decode apart -----------------------------------------------------
+def _trip(model_key, tokens, link_key):
+    """A cache's trip over an H100 SXM's link, seconds, and the link."""
+    link = hardware.link("h100-sxm", link_key)
+    return parallel.send_time(kv_cache_bytes(sm.MODELS[model_key], tokens), link), link
+
+
+def _split_4_4(n):
+    return disaggregation.best_split(n["p_rate"], n["d_rate"], n["pool"])
+
+
+ANSWERS.update({
+    "lesson-4-part-4": {
+        "4.1": lambda n: _trip(n["t_model"], n["t_prompt"], n["t_link"])[0] * 1e3,
+        "4.2": lambda n: 1 / sm.prefill(sm.MODELS[n["pf_model"]], sm.CATALOG[n["pf_gpu"]], n["pf_prompt"]).time,
+        "4.3": lambda n: _split_4_4(n)[1],
+        "4.4": lambda n: _split_4_4(n)[1] / n["pool"] / n["colo_rate"],
+        "4.5": lambda n: 100 * _trip(n["s_model"], n["s_prompt"], n["s_link"])[0] / (n["s_ttft"] / 1e3),
     },
 })
 

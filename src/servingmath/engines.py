@@ -228,6 +228,23 @@ VLLM_SWAP_SPACE_REMOVED = "0.18"
 # The version from which V1 gives the A100 80 GB the small cards' profiling pass again (pull request 17885):
 # between pull requests 17073 and 17885 its 80 GB earned it the H100's figures.
 VLLM_V1_A100_SMALL_SINCE = "0.9"
+# Before that, the large tier went by name: to the H100 and H200 only (pull request 12369, January 2025, whose
+# test reads `"h100" in device_name or "h200" in device_name`), then to every card of 70 GiB or more, the A100
+# included (pull request 17073, April 2025). The ByCard rule of the rows holds from VLLM_V1_A100_SMALL_SINCE; for
+# an earlier V1 release it settles only the cards below 70 GiB and those named here.
+VLLM_V1_LARGE_TIER_BY_NAME = ("h100", "h200")
+# Until V0 was removed, V1 fell back to V0 on cards of compute capability below 8.0 (vllm/engine/arg_utils.py,
+# EngineArgs._is_v1_supported_oracle: `_raise_or_fallback(feature_name="Compute Capability < 8.0")`). The
+# catalog's cards below 8.0: the T4 (7.5, https://developer.nvidia.com/cuda-gpus).
+VLLM_V1_BELOW_SM80 = ("t4",)
+# Model Runner V2 became V1's runner for dense models in 0.25.1, and its profile_cudagraph_memory() returned 0
+# (vllm-project/vllm issue 49224; pull request 49233: "Model Runner V2 became the default for dense models in
+# 0.25.1, but its profile_cudagraph_memory() was a placeholder returning 0"), so nothing was taken out of the share
+# for the graphs. Pull request 53306 (merged August 2026, then reverted by 53644 and fixed forward by 53682 and
+# 53955) made it measure them; 0.28.0 was cut before it (vllm-project/vllm issue 54331). Which later release first
+# carries the fix is not settled here.
+VLLM_V1_DENSE_RUNNER_V2_SINCE = "0.25.1"
+VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST = "0.28.0"
 
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),

@@ -217,14 +217,20 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #
 # - V0 (the default engine up to 0.7; vllm/worker/worker.py determine_num_available_blocks): with
 #   chunked prefill off, one pass of max(max_model_len, 2,048) tokens over max_num_seqs = 256
-#   sequences. It turns chunked prefill on for windows past 32,768 tokens, and then profiles 2,048.
+#   sequences. It turns chunked prefill on by itself for windows past 32,768 tokens, and then profiles
+#   2,048, on NVIDIA cards for models without sliding-window layers (EngineArgs.create_engine_config:
+#   `is_gpu and not use_sliding_window and ...`); on ROCm and for latent attention the rule changed
+#   between releases, and the budget asks for the pass.
 # - V1 (the default from 0.8.0, vllm-project/vllm pull request 13726; vllm/v1/worker/gpu_worker.py):
-#   always chunks, and profiles max_num_batched_tokens, which `vllm serve` sets by the card: 8,192
+#   chunks by default (always from 0.8 to 0.10), and profiles max_num_batched_tokens, which
+#   `vllm serve` sets by the card: 8,192
 #   tokens and 1,024 sequences on cards that report 70 GiB or more, the A100 excepted; 2,048 and 256
 #   on the others (the A100, L40S, L4, T4); from 0.28.0, 16,384 tokens on cards reporting 160 GiB or
 #   more (the MI300X, the B200). It runs the model compiled (torch.compile with CUDA
 #   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
-#   share; from 0.21.0 vLLM subtracts an estimate of their memory first.
+#   share; from 0.21.0 vLLM subtracts an estimate of their memory first, except for dense models from
+#   0.25.1 to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm issue 49224).
+#   It fell back to V0 on cards below compute capability 8.0 (the T4) until V0 was removed in 0.11.
 #
 # Every one of these defaults, with the file and version it was read from, is a cell of
 # servingmath.engines.TABLE (the rows "vLLM V0" and "vLLM V1"); the names below read them there.
@@ -242,9 +248,13 @@ VLLM_V0_CHUNKED_TOKENS = _V0["chunked_profile_tokens"].value
 VLLM_CUDA_GRAPH_ESTIMATE_SINCE = _V1["graph_estimate_since"].value
 # V1's --max-num-seqs under `vllm serve` on the cards of its largest tier (70 GiB or more, not an A100).
 VLLM_V1_MAX_NUM_SEQS_LARGE_CARDS = _V1["max_running"].value.tiers[-1][1]["serve"]
+_V1_LARGE_TIER_GIB = _V1["max_running"].value.tiers[-1][0]            # the least GiB of that tier
 VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model: max(its 8,192-token window, 2,048)
 # One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
-# An example, not a model: read your own log's figure and pass it as cuda_graph_bytes.
+# An example, not a model, and a small one: that start captured graphs only up to a batch of 16
+# ("PIECEWISE=16 (largest=16)"), where vLLM's default capture sizes go to batches of hundreds; a default
+# single-GPU start of Qwen3 8B (the compiled L40S log of data/vllm_startup_logs.yaml) took 0.56 GiB of graphs.
+# Read your own log's figure and pass it as cuda_graph_bytes.
 VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
 # cuBLAS workspaces; NCCL's buffers with more than one GPU). It is not the same from one log to the
@@ -254,8 +264,12 @@ VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # The budget takes the H100 logs' 0.16 GiB unless told; the page states what the high end gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
-# Bytes the sampler holds for each logit at its peak: the 16-bit logits from the output layer, their
-# 32-bit copy, the probabilities and the 32-bit random draws used to pick a token (2 + 4 + 4 + 4).
+# Bytes the sampler holds for each logit at its peak: an empirical figure, matched to the one log whose peak
+# is the sampler's (qls-l4-qwen3-0.6b-eager: 0.52 GiB for 256 rows of 151,936 logits, about 14 a logit), read as the
+# 16-bit logits, a 32-bit copy, the probabilities and 32-bit random draws (2 + 4 + 4 + 4). It is not a
+# breakdown of vLLM's code: V0 profiles its sampler with top-k and top-p on (ModelRunner.profile_run:
+# SamplingParams(top_p=0.99, top_k=vocab_size - 1)), whose PyTorch path also sorts the logits (32-bit
+# values, 64-bit indices), and V1's runners differ in what their dummy sampler runs.
 VLLM_SAMPLER_BYTES_PER_LOGIT = 14
 
 
@@ -288,13 +302,34 @@ def _runs_vllm(gpu: GPU):
                          f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
 
 
+def _v1_version(version):
+    """The engines table's version for a V1 budget: ``version``, refused before V1 became the default; None
+    stands for the last version before the CUDA graphs' estimate (the budget's V1 without a version)."""
+    if version is None:
+        return _engines._previous(_engines.VLLM_V1_SHARE_RAISED)
+    if _version(version) < _version(VLLM_V1_DEFAULT_SINCE):
+        raise ValueError(f"version must be {VLLM_V1_DEFAULT_SINCE} or later for engine='v1' (the budget follows V1 "
+                         f"from the release that made it the default), got {version!r}")
+    return version
+
+
+def _is_rocm(gpu: GPU):
+    return "amd" in gpu.name.lower()
+
+
 def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=None, version=None):
     """The profiling pass vLLM runs by default for ``vllm serve``: (max_num_batched_tokens, max_num_seqs).
 
-    V0: max(max_model_len, 2,048) tokens with chunked prefill off, which it is up to a window of
-    32,768 tokens; past that 2,048. V1: 8,192 tokens and 1,024 sequences on cards reporting 70 GiB
-    or more other than the A100, 2,048 and 256 elsewhere; from ``version`` 0.28, 16,384 tokens on
-    cards reporting 160 GiB or more (None: a version before it). Both then cap the tokens at
+    V0: max(max_model_len, 2,048) tokens with chunked prefill off. V0 turns chunked prefill on by itself,
+    and then profiles 2,048 tokens, only for windows past 32,768 tokens on an NVIDIA card and for models
+    without sliding-window layers; on AMD's cards (ROCm) and for latent-attention models that rule changed
+    between releases, so such a window is refused (pass ``max_num_batched_tokens`` to ``vllm_budget``).
+
+    V1: the engines table's row for ``version`` (``servingmath.engines``; None: a release before 0.21):
+    8,192 tokens and 1,024 sequences on cards reporting 70 GiB or more other than the A100, 2,048 and 256
+    elsewhere (1,024 sequences on every card before 0.8.4); from 0.28, 16,384 tokens on cards reporting
+    160 GiB or more. Before 0.9 the large tier went by the card's name, then took in the A100: for such a
+    release only the H100, the H200 and cards below 70 GiB are counted. Both engines then cap the tokens at
     max_num_seqs × max_model_len and the sequences at the tokens, as vLLM does.
     """
     _check.instance("model", model, Model)
@@ -306,12 +341,32 @@ def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=Non
     max_model_len = int(_check.single("max_model_len", _check.count("max_model_len", max_model_len, minimum=1)))
     if engine == "v0":
         seqs = VLLM_MAX_NUM_SEQS
-        tokens = (VLLM_V0_CHUNKED_TOKENS if max_model_len > VLLM_V0_CHUNKED_PAST
+        long_window = max_model_len > VLLM_V0_CHUNKED_PAST
+        if long_window and (_is_rocm(gpu) or model.latent_attention):
+            reason = "an AMD card" if _is_rocm(gpu) else "a latent-attention model"
+            raise ValueError(
+                f"max_model_len {max_model_len:,} is past {VLLM_V0_CHUNKED_PAST:,} tokens on {reason} ({model.name} on "
+                f"{gpu.name}), where whether V0 turned chunked prefill on by itself changed between releases: pass "
+                f"max_num_batched_tokens (the log's pass), or a max_model_len of at most {VLLM_V0_CHUNKED_PAST:,}")
+        tokens = (VLLM_V0_CHUNKED_TOKENS if long_window and not model.sliding_layers
                   else max(max_model_len, VLLM_V0_MIN_PROFILE_TOKENS))
     else:
-        parsed = _version(version)
-        since = _engines.VLLM_LARGE_TIER_SINCE
-        row = since if parsed is not None and parsed >= _version(since) else _engines._previous(since)
+        row = _v1_version(version)
+        reported = gpu.cuda_reported_bytes
+        if (_version(row) < _version(_engines.VLLM_V0_REMOVED)
+                and set(gpu.name.lower().split()) & set(_engines.VLLM_V1_BELOW_SM80)):
+            raise ValueError(
+                f"engine 'v1' did not run on {gpu.name} at version {version!r}: until V0 was removed in "
+                f"{_engines.VLLM_V0_REMOVED}, vLLM fell back to V0 on cards of compute capability below 8.0; pass "
+                f"engine='v0', or a version of {_engines.VLLM_V0_REMOVED} or later")
+        by_name = any(word in gpu.name.lower() for word in _engines.VLLM_V1_LARGE_TIER_BY_NAME)
+        if (_version(row) < _version(_engines.VLLM_V1_A100_SMALL_SINCE) and not by_name
+                and reported >= _V1_LARGE_TIER_GIB * 2**30):
+            raise ValueError(
+                f"version {version!r} of V1 gave {gpu.name} either the small cards' pass or the large one (by name, "
+                f"the large tier went to the H100 and H200 only; vLLM pull request 17073 gave it to every card of "
+                f"70 GiB or more): pass version {_engines.VLLM_V1_A100_SMALL_SINCE} or later, or "
+                f"max_num_batched_tokens and max_num_seqs from the log")
         served = _engines.defaults("vllm", row, gpu=gpu, entry="serve")
         tokens, seqs = served.step_tokens, served.max_running
     tokens = min(seqs * max_model_len, tokens)
@@ -346,7 +401,8 @@ def vllm_activation_bytes(model: Model, max_num_batched_tokens=VLLM_PROFILE_TOKE
       each of ``max_num_batched_tokens`` tokens (a mixture of experts: the experts a token runs,
       plus its shared ones);
     - the sampler, over ``max_num_seqs`` rows of the vocabulary at ``VLLM_SAMPLER_BYTES_PER_LOGIT``
-      bytes a logit, while the pass's 16-bit output states are still held:
+      bytes a logit (an empirical figure, matched to one log), while the pass's 16-bit output states are
+      still held:
 
         max(tokens × (3 × FFN width + 4 × hidden) × 2,  seqs × vocab × 14 + tokens × hidden × 2)  bytes.
 
@@ -405,7 +461,12 @@ class VllmBudget:
 
         vLLM's hybrid allocator gives each group as many layers as the rarer kind has, and splits the
         other kind into groups of that size; a sliding group holds the last window − 1 tokens and the
-        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes)."""
+        step's new ones, never more than max_model_len (SlidingWindowSpec.max_memory_usage_bytes).
+
+        The grouping is the hybrid allocator's, which came in pieces through 2025 (vllm-project/vllm pull request
+        14097 dropped blocks outside the window for all-sliding models but kept mixed ones as full attention); the
+        first release that holds it for mixed models is not settled here. Before it, and with
+        --disable-hybrid-kv-cache-manager, V1 gives every layer a full-length cache, as V0 does."""
         model = self.model
         window_tokens = min(model.sliding_window - 1 + self.max_num_batched_tokens, self.max_model_len)
         if not model.sliding_layers:
@@ -437,43 +498,50 @@ class VllmBudget:
 
     @property
     def max_concurrency(self) -> float:
-        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency')."""
-        if self.engine == "v1" and self.model.sliding_layers:
+        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM's 'Maximum concurrency'): V1 divides
+        the blocks by the blocks one request takes, whole blocks in each group
+        (kv_cache_utils.get_max_concurrency_for_kv_cache_config); V0 the tokens by max_model_len."""
+        if self.engine == "v1":
             return self.blocks / self._blocks_per_request()
         return self.blocks * self.block_tokens / self.max_model_len
 
     @property
     def tokens(self) -> int:
-        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): blocks × tokens a block; for V1's
-        models with sliding-window layers, the concurrency × max_model_len, as V1 reports them."""
-        if self.engine == "v1" and self.model.sliding_layers:
+        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): in V0, blocks × tokens a block; in V1,
+        the concurrency × max_model_len, as its current source reports it (the two agree when max_model_len is a
+        whole number of blocks and no layer slides)."""
+        if self.engine == "v1":
             return int(self.max_concurrency * self.max_model_len)
         return self.blocks * self.block_tokens
 
 
-def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
+def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
                 max_num_batched_tokens=None, weight_bits=16, kv_bits=16, max_num_seqs=None,
                 max_model_len=None, *, engine="v0", version=None, non_torch_bytes=VLLM_NON_TORCH_BYTES,
                 cuda_graph_bytes=None, refuse=True) -> VllmBudget:
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
 
-    ``engine``: ``"v0"`` (the engine of versions up to 0.7) or ``"v1"`` (the default from 0.8.0); the
-    count is checked on published logs of both (``vllm_startup_logs``). ``max_num_batched_tokens`` and
-    ``max_num_seqs`` default to the profiling pass that engine runs under ``vllm serve`` on this card
-    (``vllm_profile_defaults``).
+    ``engine``: ``"v0"`` (the engine of versions up to 0.7, removed in 0.11) or ``"v1"`` (the default from
+    0.8.0); the count is checked on published logs of both (``vllm_startup_logs``). ``version``: for V1, the
+    release whose defaults apply, read from the engines table (``servingmath.engines``); None stands for a
+    release from 0.8.4 to 0.20. ``max_num_batched_tokens`` and ``max_num_seqs`` default to the profiling pass
+    that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
 
-    The share is ``gpu_memory_utilization`` of the memory CUDA reports for the card
-    (``gpu.cuda_reported_bytes``, refused where the catalog has no published figure, and for Apple's
-    GPUs, which vLLM's engines do not run on). Out of it come, in order:
+    The share is ``gpu_memory_utilization`` (default: the engines table's for that engine and version, 0.9,
+    or 0.92 for V1 from 0.21) of the memory CUDA reports for the card (``gpu.cuda_reported_bytes``, refused
+    where the catalog has no published figure, and for Apple's GPUs, which vLLM's engines do not run on).
+    Out of it come, in order:
 
     - the weights, as vLLM loads them (``vllm_weight_bytes``);
     - the activation peak of the profiling pass (``vllm_activation_bytes``, a model: the larger of
       the layers' peak and the sampler's, which vLLM reaches one after the other);
     - non-torch memory, ``non_torch_bytes`` (``VLLM_NON_TORCH_RANGE`` spans the published logs);
-    - for V1 from 0.21.0 (``version``), its estimate of CUDA graphs' memory, ``cuda_graph_bytes``
-      (default ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure). Earlier V1 versions capture the
-      graphs after the cache is allocated, on top of the share: the budget says so
-      (``graphs_outside_share``) and takes nothing out.
+    - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
+      ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure: read your own log's). Earlier V1 versions capture
+      the graphs after the cache is allocated, on top of the share: the budget says so
+      (``graphs_outside_share``) and takes nothing out. So do the releases from 0.25.1 to 0.28.0 for a dense
+      model, whose runner (Model Runner V2) estimated nothing; for a dense model after 0.28.0, which release
+      first measures them is not settled, and ``cuda_graph_bytes`` must be given.
 
     What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
     layers: V0 gives every layer a page of every block (its sliding layers reuse theirs); V1 groups
@@ -487,6 +555,13 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
     _check.instance("gpu", gpu, GPU)
     engine = _engine(engine)
     parsed = _version(version)
+    if engine == "v0" and parsed is not None and parsed >= _version(_engines.VLLM_V0_REMOVED):
+        raise ValueError(f"version must be before {_engines.VLLM_V0_REMOVED} for engine='v0' (vLLM removed V0 "
+                         f"there), got {version!r}")
+    row = _v1_version(version) if engine == "v1" else None
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = (VLLM_GPU_MEMORY_UTILIZATION if row is None
+                                  else _engines.defaults("vllm", row, gpu=gpu).memory_fraction)
     utilization = _check.fraction("gpu_memory_utilization", _check.single("gpu_memory_utilization",
                                                                           gpu_memory_utilization))
     kv_bits = _check.single("kv_bits", _check.finite("kv_bits", kv_bits, above=0))
@@ -499,18 +574,30 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
         max_model_len = window
     max_model_len = model.check_context(_check.count("max_model_len", max_model_len, minimum=1), "max_model_len")
     max_model_len = int(_check.single("max_model_len", max_model_len, "whole number"))
-    default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len, version)
+    if max_num_batched_tokens is None or max_num_seqs is None:
+        default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len, version)
     tokens = default_tokens if max_num_batched_tokens is None else max_num_batched_tokens
     seqs = default_seqs if max_num_seqs is None else max_num_seqs
     activation = vllm_activation_bytes(model, tokens, seqs)
-    graphs, outside = 0.0, False
+    graphs, outside, estimated = 0.0, False, False
     if engine == "v1":
-        if parsed is not None and parsed >= _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE):
+        at = _version(row)
+        if at < _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE):
+            outside = True
+        elif (not model.mixture_of_experts and at >= _version(_engines.VLLM_V1_DENSE_RUNNER_V2_SINCE)
+              and cuda_graph_bytes is None):
+            if at > _version(_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST):
+                raise ValueError(
+                    f"cuda_graph_bytes must be given for a dense model ({model.name}) on V1 after "
+                    f"{_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST} (version {version!r}): Model Runner V2 estimated "
+                    f"no CUDA graph memory from {_engines.VLLM_V1_DENSE_RUNNER_V2_SINCE}, and the first release that "
+                    f"measures it is not settled; pass the log's 'Estimated CUDA graph memory' (0 where it prints none)")
+            outside = True          # Model Runner V2 took nothing out: the graphs land on top of the share
+        else:
+            estimated = True
             graphs = VLLM_CUDA_GRAPH_EXAMPLE_BYTES if cuda_graph_bytes is None else float(
                 _check.single("cuda_graph_bytes", _check.number("cuda_graph_bytes", cuda_graph_bytes, minimum=0)))
-        else:
-            outside = True
-    if cuda_graph_bytes is not None and not graphs:
+    if cuda_graph_bytes is not None and not estimated:
         raise ValueError(f"cuda_graph_bytes is taken out of the share only by V1 from version "
                          f"{VLLM_CUDA_GRAPH_ESTIMATE_SINCE} (engine={engine!r}, version={version!r}), got {cuda_graph_bytes!r}")
     budget = VllmBudget(
@@ -540,7 +627,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_U
     return budget
 
 
-def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
+def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=None,
                       max_num_batched_tokens=None, weight_bits=16, **options) -> int:
     """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's 'GPU KV cache
     size', or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),

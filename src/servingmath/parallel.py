@@ -22,7 +22,9 @@ sits between two blocks that need its result.
 stage a GPU (or a tensor-parallel group); a token's activations go point to point from each stage
 to the next. A decode step crosses every stage in turn, so one user's time between tokens is
 the sum of the stages; with the batch in m micro-batches the stages work on different ones at
-once, and the pipeline is idle a share (p-1)/(m+p-1) of the time (the bubble).
+once, and a batch pushed through and drained leaves the pipeline idle a share (p-1)/(m+p-1) of
+the time (the bubble). A server's decode steps follow one another: with as many micro-batches in
+flight as stages, each stage works on one while the others work on the rest, and none waits.
 
 Every figure comes from ``passes.forward_pass``, ``memory.kv_cache_bytes``/``weight_bytes`` and
 ``roofline.pass_time``, shared out among the GPUs here.
@@ -352,6 +354,20 @@ class PipelineStep:
     def bubble(self):
         """The share of the time each stage waits idle: (p − 1) ÷ (m + p − 1)."""
         return (self.stages - 1) / (self.micro_batches + self.stages - 1)
+
+    @property
+    def interval(self):
+        """A user's time between tokens when decode steps follow one another (a server's steady state): each
+        micro-batch enters the first stage again once its token has left the last, and each stage takes the
+        micro-batches in turn, so max(m × slot, token_time). The sampled token's way back to the first stage is
+        left out."""
+        return np.maximum(self.micro_batches * self.slot, self.token_time)
+
+    @property
+    def idle(self):
+        """The share of the steady state each stage waits idle: 1 − m × slot ÷ ``interval``, about (p − m) ÷ p
+        below p micro-batches in flight and none from p on."""
+        return 1 - self.micro_batches * self.slot / self.interval
 
 
 def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, cached_tokens=0, batch=1,

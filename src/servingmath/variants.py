@@ -1015,7 +1015,8 @@ LINKED = (("h100-sxm", "nvlink4", (2, 4, 8)), ("h200", "nvlink4", (2, 4, 8)), ("
           ("a100-80gb", "nvlink3", (2, 4, 8)), ("h100-pcie", "pcie5", (2, 4, 8)),
           ("h100-pcie", "nvlink-bridge-h100", (2,)), ("l40s", "pcie4", (4, 8)))
 LINK_NAMES = {"nvlink4": "NVLink", "nvlink5": "NVLink", "nvlink3": "NVLink", "pcie5": "PCIe Gen5", "pcie4": "PCIe Gen4",
-              "nvlink-bridge-h100": "an NVLink bridge"}
+              "nvlink-bridge-h100": "an NVLink bridge", "infiniband-ndr": "InfiniBand NDR",
+              "infiniband-hdr": "InfiniBand HDR", "roce-400g": "RoCE"}
 SMALL_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "qwen2.5-0.5b", "gemma-2-2b", "gemma-3-1b", "llama-3-8b",
                 "qwen3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b")
 
@@ -1091,6 +1092,232 @@ LESSON_4_PART_1 = Template(
                      + _within(n, n["small"], "small_context", plus=1)),
 )
 
+# -- Lesson 4, Part 2: pipeline parallelism --------------------------------------------------------
+def _stages_fit(model_key: str, gpu_key: str, stages: int, link=None, context=0, batch=1, bits=16) -> list[str]:
+    """Empty if ``stages`` GPUs of ``gpu_key``, one stage each, hold their layers' weights and caches; else what is wrong."""
+    from . import parallel
+
+    try:
+        found = parallel.fit(MODELS[model_key], parallel.group(gpu_key, stages, link), context, batch, weight_bits=bits,
+                             pipeline_parallel=stages)
+    except ValueError as error:
+        return [str(error)]
+    return [] if found.fits else [found.message]
+
+
+# Stages in one server (NVLink) or one a server (InfiniBand); links between the stages a send crosses.
+STAGE_LINKS = ("nvlink4", "infiniband-ndr", "roce-400g")
+SEND_LINKS = (("h100-sxm", "nvlink4"), ("h200", "nvlink4"), ("b200", "nvlink5"), ("a100-80gb", "nvlink3"),
+              ("h100-pcie", "pcie5"), ("l40s", "pcie4"), ("h100-sxm", "infiniband-ndr"), ("a100-80gb", "infiniband-hdr"),
+              ("h100-sxm", "roce-400g"))
+SEND_MODELS = ("llama-3-70b", "llama-3-8b", "qwen2.5-72b", "mixtral-8x22b", "llama-3.1-405b", "gemma-2-27b", "qwen3-8b")
+# (GPU, link, counts) a tensor split and as many stages can both use: Part 1's servers.
+COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
+
+
+def _draw_4_2(rng):
+    drawn = {"bits": rng.choice((16, 8, 4)), "stages": rng.choice((2, 4, 8)), "link": rng.choice(STAGE_LINKS)}
+    while True:
+        drawn.update(users=_steps(rng, 1, 64, 1), context=_steps(rng, 500, 8000, 100))
+        if not _stages_fit("llama-3-70b", "h100-sxm", drawn["stages"], drawn["link"], drawn["context"] + 1,
+                           drawn["users"], drawn["bits"]):
+            break
+    split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
+                        if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)])
+    send = rng.choice([(key, gpu, link) for key in SEND_MODELS for gpu, link in SEND_LINKS
+                       if not _stages_fit(key, gpu, 8, link)])
+    return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "send_model": send[0],
+            "send_gpu": send[1], "send_link": send[2], "send_users": _steps(rng, 64, 2048, 32),
+            **_flight_case(rng), **_compared_case(rng)}
+
+
+def _flight_case(rng) -> dict:
+    """Micro-batches of Llama 3 70B in flight on H100 SXM stages, drawn again until their caches fit."""
+    while True:
+        drawn = {"flight_stages": rng.choice((2, 4, 8)), "flight_micro": rng.randint(2, 8),
+                 "flight_users": _steps(rng, 1, 64, 1), "flight_context": _steps(rng, 500, 4000, 100)}
+        if not _stages_fit("llama-3-70b", "h100-sxm", drawn["flight_stages"], None, drawn["flight_context"] + 1,
+                           drawn["flight_micro"] * drawn["flight_users"]):
+            return drawn
+
+
+def _compared_case(rng) -> dict:
+    """Llama 3 70B's users on Part 1's servers, split or in stages, drawn again until both hold their caches."""
+    while True:
+        gpu, link, counts = rng.choice(COMPARED)
+        drawn = {"cmp_gpu": gpu, "cmp_link": link, "cmp_gpus": rng.choice(counts), "cmp_per": _steps(rng, 1, 32, 1),
+                 "cmp_context": _steps(rng, 500, 4000, 100)}
+        users = drawn["cmp_gpus"] * drawn["cmp_per"]
+        if not (_stages_fit("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
+                or _group_fits("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)):
+            return drawn
+
+
+LESSON_4_PART_2 = Template(
+    draw=_draw_4_2,
+    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 16, "context": 2000, "split": "qwen2.5-72b",
+              "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
+              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 32,
+              "flight_context": 2000, "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
+              "cmp_context": 2000},
+    derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
+                      "cmp_link_name": LINK_NAMES[n["cmp_link"]], "split_layers": MODELS[n["split"]].layers,
+                      "cmp_users": n["cmp_gpus"] * n["cmp_per"]},
+    statements={
+        "2.1": "Cut Llama 3 70B into {stages} stages on {stages} H100 SXM joined by {link_name} (`\"{link}\"`), its "
+               "weights in {bits} bits and its KV cache in 16. One micro-batch of {users} users, each with {context} "
+               "tokens cached, goes through. How many milliseconds pass between two of a user's tokens?",
+        "2.2": '{split_name} (`sm.MODELS["{split}"]`), its {split_layers} layers in {split_bits} bits, is cut into '
+               "{parts} stages of consecutive layers, one a GPU; where they do not divide evenly, some stages take one "
+               "layer more. How many gigabytes (1e9 bytes) of weights does a GPU with the most layers hold? Count a "
+               "stage's weights as its layers' share of the whole model's.",
+        "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
+               '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
+               "take to send the next the activations of a micro-batch of {send_users} users, one new token each, "
+               "in 16 bits?",
+        "2.4": "{flight_stages} H100 SXM joined by NVLink hold Llama 3 70B in 16 bits as {flight_stages} stages. "
+               "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
+               "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "
+               "many tokens a second do all the users get together?",
+        "2.5": "{cmp_users} users of Llama 3 70B, each with {cmp_context} tokens cached, run on {cmp_gpus} "
+               "{cmp_gpu_short} joined by {cmp_link_name} (`\"{cmp_link}\"`). How many times as long as under "
+               "{cmp_gpus:a}-way tensor split is a user's time between tokens when the GPUs are {cmp_gpus} stages "
+               "instead, the users in {cmp_gpus} micro-batches of {cmp_per} in flight?",
+    },
+    sense=lambda n: (_stages_fit("llama-3-70b", "h100-sxm", n["stages"], n["link"], n["context"] + 1, n["users"],
+                                 n["bits"])
+                     + _within(n, "llama-3-70b", "context", plus=1)
+                     + _stages_fit(n["split"], "h100-sxm", n["parts"], bits=n["split_bits"])
+                     + _stages_fit(n["send_model"], n["send_gpu"], 8, n["send_link"])
+                     + _stages_fit("llama-3-70b", "h100-sxm", n["flight_stages"], None, n["flight_context"] + 1,
+                                   n["flight_micro"] * n["flight_users"])
+                     + _stages_fit("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                                   n["cmp_gpus"] * n["cmp_per"])
+                     + _group_fits("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                                   n["cmp_gpus"] * n["cmp_per"])),
+)
+
+
+# Part 3's runs (``replicas``): each a few tenths of a second, so the settings come from short lists and a class
+# shares its runs. None is a setting the page or its explorer shows (four L4s; eight L4s at 18 a second;
+# Llama 3 70B on H100s at 4 or 24 a second).
+ROUTED_COPIES = (2, 3, 5, 6)
+ROUTED_EACH = (2.3, 2.4, 2.5, 2.6)          # requests a second for each copy: near the knee and past it
+PREEMPTED_EACH = (2.2, 2.3, 2.4, 2.5, 2.6, 2.7)
+ROUTER_NAMES = {"round-robin": "dealt in turn", "least-loaded": "to the copy with the fewest in flight",
+                "one-queue": "behind one queue"}
+CUT_RATES = (2, 3, 5, 6, 8, 16, 18, 20, 22, 26, 28, 32)
+CUT_WORDS = {2: "two", 4: "four", 8: "eight"}
+TBT_MODELS, TBT_GPUS, TBT_RATES = ("llama-3-70b", "qwen2.5-72b"), ("h200", "a100-80gb", "b200"), (3, 5, 6, 8)
+
+
+@functools.cache
+def _cuts(models: tuple, gpus: tuple) -> tuple:
+    """(model, GPU, GPUs a copy) where vLLM 0.9.2 serves the model on a group of that many, with room for a cache."""
+    from . import replicas
+    found = []
+    for key in models:
+        for gpu in gpus:
+            for degree in CUT_WORDS:
+                try:
+                    copy = replicas.server(key, gpu, degree)
+                except ValueError:
+                    continue
+                if copy.cache_blocks >= 1:
+                    found.append((key, gpu, degree))
+    return tuple(found)
+
+
+def _draw_4_3(rng):
+    routed = {"copies": rng.choice(ROUTED_COPIES), "each": rng.choice(ROUTED_EACH),
+              "router": rng.choice(tuple(ROUTER_NAMES))}
+    held = rng.choice(_cuts(tuple(key for key in SPLIT_MODELS if key != "llama-3-70b"), TBT_GPUS + ("h100-sxm",)))
+    timed = rng.choice(_cuts(TBT_MODELS, TBT_GPUS))
+    return {**routed, "held_model": held[0], "held_gpu": held[1], "held_degree": held[2],
+            "cut_rate": rng.choice(CUT_RATES), "tbt_model": timed[0], "tbt_gpu": timed[1], "tbt_degree": timed[2],
+            "tbt_rate": rng.choice(TBT_RATES), "pre_copies": rng.choice(ROUTED_COPIES),
+            "pre_each": rng.choice(PREEMPTED_EACH), "pre_router": rng.choice(("round-robin", "least-loaded"))}
+
+
+LESSON_4_PART_3 = Template(
+    draw=_draw_4_3,
+    practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
+              "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "h200", "tbt_degree": 4,
+              "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
+    derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
+                      "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],
+                      "held_copies": 8 // n["held_degree"], "tbt_copies": 8 // n["tbt_degree"]},
+    statements={
+        "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
+               "ShareGPT-like requests arriving at {rate} a second in all (`simulator.poisson_requests(server, {rate}, "
+               "4000)`), {router_way} (`\"{router}\"`). What is the p99 time to first token, in seconds?",
+        "3.2": '{held_model_name} (`"{held_model}"`) in 16 bits runs on eight {held_gpu_short} (`"{held_gpu}"`) as '
+               "{held_copies} copies of {held_degree} GPUs each, as vLLM 0.9.2 serves it. How many tokens of cache do all "
+               "the copies hold together?",
+        "3.3": "Eight H100 SXM serve Llama 3 70B behind one queue, 4,000 requests at {cut_rate} a second. Which cut gives "
+               'the shortest p99 time to first token: copies of "two", "four" or "eight" GPUs?',
+        "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} copies '
+               "of {tbt_degree} GPUs behind one queue, 4,000 requests at {tbt_rate} a second. What is the median time "
+               "between tokens, in milliseconds?",
+        "3.5": "{pre_copies} copies of Llama 3 8B on L4s, as in Problem 3.1, take 4,000 such requests arriving at "
+               '{pre_rate} a second in all, {pre_way} (`"{pre_router}"`). How many preemptions are there over the run '
+               "(a run's `.summary()[\"preemptions\"]`)?",
+    },
+)
+
+
+# -- Lesson 4, Part 4: prefill and decode apart ----------------------------------------------------
+# An H100 SXM's links a cache can cross, as a statement names them.
+TRIP_LINKS = {"nvlink4": "NVLink", "pcie5": "PCIe Gen5", "infiniband-ndr": "InfiniBand NDR",
+              "roce-400g": "a 400 Gb/s RoCE port"}
+TRIP_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.3-70b", "qwen2.5-72b", "qwen2.5-7b", "mistral-7b", "gemma-2-9b",
+               "qwen3-8b", "mixtral-8x7b")
+# Models that fit one GPU of PREFILL_GPUS in 16 bits, for a prefill GPU's rate.
+PREFILL_MODELS = ("llama-3-8b", "qwen2.5-7b", "mistral-7b", "gemma-2-9b", "qwen3-8b", "llama-3.2-3b", "llama-3.2-1b")
+PREFILL_GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
+# Models with long windows, whose long prompts' caches a slow link takes a while to carry.
+LONG_MODELS = ("llama-3.3-70b", "qwen2.5-72b", "mixtral-8x7b")
+SLOW_LINKS = ("pcie5", "infiniband-ndr", "roce-400g")
+
+
+def _draw_4_4(rng):
+    trip, long = rng.choice(TRIP_MODELS), rng.choice(LONG_MODELS)
+    prefill = rng.choice(PREFILL_MODELS)
+    return {"t_model": trip, "t_prompt": _steps(rng, 500, min(32000, MODELS[trip].context_window - 1), 500),
+            "t_link": rng.choice(tuple(TRIP_LINKS)),
+            "pf_model": prefill, "pf_gpu": rng.choice(PREFILL_GPUS),
+            "pf_prompt": _steps(rng, 500, min(8000, MODELS[prefill].context_window), 100),
+            "p_rate": _steps(rng, 8, 60, 1) / 2, "d_rate": _steps(rng, 2, 24, 1) / 2,
+            "pool": rng.choice((4, 6, 8, 10, 12, 16)), "colo_rate": _steps(rng, 10, 100, 1) / 10,
+            "s_model": long, "s_prompt": _steps(rng, 4000, min(64000, MODELS[long].context_window - 1), 1000),
+            "s_link": rng.choice(SLOW_LINKS), "s_ttft": _steps(rng, 200, 1000, 50)}
+
+
+LESSON_4_PART_4 = Template(
+    draw=_draw_4_4,
+    practice={"t_model": "qwen2.5-72b", "t_prompt": 6000, "t_link": "infiniband-ndr", "pf_model": "mistral-7b",
+              "pf_gpu": "a100-80gb", "pf_prompt": 3000, "p_rate": 11.0, "d_rate": 4.0, "pool": 8, "colo_rate": 2.3,
+              "s_model": "llama-3.3-70b", "s_prompt": 20000, "s_link": "pcie5", "s_ttft": 500},
+    derive=lambda n: {"t_link_name": TRIP_LINKS[n["t_link"]], "s_link_name": TRIP_LINKS[n["s_link"]],
+                      **{f"{name}_text": _decimal(n[name]) for name in ("p_rate", "d_rate", "colo_rate")}},
+    statements={
+        "4.1": "{t_model_named}'s cache of a {t_prompt}-token prompt, in 16 bits, crosses {t_link_name} "
+               '(`hardware.link("h100-sxm", "{t_link}")`) between two H100 SXM GPUs. How many milliseconds does it take?',
+        "4.2": "One {pf_gpu_named} reads prompts of {pf_prompt} tokens of {pf_model_named} one at a time, each in one "
+               "pass timed as the lesson times a prefill. How many prompts a second does it read?",
+        "4.3": "Each prefill GPU reads {p_rate_text} prompts a second and each decode GPU finishes {d_rate_text} replies "
+               "a second within the targets; the slower stage sets the pool's pace. Split {pool} GPUs between the two "
+               "stages so that the pool serves the most: how many requests a second does it serve?",
+        "4.4": "At the same targets, one GPU doing both phases serves {colo_rate_text} requests a second. How many times "
+               "as many requests a second does each GPU of the pool of Problem 4.3 serve?",
+        "4.5": "{s_model_named}'s cache of a {s_prompt}-token prompt, in 16 bits, crosses {s_link_name} "
+               '(`hardware.link("h100-sxm", "{s_link}")`). What percentage of a {s_ttft} ms first-token target does the '
+               "trip take?",
+    },
+    sense=lambda n: (_within(n, n["t_model"], "t_prompt") + _within(n, n["pf_model"], "pf_prompt")
+                     + _within(n, n["s_model"], "s_prompt") + _fits(n["pf_model"], n["pf_gpu"])),
+)
+
 TEMPLATES: dict[str, Template] = {
     "lesson-1-part-1": LESSON_1_PART_1,
     "lesson-1-part-2": LESSON_1_PART_2,
@@ -1107,6 +1334,9 @@ TEMPLATES: dict[str, Template] = {
     "lesson-3-part-3": LESSON_3_PART_3,
     "lesson-3-part-4": LESSON_3_PART_4,
     "lesson-4-part-1": LESSON_4_PART_1,
+    "lesson-4-part-2": LESSON_4_PART_2,
+    "lesson-4-part-3": LESSON_4_PART_3,
+    "lesson-4-part-4": LESSON_4_PART_4,
     "plate-xxiii-4": PLATE_XXIII_4,
 }
 

@@ -441,7 +441,8 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "stall": "chapters/lesson-3/part-3-prefill-meets-decode.md",
                   "load_latency": "chapters/lesson-3/part-4-load-latency-and-price.md",
                   "continuous_batching": "chapters/plates/xxiii-4-continuous-batching.md",
-                  "tensor_parallel": "chapters/lesson-4/part-1-tensor-parallelism.md"}
+                  "tensor_parallel": "chapters/lesson-4/part-1-tensor-parallelism.md",
+                  "pipeline_parallel": "chapters/lesson-4/part-2-pipeline-parallelism.md"}
 EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 

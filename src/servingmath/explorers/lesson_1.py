@@ -127,8 +127,10 @@ def roofline(tokens: int = 3000, gpu: str = "h100-sxm", weight_bits: int = 16, m
         gpu_menu(gpu), bits("weight_bits", "bits a weight", weight_bits)],
         readouts, [Layer(("gpu",), roof), Layer(("tokens", "gpu", "weight_bits"), point)],
         panel.axes(), panel.bottom, refuse=REFUSE,
-        note="The arithmetic runs in 16 bits whatever the weights are stored in, so the ridge stays put while "
-             "fewer bits raise a pass's FLOP per byte.")
+        note="Fewer bits here are weight-only quantization: the weights are widened to 16 bits before each "
+             "multiply, so the ridge stays put while fewer bits raise a pass's FLOP per byte. FP8 weights and "
+             "activations together (W8A8), on a card with an FP8 peak, would also run the multiplies at that peak, "
+             "twice the 16-bit one, and move the ridge.")
 
 
 @explorer

@@ -53,8 +53,8 @@ own roofline and the phases summed, not overlapped; then the fixed cost a step
 step (``user_time``), and, where the step is not captured as a CUDA graph, the wait for its kernel
 launches (``launch_time``). The API server's work on each request (``request_time``: HTTP, the chat
 template, tokenizing) delays the request before the engine sees it, one request after another;
-``admit_every`` lets waiting requests join only every so many steps (vLLM V0's multi-step
-scheduling). With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine
+``admit_every`` runs the steps in calls of that many (vLLM V0's multi-step scheduling): waiting
+requests join only between calls, and each call streams its tokens together. With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine
 the lessons teach, and plate XXIII.1's single pass keeps its own model (``serving.prefill``).
 
 ``simulate(server, work, concurrency=C)`` keeps at most C requests in flight, each sent when one

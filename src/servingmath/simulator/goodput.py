@@ -103,6 +103,13 @@ def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, se
         run = _searched_run(server, rate, count, lengths, seed)
         return run.attainment(ttft, tpot) >= attainment, run
 
+    low, best = highest_rate(meets, steps)
+    return goodput_at(server, low, ttft, tpot, count, lengths, seed, attainment, best)
+
+
+def highest_rate(meets, steps=14):
+    """The highest rate ``meets`` (a rate -> (met, run)) accepts, and the run there (None, at 0): rates
+    1, 2, 4... tried till one fails, then the interval between the last two halved ``steps`` times."""
     low, high, best = 0.0, 1.0, None
     ok, run = meets(high)
     while ok:
@@ -118,7 +125,7 @@ def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, se
             low, best = middle, run
         else:
             high = middle
-    return goodput_at(server, low, ttft, tpot, count, lengths, seed, attainment, best)
+    return low, best
 
 
 def goodput_at(server: Server, rate, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, seed=0,

@@ -127,6 +127,25 @@ class Simulation:
             self._cache["tbt"] = (values, weights)
         return self._cache["tbt"]
 
+    def _streamed_gaps(self, steps_a_call):
+        """Under multi-step scheduling the engine runs ``steps_a_call`` steps a call, from steps that are
+        multiples of it, and streams each request's tokens of a call together when the call ends (or the
+        run does); a run's first token, from a prompt's step (run alone, as vLLM runs prefills), comes at
+        that step's end. The benchmark's ITL is then every gap between two such chunks of one request, one
+        gap a chunk, not a token."""
+        gaps = []
+        runs = self.runs[np.lexsort((self.runs[:, 1], self.runs[:, 0]))] if len(self.runs) else self.runs
+        request, sent = -1, 0.0
+        for index, first, final in runs:
+            steps = np.arange(first + 1, final + 1)
+            ends = np.minimum((steps // steps_a_call + 1) * steps_a_call - 1, final)
+            times = self.step_end[np.concatenate([[first], np.unique(ends)]).astype(np.int64)]
+            if index == request:                 # resumed after a preemption: the gap from its last chunk
+                gaps.append(times[:1] - sent)
+            gaps.append(np.diff(times))
+            request, sent = index, times[-1]
+        return np.concatenate(gaps) if gaps else np.zeros(0)
+
     def tbt_percentile(self, q):
         """The ``q``-th percentile of the time between tokens, over every token after a request's first."""
         values, weights = self._tbt()
@@ -173,8 +192,11 @@ class Simulation:
         ttft = self.ttft
         many = reply > 1
         tpots = (e2e[many] - ttft[many]) / (reply[many] - 1)
-        values, weights = self._tbt()
-        itls = np.repeat(values, np.rint(weights).astype(np.int64))
+        if self.server.admit_every > 1:
+            itls = self._streamed_gaps(self.server.admit_every)
+        else:
+            values, weights = self._tbt()
+            itls = np.repeat(values, np.rint(weights).astype(np.int64))
         duration = float(self.finish.max() - w.arrival[0])
         return Benchmark(len(w), duration, int(w.prompt.sum()), int(reply.sum()), ttft, tpots, itls, e2e)
 
@@ -202,8 +224,9 @@ class Benchmark:
     token); ITL, every gap between two tokens of a request, pooled over all requests; medians and
     percentiles with numpy's default (linear) interpolation, in seconds (the lessons' own figures,
     ``percentile``, take the nearest rank instead). Empty lists count as 0, as there. Each token is taken
-    as streamed on its own (an engine running several steps a call streams them together: its ITL is
-    then longer than here). The duration starts with the first request sent at once, as the older
+    as streamed on its own, except where the engine runs several steps a call (vLLM V0's multi-step
+    scheduling, ``Server.admit_every``): it streams a request's tokens of a call together, so each ITL is
+    the gap between two such chunks (``Simulation._streamed_gaps``). The duration starts with the first request sent at once, as the older
     ``benchmarks/benchmark_serving.py`` and SGLang's ``bench_serving`` send it; the newer ``vllm bench
     serve``, at a finite rate, delays the first request too and stretches the gaps so that the last is
     sent requests ÷ rate seconds in (``get_request``, "target_total_delay_s = total_requests /
