@@ -344,9 +344,9 @@ def _compared(n):
     """Problem 2.5's servers: the users under a tensor split, and in stages with a micro-batch a stage."""
     grp, count = parallel.group(n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"]), n["cmp_gpus"]
     users, options = count * n["cmp_per"], {"cached_tokens": n["cmp_context"]}
-    return (parallel.tensor_parallel_step(sm.MODELS["llama-3-70b"], grp, batch=users, **options),
-            parallel.pipeline_parallel_step(sm.MODELS["llama-3-70b"], grp, count, batch=users, micro_batches=count,
-                                            **options))
+    model = sm.MODELS[n["cmp_model"]]
+    return (parallel.tensor_parallel_step(model, grp, batch=users, **options),
+            parallel.pipeline_parallel_step(model, grp, count, batch=users, micro_batches=count, **options))
 
 
 ANSWERS.update({

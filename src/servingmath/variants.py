@@ -1050,7 +1050,7 @@ def _small_case(rng) -> dict:
     """A small model, a card and users whose caches fit one card, drawn again until they do."""
     while True:
         drawn = {"small": rng.choice(SMALL_MODELS), "small_context": _steps(rng, 200, 8000, 50),
-                 "small_users": _steps(rng, 2, 128, 1), "card": rng.choice(CARDS), "cards": rng.choice((2, 4))}
+                 "small_users": _steps(rng, 2, 128, 1), "card": rng.choice(CARDS), "cards": rng.choice((2, 4, 8))}
         if not (_group_fits(drawn["small"], drawn["card"], 1, context=drawn["small_context"] + 1,
                             batch=drawn["small_users"])
                 or _group_fits(drawn["small"], drawn["card"], drawn["cards"], CARD_LINKS[drawn["card"]])):
@@ -1141,24 +1141,30 @@ def _flight_case(rng) -> dict:
             return drawn
 
 
+# Models that split 2, 4 and 8 ways (heads and KV heads) for Problem 2.5.
+COMPARED_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-3-8b", "qwen3-8b", "mixtral-8x7b", "qwen2.5-7b")
+
+
 def _compared_case(rng) -> dict:
-    """Llama 3 70B's users on Part 1's servers, split or in stages, drawn again until both hold their caches."""
+    """A model's users on Part 1's servers, split or in stages, drawn again until both hold their caches."""
     while True:
         gpu, link, counts = rng.choice(COMPARED)
-        drawn = {"cmp_gpu": gpu, "cmp_link": link, "cmp_gpus": rng.choice(counts), "cmp_per": _steps(rng, 1, 32, 1),
-                 "cmp_context": _steps(rng, 500, 4000, 100)}
-        users = drawn["cmp_gpus"] * drawn["cmp_per"]
-        if not (_stages_fit("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
-                or _group_fits("llama-3-70b", gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)):
+        drawn = {"cmp_model": rng.choice(COMPARED_MODELS), "cmp_gpu": gpu, "cmp_link": link,
+                 "cmp_gpus": rng.choice(counts), "cmp_per": _steps(rng, 1, 64, 1),
+                 "cmp_context": _steps(rng, 200, 8000, 50)}
+        users, model = drawn["cmp_gpus"] * drawn["cmp_per"], drawn["cmp_model"]
+        if not (_stages_fit(model, gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
+                or _group_fits(model, gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
+                or drawn["cmp_context"] + 1 > MODELS[model].context_window):
             return drawn
 
 
 LESSON_4_PART_2 = Template(
     draw=_draw_4_2,
-    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 16, "context": 2000, "split": "qwen2.5-72b",
+    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "qwen2.5-72b",
               "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
               "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 32,
-              "flight_context": 2000, "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
+              "flight_context": 2000, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
               "cmp_context": 2000},
     derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
                       "cmp_link_name": LINK_NAMES[n["cmp_link"]], "split_layers": MODELS[n["split"]].layers,
@@ -1179,7 +1185,8 @@ LESSON_4_PART_2 = Template(
                "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
                "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "
                "many tokens a second do all the users get together?",
-        "2.5": "{cmp_users} users of Llama 3 70B, each with {cmp_context} tokens cached, run on {cmp_gpus} "
+        "2.5": '{cmp_users} users of {cmp_model_name} (`sm.MODELS["{cmp_model}"]`), each with {cmp_context} tokens '
+               "cached, run on {cmp_gpus} "
                "{cmp_gpu_short} joined by {cmp_link_name} (`\"{cmp_link}\"`). How many times as long as under "
                "{cmp_gpus:a}-way tensor split is a user's time between tokens when the GPUs are {cmp_gpus} stages "
                "instead, the users in {cmp_gpus} micro-batches of {cmp_per} in flight?",
@@ -1191,9 +1198,9 @@ LESSON_4_PART_2 = Template(
                      + _stages_fit(n["send_model"], n["send_gpu"], 8, n["send_link"])
                      + _stages_fit("llama-3-70b", "h100-sxm", n["flight_stages"], None, n["flight_context"] + 1,
                                    n["flight_micro"] * n["flight_users"])
-                     + _stages_fit("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                     + _stages_fit(n["cmp_model"], n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
                                    n["cmp_gpus"] * n["cmp_per"])
-                     + _group_fits("llama-3-70b", n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
+                     + _group_fits(n["cmp_model"], n["cmp_gpu"], n["cmp_gpus"], n["cmp_link"], n["cmp_context"] + 1,
                                    n["cmp_gpus"] * n["cmp_per"])),
 )
 
