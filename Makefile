@@ -13,7 +13,9 @@ PYTHON_VERSION = $(shell $(PYTHON) -c 'import platform; print(platform.python_ve
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
 # How many processes the unit tests and the site's browser test use (pytest-xdist's -n); the unit
-# tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once.
+# tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once, and the three
+# modules that draw a thousand students' numbers in one process together, so each is drawn once, started beside
+# the simulator settings they are drawn from, so the two processes share out the simulations (tests/conftest.py).
 JOBS ?= 2
 # `make test`'s stages, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check;
 # lab-check. (`+` joins lanes, `,` a lane's stages in turn.) The notebook check reads the build's runs and the

@@ -271,3 +271,22 @@ def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the
     imported = subprocess.run([sys.executable, "-c", "import sys, nbformat.validator, jsonschema._format; "
                                "print('rfc3987_syntax' in sys.modules)"], capture_output=True, text=True, check=True)
     assert imported.stdout.strip() == "False"
+
+
+def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_others_keep_to_their_modules():
+    """`make unit` (``--dist loadscope``) gives each module's tests to one process, the three modules that draw a
+    thousand students to one process together, and starts them beside the simulator settings they are drawn from
+    (tests/conftest.py): each module named is there, none left out unnoticed."""
+    from conftest import A_THOUSAND_STUDENTS, FIRST, pytest_xdist_make_scheduler
+
+    class Config:
+        def getvalue(self, name):
+            return {"dist": "loadscope", "tx": ["2*popen"]}[name]
+
+    scheduler = pytest_xdist_make_scheduler(Config(), None)
+    assert len(A_THOUSAND_STUDENTS) == 3 and all((ROOT / module).is_file() for module in A_THOUSAND_STUDENTS)
+    assert {scheduler._split_scope(f"{module}::test_x[lesson-3-part-2]") for module in A_THOUSAND_STUDENTS} == {
+        "a thousand students"}
+    assert scheduler._split_scope("tests/test_load.py::test_x[1]") == "tests/test_load.py"
+    assert FIRST[0] == "a thousand students" and all((ROOT / scope).is_file() for scope in FIRST[1:])
+    assert "JOBS ?= 2" in MAKEFILE and "--dist loadscope" in MAKEFILE

@@ -105,11 +105,15 @@ def test_a_missing_field_and_a_duplicate_id_are_refused():
 # -- the prediction by engine profile -------------------------------------------------------------
 from servingmath import engines  # noqa: E402
 
-PREDICTIONS = multi_runs.predictions(RUNS)
+
+@pytest.fixture(scope="module")
+def predictions():
+    """Every row replayed, once for the tests that read the replays (not at collection, in every process)."""
+    return multi_runs.predictions(RUNS)
 
 
-def test_every_row_with_a_profiled_engine_is_replayed_by_that_profile_over_its_own_split_and_link():
-    for run, found in zip(RUNS, PREDICTIONS):
+def test_every_row_with_a_profiled_engine_is_replayed_by_that_profile_over_its_own_split_and_link(predictions):
+    for run, found in zip(RUNS, predictions):
         if run.engine not in engines.PROFILED:
             assert found is None and multi_runs.profile(run) is None, run.id
             continue
@@ -121,12 +125,12 @@ def test_every_row_with_a_profiled_engine_is_replayed_by_that_profile_over_its_o
         if run.tensor_parallel > 1:
             assert server.group.link.key == run.interconnect
         assert found.value > 0 and found.ratio == pytest.approx(run.value / found.value)
-    assert {run.engine for run, found in zip(RUNS, PREDICTIONS) if found is None} == {"gpt-fast"}
+    assert {run.engine for run, found in zip(RUNS, predictions) if found is None} == {"gpt-fast"}
 
 
-def test_the_profiles_are_the_one_gpu_fit_without_the_rows_publisher():
+def test_the_profiles_are_the_one_gpu_fit_without_the_rows_publisher(predictions):
     from servingmath.calibration import held_out_overheads
-    for found in PREDICTIONS:
+    for found in predictions:
         if found is None:
             continue
         publisher = multi_runs.RAN_BY.get(found.run.source.source_group, found.run.source.source_group)
@@ -139,8 +143,8 @@ def test_the_profiles_are_the_one_gpu_fit_without_the_rows_publisher():
         held_out_overheads(3)
 
 
-def test_each_run_is_replayed_as_it_was_run():
-    by_id = {found.run.id: found for found in PREDICTIONS if found is not None}
+def test_each_run_is_replayed_as_it_was_run(predictions):
+    by_id = {found.run.id: found for found in predictions if found is not None}
     server = by_id["mlperf41-h100x8-llama2-70b-server"]
     assert multi_runs.duration(server.run) == 2400 > multi_runs.MLPERF_LEAST_SECONDS   # as NVIDIA set it
     assert server.requests == 75 * 2400                             # forty minutes of Poisson arrivals
@@ -173,8 +177,8 @@ def test_printed_reads_a_reports_lines_and_a_tables_last_row():
         multi_runs.predict(None)
 
 
-def test_the_predictions_land_where_the_multi_gpu_page_says():
-    s = multi_runs.summary(PREDICTIONS)
+def test_the_predictions_land_where_the_multi_gpu_page_says(predictions):
+    s = multi_runs.summary(predictions)
     assert (s.rows, s.unpredicted) == (22, 3)
     assert (round(s.within * s.rows), round(s.within_wide * s.rows)) == (12, 16)
     assert (f"{s.throughput_median:.2f}", f"{s.lowest:.2f}", f"{s.highest:.2f}") == ("0.87", "0.60", "6.88")
@@ -183,9 +187,9 @@ def test_the_predictions_land_where_the_multi_gpu_page_says():
         multi_runs.summary([None])
 
 
-def test_the_misses_the_multi_gpu_page_reads():
-    by_id = {found.run.id: found for found in PREDICTIONS if found is not None}
-    overview = [found for found in PREDICTIONS if found is not None and found.run.source.key == "trtllm-perf"]
+def test_the_misses_the_multi_gpu_page_reads(predictions):
+    by_id = {found.run.id: found for found in predictions if found is not None}
+    overview = [found for found in predictions if found is not None and found.run.source.key == "trtllm-perf"]
     assert (f"{min(f.ratio for f in overview):.2f}", f"{max(f.ratio for f in overview):.2f}") == ("0.84", "1.22")
     # the replay's median steps: the 128/128 rows compute-bound, the 70B rows with long prompts or replies not
     assert sorted((f.step_tokens, multi_runs.step_bound(f)) for f in overview) == [
@@ -200,7 +204,7 @@ def test_the_misses_the_multi_gpu_page_reads():
     assert [round(f.in_flight) for f in servers] == [124, 99]
     with pytest.raises(ValueError, match="mean latency"):
         multi_runs.published_in_flight(by_id["trtllm-h100x2-llama33-70b-128-128"].run)
-    timed = [found for found in PREDICTIONS if found is not None and found.run.source.key == "sglang-vllm060"
+    timed = [found for found in predictions if found is not None and found.run.source.key == "sglang-vllm060"
              and found.run.unit == "ms"]
     assert len(timed) == 4 and all(1.4 < found.ratio < 1.7 for found in timed)
     # the same README's one-GPU rows at the same rates miss already; what is left for the four GPUs
@@ -212,7 +216,7 @@ def test_the_misses_the_multi_gpu_page_reads():
     assert multi_runs.one_gpu_bias(servers[0].run) is None
     assert [f"{by_id[i].ratio:.2f}" for i in ("sglang030-h100x4-llama31-70b-offline", "vllm060-h100x4-llama31-70b-offline")] \
         == ["0.60", "0.75"]
-    one_user = [found for found in PREDICTIONS
+    one_user = [found for found in predictions
                 if found is not None and found.run.engine == "lmdeploy" and found.run.metric == "decode_rate"]
     assert [f"{found.value / multi_runs.floor(found.run).value:.2f}" for found in one_user] == ["0.72", "0.71"]
     assert [f"{multi_runs.slower(x):.2f}" for x in one_user] == ["1.18", "1.24"]
@@ -220,14 +224,14 @@ def test_the_misses_the_multi_gpu_page_reads():
         by_id["mlperf41-h100x8-llama2-70b-server"].allreduce_gap
 
 
-def test_the_cache_format_is_judged_as_on_the_engines_page():
+def test_the_cache_format_is_judged_as_on_the_engines_page(predictions):
     # no saturated row of a table passes more than a 16-bit cache allows: every cache unstated stays 16-bit,
     # in the floor and the replay alike; MLPerf's, stated in NVIDIA's code, is 8-bit in both
     assert {run.cache for run in RUNS if run.kv_bits is None} == {"16-bit: not stated"}
     assert all(run.cache_bits == (16 if run.kv_bits is None else run.kv_bits) and not run.beyond_16_bit_cache
                for run in RUNS)
     assert {run.id.split("-")[0] for run in RUNS if run.kv_bits == 8} == {"mlperf41"}
-    for found in PREDICTIONS:
+    for found in predictions:
         if found is not None:
             assert ("kv_cache_dtype" in found.flags) == (found.run.kv_bits == 8)
     # a row that passed more than a 16-bit cache allows makes its table's FP8 rows 8-bit
@@ -242,15 +246,15 @@ def test_the_cache_format_is_judged_as_on_the_engines_page():
     assert changed["trtllm-h100x8-llama31-405b-128-128"].cache_bits == 16     # another checkpoint, another table
 
 
-def test_the_table_sets_every_row_beside_its_floor_and_its_prediction():
-    table = multi_runs.markdown_table(RUNS, PREDICTIONS)
+def test_the_table_sets_every_row_beside_its_floor_and_its_prediction(predictions):
+    table = multi_runs.markdown_table(RUNS, predictions)
     lines = table.splitlines()
     assert len(lines) == 2 + len(RUNS)
     assert sum(line.endswith("| – | – |") for line in lines) == 3                  # gpt-fast: the floor alone
     assert "| 75 a second for 40 min | output | 21,606 tok/s | 98,644 tok/s | 22 % | 21,458 tok/s | 1.01 |" in table
     assert "| TPOT median | 156.4 ms | 11.3 ms | 7 % | 23.1 ms | 6.78 |" in table
     with pytest.raises(ValueError, match="found must hold one prediction"):
-        multi_runs.markdown_table(RUNS, PREDICTIONS[:3])
+        multi_runs.markdown_table(RUNS, predictions[:3])
 
 
 def test_a_floor_in_the_rows_own_unit_is_never_beaten():

@@ -1030,6 +1030,13 @@ KV_CASES = tuple((key, gpus) for key in MODELS if not MODELS[key].latent_attenti
                  if not _group_fits(key, "h100-sxm", gpus) and (key, gpus) != ("gemma-2b", 8))
 
 
+@functools.cache
+def _splits() -> list:
+    """(model, bits, GPUs) for Problem 1.2: a model whose weights in so many bits split that many ways over H100 SXM."""
+    return [(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 4, 8)
+            if not _group_fits(key, "h100-sxm", parts, bits=bits)]
+
+
 def _draw_4_1(rng):
     drawn = {"bits": rng.choice((16, 8, 4)), "gpus": rng.choice((2, 4, 8))}
     while True:
@@ -1037,8 +1044,7 @@ def _draw_4_1(rng):
         if not _group_fits("llama-3-70b", "h100-sxm", drawn["gpus"], "nvlink4", drawn["context"] + 1, drawn["users"],
                            drawn["bits"]):
             break
-    split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 4, 8)
-                        if not _group_fits(key, "h100-sxm", parts, bits=bits)])
+    split = rng.choice(_splits())
     gpu, link, counts = rng.choice(LINKED)
     kv = rng.choice(KV_CASES)
     return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "ar_gpu": gpu, "ar_link": link,
@@ -1382,7 +1388,8 @@ def numbers(notebook: str, student_id) -> dict:
 DRAWS = 100
 
 
-@functools.lru_cache(maxsize=4096)
+# Kept for a class of a thousand in every notebook: the grader and the tests ask for each student's numbers again.
+@functools.lru_cache(maxsize=16 * 1024)
 def _numbers(notebook: str, key: str) -> tuple:
     rng = random.Random(seed(notebook, key))
     tried = []
