@@ -1124,7 +1124,7 @@ COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
 def _draw_4_2(rng):
     drawn = {"bits": rng.choice((16, 8, 4)), "stages": rng.choice((2, 4, 8)), "link": rng.choice(STAGE_LINKS)}
     while True:
-        drawn.update(users=_steps(rng, 1, 64, 1), context=_steps(rng, 500, 8000, 100))
+        drawn.update(users=_steps(rng, 1, 128, 1), context=_steps(rng, 200, 8000, 50))
         if not _stages_fit("llama-3-70b", "h100-sxm", drawn["stages"], drawn["link"], drawn["context"] + 1,
                            drawn["users"], drawn["bits"]):
             break
@@ -1255,7 +1255,7 @@ def _draw_4_3(rng):
 LESSON_4_PART_3 = Template(
     draw=_draw_4_3,
     practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
-              "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "h200", "tbt_degree": 4,
+              "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "b200", "tbt_degree": 4,
               "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
     derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
                       "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],

@@ -442,7 +442,9 @@ EXPLORER_PAGES = {"passes": "chapters/lesson-1/part-1-prompt-and-reply.md",
                   "load_latency": "chapters/lesson-3/part-4-load-latency-and-price.md",
                   "continuous_batching": "chapters/plates/xxiii-4-continuous-batching.md",
                   "tensor_parallel": "chapters/lesson-4/part-1-tensor-parallelism.md",
-                  "pipeline_parallel": "chapters/lesson-4/part-2-pipeline-parallelism.md"}
+                  "pipeline_parallel": "chapters/lesson-4/part-2-pipeline-parallelism.md",
+                  "routers": "chapters/lesson-4/part-3-replicas.md",
+                  "disaggregated": "chapters/lesson-4/part-4-disaggregation.md"}
 EXPLORER_NAMES = tuple(EXPLORER_PAGES)
 
 

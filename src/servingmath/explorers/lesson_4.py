@@ -1,6 +1,4 @@
-"""Lesson 4's ideas: a model split across GPUs (every figure from ``servingmath.parallel``), copies of a
-server behind a router (every figure from ``servingmath.replicas``, the simulator), and prefill and decode apart
-(``servingmath.disaggregation``)."""
+"""Lesson 4: a model split over GPUs (``parallel``), copies behind a router, prefill and decode on GPUs apart."""
 from __future__ import annotations
 
 import numpy as np
