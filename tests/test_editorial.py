@@ -399,3 +399,14 @@ def test_every_page_that_cites_lists_its_references():
     missing = [str(page.relative_to(ROOT)) for page in pages if "{cite:" in (text := page.read_text(encoding="utf-8"))
                and "{bibliography}" not in text]
     assert not missing, f"cite sources without a bibliography of their own: {missing}"
+
+
+def test_the_bibliography_parses_and_names_each_entry_once():
+    # What the book's build reads first: one broken or repeated entry stops it (sphinxcontrib-bibtex).
+    import pybtex.database
+
+    text = (ROOT / "references.bib").read_text(encoding="utf-8")
+    keys = re.findall(r"^@\w+\{([^,]+),", text, flags=re.M)
+    assert len(keys) == len(set(keys)), sorted(key for key in keys if keys.count(key) > 1)
+    parsed = pybtex.database.parse_string(text, "bibtex")
+    assert sorted(parsed.entries) == sorted(keys)
