@@ -410,3 +410,4 @@ def test_the_bibliography_parses_and_names_each_entry_once():
     assert len(keys) == len(set(keys)), sorted(key for key in keys if keys.count(key) > 1)
     parsed = pybtex.database.parse_string(text, "bibtex")
     assert sorted(parsed.entries) == sorted(keys)
+
