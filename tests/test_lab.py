@@ -417,6 +417,14 @@ def test_a_decode_step_is_never_above_100_percent_of_its_floor_by_construction()
     fast = lab.DecodeTiming(1, lab.Timing((0.05, 0.06, 0.07)))
     assert work / spread_read.per_second / fast.seconds > 2
     assert lab.against_floor(work, spread_read, fast).share <= 1
+    # Where the step sets the ceiling its floor is its fastest time exactly, not bytes ÷ (bytes ÷ time), which
+    # for these figures rounds a hair above it (the lab page's assert once failed on such a run).
+    odd_bytes, odd_time = 2407536057.549969, 0.23163567499944332
+    assert odd_bytes / (odd_bytes / odd_time) > odd_time
+    slow_read = lab.Rate(odd_bytes, lab.Timing((1.0,)))
+    one_step = lab.DecodeTiming(1, lab.Timing((odd_time,)))
+    assert lab.against_floor(odd_bytes, slow_read, one_step).floor == odd_time
+    assert lab.against_floor(odd_bytes, slow_read, one_step).share == 1
     with pytest.raises(ValueError, match="bytes_moved"):
         lab.against_floor(0, spread_read, fast)
     with pytest.raises(TypeError, match="read"):

@@ -578,7 +578,9 @@ class AgainstFloor:
 
     @property
     def floor(self) -> float:
-        return self.bytes_moved / self.ceiling
+        # Where the step set the ceiling, its floor is its own fastest time, exactly: bytes ÷ (bytes ÷ time)
+        # can round a hair above the time it came from.
+        return self.decode.fastest if self.step_set_ceiling else self.bytes_moved / self.tested_bandwidth
 
     @property
     def share(self) -> float:
