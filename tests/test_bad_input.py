@@ -283,7 +283,7 @@ EVERY_CALL = [
     (function, dict(value=1.0, digits=2), dict(value=REAL if name in ("number", "percent") else NOT_NEGATIVE,
                                                digits=WHOLE))
     for name, function in [(n, getattr(units, n)) for n in ("number", "seconds", "ms", "gb", "tb_per_s", "mb",
-                                                             "gb_per_s", "gflops", "tflops", "trillions", "billions",
+                                                             "gb_per_s", "gbit_per_s", "gflops", "tflops", "trillions", "billions",
                                                              "millions", "dollars", "times", "kib")]
 ] + [
     (units.percent, dict(fraction=0.5, digits=0), dict(fraction=REAL, digits=WHOLE)),

@@ -327,6 +327,7 @@ def test_the_lab_runs_without_torch():
 def test_units_for_a_processor():
     assert units.mb(88_092_672) == "88 MB"
     assert units.gb_per_s(6.42e9) == "6.4 GB/s"
+    assert units.gbit_per_s(50e9) == "400 Gb/s"  # a network port: bits, not bytes
     assert units.gflops(47.5e9) == "48 GFLOP/s"
     assert units.gflops(989.4e12) == "989,400 GFLOP/s"
     with pytest.raises(ValueError, match="value"):

@@ -455,6 +455,7 @@ def lesson_4_figures() -> dict:
     small, card, big = MODELS["llama-3.2-1b"], CATALOG["h100-pcie"], MODELS["llama-3-70b"]
     four = parallel.group(H100_SXM, 4, "nvlink4")
     sent = {prompt: kv_cache_bytes(LLAMA_3_8B, prompt, 1, 16) for prompt in (200, 2000)}
+    network = hardware.INTERCONNECTS["infiniband-ndr"]
     return {
         "small_one": parallel.tensor_parallel_step(small, parallel.group(card, 1), cached_tokens=LESSON_4_CACHED),
         "small_two": parallel.tensor_parallel_step(small, parallel.group(card, 2, "pcie5"),
@@ -462,7 +463,8 @@ def lesson_4_figures() -> dict:
         "tensor_4": parallel.tensor_parallel_step(big, four, cached_tokens=LESSON_4_CACHED),
         "pipeline_4": parallel.pipeline_parallel_step(big, four, 4, cached_tokens=LESSON_4_CACHED),
         "sent": sent,
-        "over_network": {prompt: parallel.send_time(size, hardware.INTERCONNECTS["infiniband-ndr"])
+        "network": network,
+        "over_network": {prompt: parallel.send_time(size, network)
                          for prompt, size in sent.items()},
         "prefill": {prompt: parallel.tensor_parallel_step(LLAMA_3_8B, parallel.group(H100_SXM, 1),
                                                           new_tokens=prompt) for prompt in sent},
@@ -532,7 +534,7 @@ def _lesson_4_questions():
             feedback=("Long prompts are where the stalls they cause are worst, and a fast link moves their caches "
                       "cheaply.",
                       f"A 2,000-token prompt of Llama 3 8B leaves {units.gb(f['sent'][2000])} of cache, which "
-                      f"crosses 400 Gb/s in {clock(f['over_network'][2000])}, against the "
+                      f"crosses {units.gbit_per_s(f['network'].bandwidth)} in {clock(f['over_network'][2000])}, against the "
                       f"{clock(f['prefill'][2000].time)} its prefill takes on an H100. Separation buys decode steps "
                       f"that no prefill stalls; a short prompt's stall is small ({clock(f['prefill'][200].time)} for "
                       "200 tokens), so little is gained for the transfer and for GPUs each phase keeps to itself.",

@@ -68,6 +68,11 @@ def gb_per_s(value, digits=1):
     return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GB/s")
 
 
+def gbit_per_s(value, digits=0):
+    """Bytes a second shown in gigabits a second, the scale network ports are sold in: ``50e9`` -> ``"400 Gb/s"``."""
+    return Shown(_fixed(_check.finite("value", value, minimum=0) * 8 / 1e9, digits) + " Gb/s")
+
+
 def gflops(value, digits=0):
     """FLOP/s shown in GFLOP/s, the scale of a processor's arithmetic: ``47 GFLOP/s``."""
     return Shown(_fixed(_check.finite("value", value, minimum=0) / 1e9, digits) + " GFLOP/s")
