@@ -1,11 +1,8 @@
 """Lesson 1's wrap-up: the editable script, the quiz, the Ollama helper, the glossary."""
 import math
-import contextlib
-import io
 import re
 from pathlib import Path
 
-import jupytext
 import pytest
 import yaml
 from hypothesis import given
@@ -16,6 +13,7 @@ from servingmath import ollama, quiz, units
 from servingmath.quiz import LESSON_1_QUESTIONS, Question
 from servingmath.serving import decode_ceiling
 from servingmath.quiz import Quiz
+from wrapup_script import run_script, script_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 WRAP_UP = ROOT / "chapters" / "lesson-1" / "wrap-up.md"
@@ -25,21 +23,7 @@ M, H100 = sm.LLAMA_3_8B, sm.H100_SXM
 # -- the script the reader edits -------------------------------------------------------
 @pytest.fixture(scope="module")
 def script_source():
-    cells = [cell.source for cell in jupytext.read(WRAP_UP).cells
-             if cell.cell_type == "code" and "def estimate(" in cell.source]
-    assert len(cells) == 1
-    return cells[0]
-
-
-def run_script(source, call="estimate()"):
-    namespace = {}
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        exec(source, namespace)  # the cell as the reader runs it: it defines estimate() and calls it
-        if call != "estimate()":
-            printed.seek(0)
-            printed.truncate()
-            exec(call, namespace)
-    return printed.getvalue().splitlines()
+    return script_cell(WRAP_UP, "def estimate(")
 
 
 def test_the_script_stands_alone(script_source):

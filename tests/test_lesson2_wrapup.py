@@ -1,12 +1,9 @@
 """Lesson 2's index and wrap-up: the headline figures, the editable script, the quiz, the glossary's
 new terms and the sources each page cites."""
-import contextlib
-import io
 import re
 from dataclasses import replace
 from pathlib import Path
 
-import jupytext
 import pytest
 import yaml
 
@@ -15,6 +12,7 @@ from servingmath import cache, quiz, units
 from servingmath.memory import fit, kv_cache_bytes, max_batch
 from servingmath.quiz import LESSON_2_QUESTIONS
 from servingmath.quiz import Quiz
+from wrapup_script import run_script, script_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = ROOT / "chapters" / "lesson-2"
@@ -37,21 +35,7 @@ def test_what_vllm_would_report_by_the_lessons_arithmetic():
 # -- the script the reader edits -------------------------------------------------------
 @pytest.fixture(scope="module")
 def script_source():
-    cells = [cell.source for cell in jupytext.read(LESSON / "wrap-up.md").cells
-             if cell.cell_type == "code" and "def estimate(" in cell.source]
-    assert len(cells) == 1
-    return cells[0]
-
-
-def run_script(source, call="estimate()"):
-    namespace = {}
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        exec(source, namespace)
-        if call != "estimate()":
-            printed.seek(0)
-            printed.truncate()
-            exec(call, namespace)
-    return printed.getvalue().splitlines()
+    return script_cell(LESSON / "wrap-up.md", "def estimate(")
 
 
 def test_the_script_stands_alone(script_source):

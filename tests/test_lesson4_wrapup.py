@@ -1,16 +1,14 @@
 """Lesson 4's wrap-up: the engines' flags table, the editable script, the quiz and its figures, the sources."""
-import contextlib
-import io
 import re
 from pathlib import Path
 
-import jupytext
 import pytest
 import yaml
 
 import servingmath as sm
 from servingmath import engines, parallel, quiz
 from servingmath.memory import DoesNotFit
+from wrapup_script import run_script, script_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 WRAP_UP = ROOT / "chapters" / "lesson-4" / "wrap-up.md"
@@ -46,21 +44,7 @@ def test_the_vllm_tensor_parallel_flag_is_the_simulators():
 # -- the script the reader edits -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def script_source():
-    cells = [cell.source for cell in jupytext.read(WRAP_UP).cells
-             if cell.cell_type == "code" and "def split(" in cell.source]
-    assert len(cells) == 1
-    return cells[0]
-
-
-def run_script(source, call=None):
-    namespace = {}
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        exec(source, namespace)
-        if call is not None:
-            printed.seek(0)
-            printed.truncate()
-            exec(call, namespace)
-    return printed.getvalue().splitlines()
+    return script_cell(WRAP_UP, "def split(")
 
 
 def test_the_script_prints_the_packages_figures(script_source):
