@@ -28,6 +28,12 @@ def test_layouts_are_the_gpus_colocated_then_every_split_fewest_prefill_first():
     (lambda: D.goodput(D.Layout(1, 3), 0, 0.015), "ttft"),
     (lambda: D.best_split(0, 3, 4), "prefill_rate"),
     (lambda: D.best_split(10, 3, 1), "gpus must be at least 2"),
+    (lambda: D.Layout(0, 4, 0), "budget must be at least 1"),
+    (lambda: D.Layout(0, 4, 256.5), "budget"),
+    (lambda: D.server(-8), "budget must be at least 1"),
+    (lambda: D.tuned(0, 0.4, 0.015), "gpus must be at least 1"),
+    (lambda: D.decode_cost(-1), "cached must be at least 0"),
+    (lambda: D.decode_users(D.Layout(0, 4), 8), "layout must split prefill from decode, got '4 colocated'"),
 ])
 def test_bad_input_is_refused_naming_the_argument(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -62,3 +68,43 @@ def test_the_best_split_is_the_one_whose_slower_stage_serves_most():
     assert D.best_split(3, 3, 4) == (2, 6)
     # A tie goes to the fewest prefill GPUs: 1 gives min(2, 4) = 2, 2 gives min(4, 2) = 2.
     assert D.best_split(2, 2, 3) == (1, 2)
+
+
+def test_a_budget_sets_every_gpus_token_budget_and_lowers_the_users_a_step_to_match():
+    assert D.server().step_tokens == 8192 and D.server().max_running == 1024      # vLLM 0.9.2 under `vllm serve`
+    small = D.server(256)
+    # vLLM refuses max_num_batched_tokens below max_num_seqs: a 256-token budget takes at most 256 users a step.
+    assert (small.step_tokens, small.max_running, small.policy) == (256, 256, "chunked")
+    assert D.server(4096).max_running == 1024
+    layout = D.Layout(0, 2, 256)
+    assert layout.name == "2 colocated, 256-token steps" and D.Layout(1, 3, 1024).name == "1 prefill + 3 decode, 1,024-token steps"
+    work = poisson_workload(6, 200, D.LONG, 0, model=D.load.MODEL)
+    assert np.array_equal(D.run(layout, 6, count=200).ttft, cluster.simulate_cluster(small, work, 2).ttft)
+
+
+def test_tuned_is_the_colocated_budget_whose_goodput_is_highest(monkeypatch):
+    found = {128: 1.0, 256: 5.0, 512: 5.0, 1024: 3.0, 2048: 2.0, 4096: 2.0, 8192: 1.5}
+    monkeypatch.setattr(D, "goodput", lambda layout, ttft, tpot, lengths: found[layout.budget])
+    assert D.tuned(4, 0.4, 0.015) == (D.Layout(0, 4, 256), 5.0)     # a tie goes to the smaller budget
+    assert set(found) == set(D.BUDGETS) and max(D.BUDGETS) == D.server().step_tokens
+
+
+def test_the_decode_floor_and_each_users_cost_rebuild_the_step_the_simulator_times():
+    from servingmath.simulator.clock import StepClock
+
+    floor, each = D.decode_cost()
+    clock = StepClock(D.server())
+    cached = D.LONG.mean_prompt + D.LONG.mean_reply // 2
+    for users in (1, 5, 20):
+        assert math.isclose(floor + users * each, clock.time([cached] * users), rel_tol=1e-9)
+    # The floor is the profile's fixed cost and one read of the weights, before any user's attention.
+    parts = clock.phases([cached])
+    assert math.isclose(floor, parts["fixed"] + parts["matrix products"], rel_tol=1e-3)
+    assert isinstance(floor, float) and isinstance(each, float)
+
+
+def test_the_users_a_decode_gpu_runs_is_the_median_of_its_steps():
+    layout = D.Layout(1, 3)
+    found = D.run(layout, 8, "long", "nvlink4")
+    decoding = found.step_decodes[found.step_decodes > 0]
+    assert D.decode_users(layout, 8) == float(np.median(decoding)) and decoding.size > 0

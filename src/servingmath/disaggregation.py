@@ -3,9 +3,12 @@
 A ``Layout`` says how a pool's GPUs serve: ``prefill`` GPUs that only read prompts and ``decode`` GPUs that only
 write replies, each cache crossing a link between them (``simulator.simulate_disaggregated``), or, with
 ``prefill`` 0, ``decode`` copies that do both behind one queue (colocated, ``simulator.simulate_cluster``). Every
-GPU runs the same server: vLLM 0.9.2's profile (``load.ENGINE``) of Llama 3 8B on an H100 SXM. ``goodput`` finds
-a layout's as ``simulator.goodput`` finds one server's, and keeps it (``_kept``); ``best_split`` is the
-arithmetic of sizing the two stages from each GPU's rate.
+GPU runs the same server: vLLM 0.9.2's profile (``load.ENGINE``) of Llama 3 8B on an H100 SXM, with its
+default token budget a step (8,192 under ``vllm serve`` on this card) or the layout's ``budget``. ``goodput``
+finds a layout's as ``simulator.goodput`` finds one server's, and keeps it (``_kept``); ``tuned`` tries the
+colocated pool at each of ``BUDGETS`` and keeps the best, the baseline a split must beat; ``decode_cost`` is a
+decode GPU's step of next tokens alone; ``best_split`` is the arithmetic of sizing the two stages from each
+GPU's rate.
 """
 from __future__ import annotations
 
@@ -27,18 +30,25 @@ LENGTHS = {"sharegpt": SHAREGPT, "long": LONG}
 # Requests each rate of a search runs: on four GPUs at a few dozen a second, about a minute of traffic.
 REQUESTS = 2000
 STEPS = 8
+# Token budgets a step (vLLM's --max-num-batched-tokens) a colocated pool is tried with: small chunks of each prompt
+# up to 0.9.2's default on an H100 under `vllm serve`.
+BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
 class Layout:
-    """``prefill`` GPUs reading prompts and ``decode`` GPUs writing replies; ``prefill`` 0: ``decode`` GPUs doing both."""
+    """``prefill`` GPUs reading prompts and ``decode`` GPUs writing replies; ``prefill`` 0: ``decode`` GPUs doing both.
+    ``budget``: the token budget a step of every GPU (the engine's default if None)."""
 
     prefill: int
     decode: int
+    budget: int | None = None
 
     def __post_init__(self):
         simulator._whole("prefill", self.prefill, 0)
         simulator._whole("decode", self.decode, 1)
+        if self.budget is not None:
+            simulator._whole("budget", self.budget, 1)
 
     @property
     def gpus(self) -> int:
@@ -50,7 +60,8 @@ class Layout:
 
     @property
     def name(self) -> str:
-        return f"{self.decode} colocated" if self.colocated else f"{self.prefill} prefill + {self.decode} decode"
+        name = f"{self.decode} colocated" if self.colocated else f"{self.prefill} prefill + {self.decode} decode"
+        return name if self.budget is None else f"{name}, {self.budget:,}-token steps"
 
 
 def layouts(gpus) -> tuple[Layout, ...]:
@@ -59,9 +70,17 @@ def layouts(gpus) -> tuple[Layout, ...]:
     return (Layout(0, gpus),) + tuple(Layout(p, gpus - p) for p in range(1, gpus))
 
 
-@lru_cache(maxsize=1)
-def server() -> simulator.Server:
-    return engines.engine(*load.ENGINE).server(load.MODEL, load.GPU_)
+@lru_cache(maxsize=16)
+def server(budget=None) -> simulator.Server:
+    """Every GPU's server, at the engine's default token budget a step or at ``budget`` tokens. vLLM refuses a
+    budget below its most users a step (``max_num_seqs must be at most max_num_batched_tokens``), so a small
+    budget lowers that too."""
+    engine = engines.engine(*load.ENGINE)
+    if budget is None:
+        return engine.server(load.MODEL, load.GPU_)
+    budget = simulator._whole("budget", budget, 1)
+    most = engine.server(load.MODEL, load.GPU_).max_running
+    return engine.server(load.MODEL, load.GPU_, max_num_batched_tokens=budget, max_num_seqs=min(most, budget))
 
 
 def _lengths(lengths) -> LengthDistribution:
@@ -77,9 +96,10 @@ def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, se
     _check.instance("layout", layout, Layout)
     rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
     work = poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
+    each = server(layout.budget)
     if layout.colocated:
-        return cluster.simulate_cluster(server(), work, layout.decode)
-    return cluster.simulate_disaggregated(server(), server(), work, layout.prefill, layout.decode, link)
+        return cluster.simulate_cluster(each, work, layout.decode)
+    return cluster.simulate_disaggregated(each, each, work, layout.prefill, layout.decode, link)
 
 
 def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> float:
@@ -94,9 +114,39 @@ def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=RE
                                               >= ATTAINMENT, None), STEPS)
         return {"rate": np.array(found)}
 
-    kept = kept_arrays("goodput", ("disaggregation", server(), layout, ttft, tpot, lengths, link, count, seed, STEPS),
+    kept = kept_arrays("goodput", ("disaggregation", server(layout.budget), layout, ttft, tpot, lengths, link, count, seed, STEPS),
                        search)
     return float(kept["rate"])
+
+
+def tuned(gpus, ttft, tpot, lengths="long") -> tuple[Layout, float]:
+    """``gpus`` colocated GPUs at the budget of ``BUDGETS`` under which their goodput at ``ttft`` and ``tpot``
+    is highest (the smallest on a tie), and that goodput: the colocated pool an operator would run."""
+    gpus = simulator._whole("gpus", gpus, 1)
+    found = {budget: goodput(Layout(0, gpus, budget), ttft, tpot, lengths) for budget in BUDGETS}
+    best = max(BUDGETS, key=lambda budget: (found[budget], -budget))
+    return Layout(0, gpus, best), found[best]
+
+
+def decode_cost(cached=None) -> tuple[float, float]:
+    """(Seconds of a decode GPU's step of next tokens before any user, seconds each user adds), each user holding
+    ``cached`` tokens (by default the long prompts' mean prompt and half their mean reply). The step's time is
+    the profile's (``simulator.clock.StepClock``): its fixed cost and the weights' read, then each user's
+    attention and the processor's time for it, a straight line in the users."""
+    from .simulator.clock import StepClock
+    cached = LONG.mean_prompt + LONG.mean_reply // 2 if cached is None else simulator._whole("cached", cached, 0)
+    clock = StepClock(server())
+    one, two = float(clock.time([cached])), float(clock.time([cached] * 2))
+    return one - (two - one), two - one
+
+
+def decode_users(layout: Layout, rate, lengths="long", link="nvlink4") -> float:
+    """The median users in a decode GPU's step when ``layout`` (a split) serves ``rate`` requests a second."""
+    _check.instance("layout", layout, Layout)
+    if layout.colocated:
+        raise ValueError(f"layout must split prefill from decode, got {layout.name!r}")
+    found = run(layout, rate, lengths, link)
+    return float(np.median(found.step_decodes[found.step_decodes > 0]))
 
 
 def best_split(prefill_rate, decode_rate, gpus) -> tuple[int, float]:
