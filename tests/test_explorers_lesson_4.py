@@ -194,3 +194,19 @@ def test_with_sharegpts_prompts_the_colocated_bar_holds_longest_and_with_long_on
     if tpot == 0.015:
         long = _held("long", tpot, link)
         assert max(v for name, v in long.items() if name != "4 colocated") > long["4 colocated"], long
+
+
+def test_the_layouts_bars_keep_off_the_prefill_and_decode_colours():
+    """Colocated and split GPUs each do something other than one phase: neither is drawn in a phase's colour."""
+    from servingmath.charts import kit
+
+    svg = lesson_4.disaggregated().svg_at()
+    light = {name: colours[0] for name, colours in kit.PALETTE.items()}
+    assert light["extra"] in svg and light["teal"] in svg
+    assert light["prefill"] not in svg and light["decode"] not in svg
+
+
+@pytest.mark.parametrize("link", ["nvlink4", "roce-400g"])
+def test_with_sharegpts_prompts_at_20_ms_the_colocated_bar_falls_within_the_slider(link):
+    held = _held("sharegpt", 0.02, link)
+    assert held["4 colocated"] < max(lesson_4.SPLIT_RATES), held

@@ -191,7 +191,8 @@ def routers(rate: float = 9) -> Explorer:
 
 
 # -- Part 4: prefill and decode apart --------------------------------------------------------------
-SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40)      # requests a second reaching the four GPUs
+# Requests a second reaching the four GPUs: up to where ShareGPT's prompts at 20 ms a token fail the colocated pool too.
+SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64)
 SPLIT_REQUESTS = 1000      # each run's: half a search's, so that a move redraws in about a second
 SPLIT_TTFT = 0.4
 LENGTH_NAMES = {"long": "long prompts", "sharegpt": "ShareGPT's"}
@@ -218,7 +219,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
         for k, (name, share) in enumerate(shares(rate, lengths, tpot, link).items()):
             y = panel.y.end + 30 + 46 * k
             parts.append(kit.rect(panel.x.start, y, float(panel.x(share)) - panel.x.start, 16,
-                                  kit.DECODE if k else kit.PREFILL)
+                                  kit.TEAL if k else kit.EXTRA)
                          + kit.text(kit.LEFT + 4, y - 4, f"{name}: {units.percent(share)}"))
         return "".join(parts)
 
@@ -230,11 +231,11 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
 
     return Explorer("disaggregated", "Prefill and decode on GPUs of their own", [
         slider("rate", "requests a second, all four GPUs", SPLIT_RATES, rate, lambda r: f"{r} a second",
-               fine=tuple(range(2, 49))),
+               fine=tuple(range(2, 65))),
         buttons("lengths", "prompts", LENGTH_NAMES, lengths),
         buttons("tpot", "time per token target", {0.015: "15 ms", 0.02: "20 ms"}, tpot),
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
         readouts, [Layer(("rate", "lengths", "tpot", "link"), bars)], "", top + height + kit.BOTTOM + 20, slow=True,
-        note=f"Grey dashed: {units.percent(ATTAINMENT)}. Blue: colocated; red: split. Llama 3 8B on four H100 SXM, vLLM "
+        note=f"Grey dashed: {units.percent(ATTAINMENT)}. Purple: colocated; teal: split. Llama 3 8B on four H100 SXM, vLLM "
              f"0.9.2's profile; {units.number(SPLIT_REQUESTS)} requests a run, arriving at random; first token within "
              f"{units.ms(SPLIT_TTFT, 0)}; each cache shipped whole once its prompt is read, not overlapped with it.")
