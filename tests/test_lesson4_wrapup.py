@@ -29,7 +29,16 @@ def test_the_flags_table_is_one_row_an_idea_and_survives_markdown():
     assert table[0] == "| idea | vLLM | SGLang |" and len(table) == 2 + 4
     # A bar inside a cell would split it: every row has the header's three cells.
     assert all(line.count("|") == 4 for line in table)
-    assert "`--tensor-parallel-size` (0.8.3 docs)" in table[2] and "`--pp-size`" in table[3]
+    assert "`--tensor-parallel-size` (0.8.3 docs; V1 engine)" in table[2] and "`--pp-size`" in table[3]
+
+
+def test_every_vllm_row_names_the_version_it_was_read_at_and_the_engine_it_runs_on():
+    # The lessons run 0.9.2; 0.8.x fell back to V0 on --kv-transfer-config, so that row says so.
+    for idea, engine, flags, read in engines.MULTI_GPU_FLAGS:
+        if engine == "vLLM":
+            assert re.match(r"0\.\d+\.\d+ docs", read) and ("V1" in read or "V0" in read), read
+    rows = {flags: read for _, engine, flags, read in engines.MULTI_GPU_FLAGS if engine == "vLLM"}
+    assert "V0" in rows["--kv-transfer-config",]
 
 
 def test_the_vllm_tensor_parallel_flag_is_the_simulators():
@@ -56,8 +65,29 @@ def test_the_script_prints_the_packages_figures(script_source):
     assert f"{figures['pipeline_4'].token_time * 1e3:.2f}" in lines[2]
 
 
-@pytest.mark.parametrize("call", ['split(gpus=8)', 'split(gpu="h100-pcie", gpus=2, link="pcie5")',
-                                  'split(model="llama-3.2-1b", gpus=2)'])
+SUGGESTIONS = ['split(gpus=8)', 'split(link="pcie5")',
+               'split(model="llama-3.2-1b", gpu="h100-pcie", gpus=2, link="pcie5")']
+
+
+def test_the_page_suggests_exactly_the_calls_tested_here():
+    page = WRAP_UP.read_text().split("Now make it yours:")[1].split("## ")[0]
+    assert re.findall(r"`(split\([^`]*\))`", page.replace("\n", " ")) == SUGGESTIONS
+
+
+def test_each_suggestion_shows_what_the_page_says(script_source):
+    """A slow link: the all-reduces' share grows well past NVLink's; a model too small to split: two cards take
+    longer than one."""
+    def layer(call):
+        return run_script(script_source, call)[1]
+
+    share = {call: int(re.search(r"(\d+)% of it", layer(call)).group(1)) for call in ("split()", SUGGESTIONS[1])}
+    assert share[SUGGESTIONS[1]] > 3 * share["split()"]
+    times = [float(re.search(r"([\d.]+) ms a token", layer(SUGGESTIONS[2].replace("gpus=2", f"gpus={n}"))).group(1))
+             for n in (1, 2)]
+    assert times[1] > times[0]
+
+
+@pytest.mark.parametrize("call", SUGGESTIONS)
 def test_the_pages_suggestions_run_and_agree_with_the_package(script_source, call):
     lines = run_script(script_source, call)
     settings = dict(model="llama-3-70b", gpu="h100-sxm", gpus=4, link="nvlink4")
@@ -103,6 +133,26 @@ def test_the_quizs_feedback_quotes_the_packages_figures():
     assert figures["small_two"].time > figures["small_one"].time
     assert clock(figures["pipeline_4"].token_time) in second and clock(figures["tensor_4"].time) in second
     assert clock(figures["over_network"][2000]) in fourth and clock(figures["prefill"][2000].time) in fourth
+
+
+def test_the_fourth_question_says_a_short_prompts_arithmetic_hides_under_the_weights_read():
+    from servingmath.explorers import clock
+
+    short = quiz.lesson_4_figures()["prefill"][200].compute
+    fourth = quiz.LESSON_4_QUESTIONS[3]
+    assert short.compute_time < short.memory_time
+    assert clock(short.compute_time) in fourth.answer(fourth.correct).message
+    assert clock(short.memory_time) in fourth.answer(fourth.correct).message
+    assert "a stage left idle" in fourth.options[fourth.correct]
+
+
+def test_part_4_the_wrap_up_and_the_quiz_time_the_same_prefill():
+    """One convention for a 2,000-token prompt of Llama 3 8B on an H100: the step Part 1 times, attention counted."""
+    prefill = quiz.lesson_4_figures()["prefill"][2000]
+    assert prefill.time == parallel.tensor_parallel_step(sm.LLAMA_3_8B, parallel.group(sm.H100_SXM), new_tokens=2000).time
+    for page in ("part-4-disaggregation.md", "wrap-up.md"):
+        text = (ROOT / "chapters" / "lesson-4" / page).read_text()
+        assert "sm.prefill(" not in text and ('figures["prefill"]' in text or "new_tokens=2000" in text), page
 
 
 def test_the_stages_question_says_about_four_times_and_the_figures_agree():

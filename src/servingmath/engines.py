@@ -490,12 +490,17 @@ TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "t
 # a KV producer and a KV consumer, joined by a connector named in --kv-transfer-config). SGLang's "Server Arguments"
 # (docs/advanced_features/server_arguments.md at commit 004813e): --tp-size, --pp-size, --dp-size with
 # --load-balance-method, and --disaggregation-mode prefill or decode (transfer backend mooncake by default).
+# The lessons run vLLM 0.9.2; each vLLM row names the version its documentation was read at and the engine that
+# version runs the flag on. In 0.8.x, EngineArgs._is_v1_supported_oracle (vllm/engine/arg_utils.py) falls back to
+# V0 on --kv-transfer-config ("No Disaggregated Prefill so far"), and on --pipeline-parallel-size above 1 unless
+# the executor is Ray ("PP is supported on V1 with Ray distributed executor, but off for MP distributed executor").
 SGLANG_DOCS = "docs at commit 004813e"
 MULTI_GPU_FLAGS = (
-    ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs"),
-    ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",), "0.8.3 docs"),
-    ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs"),
-    ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",), "0.8.0 docs, experimental"),
+    ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs; V1 engine"),
+    ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",), "0.8.3 docs; V1 only with Ray there"),
+    ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs; V1 engine"),
+    ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",),
+     "0.8.0 docs, experimental; 0.8 runs it on V0, not V1"),
     ("split each layer (Part 1)", "SGLang", ("--tp-size",), SGLANG_DOCS),
     ("split the stack (Part 2)", "SGLang", ("--pp-size",), SGLANG_DOCS),
     ("copies behind a router (Part 3)", "SGLang", ("--dp-size", "--load-balance-method"), SGLANG_DOCS),

@@ -526,7 +526,7 @@ def _lesson_4_questions():
             prompt="Prefill runs on GPUs of its own and sends each prompt's cache to the decode GPUs. When does "
                    "that lose to keeping both on the same GPUs?",
             options=("With long prompts on a fast link.",
-                     "With short prompts, a slow link, or decode GPUs left idle: the transfers and the idle GPUs "
+                     "With short prompts, a slow link, or a stage left idle: the transfers and the idle GPUs "
                      "cost more than the stalls they remove.",
                      "Never: separating the phases always serves more requests per GPU.",
                      "Whenever the model needs more than one GPU."),
@@ -536,8 +536,11 @@ def _lesson_4_questions():
                       f"A 2,000-token prompt of Llama 3 8B leaves {units.gb(f['sent'][2000])} of cache, which "
                       f"crosses {units.gbit_per_s(f['network'].bandwidth)} in {clock(f['over_network'][2000])}, against the "
                       f"{clock(f['prefill'][2000].time)} its prefill takes on an H100. Separation buys decode steps "
-                      f"that no prefill stalls; a short prompt's stall is small ({clock(f['prefill'][200].time)} for "
-                      "200 tokens), so little is gained for the transfer and for GPUs each phase keeps to itself.",
+                      f"that no prefill stalls; a short prompt barely stalls them: its 200 tokens' arithmetic, "
+                      f"{clock(f['prefill'][200].compute.compute_time)} at the peak, hides under the "
+                      f"{clock(f['prefill'][200].compute.memory_time)} read of the weights that a decode step makes "
+                      "anyway, so little is gained for the transfer and for GPUs each phase keeps to itself. Long "
+                      "prompts cut into small pieces a step stall them little too (Part 4's tuned budget).",
                       "It can lose: the GPUs are split by phase, and a phase with too few requests leaves its GPUs "
                       "idle.",
                       "Each phase may itself be split over several GPUs; that is a separate choice."),
