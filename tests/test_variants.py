@@ -171,6 +171,48 @@ def test_lesson_4_part_4_split_answers_agree_with_the_worked_method():
         link = hardware.link("h100-sxm", n["t_link"])
         trip = link.latency + kv_cache_bytes(MODELS[n["t_model"]], n["t_prompt"]) / link.bandwidth
         assert variant_answers.expected("lesson-4-part-4", "4.1", student) == pytest.approx(trip * 1e3, rel=1e-12)
+        # The page's formula, KV bytes a token × the prompt, is the cache the check counts (no sliding window).
+        model = MODELS[n["t_model"]]
+        assert kv_cache_bytes(model, n["t_prompt"]) == pytest.approx(model.kv_bytes_per_token(16) * n["t_prompt"])
+
+
+def test_lesson_4_part_4_trips_cross_between_two_gpus_each_holding_its_model_whole():
+    """Problem 4.1's models: none keeps a sliding window, and each fits one H100 SXM in 16 bits with a full cache."""
+    from servingmath import parallel
+    from servingmath.models import MODELS
+
+    for key in variants.TRIP_MODELS:
+        model = MODELS[key]
+        assert model.sliding_window == 0, key
+        assert parallel.fit(model, parallel.group("h100-sxm", 1), min(32000, model.context_window)).fits, key
+
+
+def test_lesson_4_part_4_first_token_targets_are_ones_the_prefill_can_meet():
+    """Problem 4.5 names a target that the prompt's prefill, on the GPUs that hold the model, meets alone; the
+    practice too. The trip is the share asked."""
+    from servingmath import parallel
+    from servingmath.models import MODELS
+
+    drawn = [variants.practice("lesson-4-part-4")] + [variants.numbers("lesson-4-part-4", s) for s in STUDENTS[:200]]
+    for n in drawn:
+        group = parallel.group("h100-sxm", variants.LONG_GROUP, "nvlink4")
+        prefill = parallel.tensor_parallel_step(MODELS[n["s_model"]], group, new_tokens=n["s_prompt"]).time
+        assert prefill < n["s_ttft"] / 1e3 and variants.long_prefill(n["s_model"], n["s_prompt"]) == prefill, n
+        assert n["s_prompt"] < MODELS[n["s_model"]].context_window
+    assert len({n["s_model"] for n in drawn}) == len(variants.LONG_MODELS)
+
+
+def test_lesson_4_part_4_prefill_is_timed_as_the_lesson_times_it():
+    """Problem 4.2's answer is Part 1's step with attention counted, as its statement names it."""
+    import servingmath as sm
+    from servingmath import parallel
+
+    for student in STUDENTS[:50]:
+        n = variants.numbers("lesson-4-part-4", student)
+        step = parallel.tensor_parallel_step(sm.MODELS[n["pf_model"]], parallel.group(sm.CATALOG[n["pf_gpu"]]),
+                                             new_tokens=n["pf_prompt"])
+        assert variant_answers.expected("lesson-4-part-4", "4.2", student) == pytest.approx(1 / step.time, rel=1e-12)
+    assert "parallel.tensor_parallel_step(" in variants.fill("lesson-4-part-4", "4.2", variants.practice("lesson-4-part-4"))
 
 
 def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():

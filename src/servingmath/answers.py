@@ -399,7 +399,8 @@ def _split_4_4(n):
 ANSWERS.update({
     "lesson-4-part-4": {
         "4.1": lambda n: _trip(n["t_model"], n["t_prompt"], n["t_link"])[0] * 1e3,
-        "4.2": lambda n: 1 / sm.prefill(sm.MODELS[n["pf_model"]], sm.CATALOG[n["pf_gpu"]], n["pf_prompt"]).time,
+        "4.2": lambda n: 1 / parallel.tensor_parallel_step(sm.MODELS[n["pf_model"]], parallel.group(sm.CATALOG[n["pf_gpu"]]),
+                                                       new_tokens=n["pf_prompt"]).time,
         "4.3": lambda n: _split_4_4(n)[1],
         "4.4": lambda n: _split_4_4(n)[1] / n["pool"] / n["colo_rate"],
         "4.5": lambda n: 100 * _trip(n["s_model"], n["s_prompt"], n["s_link"])[0] / (n["s_ttft"] / 1e3),

@@ -1283,49 +1283,73 @@ LESSON_4_PART_3 = Template(
 # An H100 SXM's links a cache can cross, as a statement names them.
 TRIP_LINKS = {"nvlink4": "NVLink", "pcie5": "PCIe Gen5", "infiniband-ndr": "InfiniBand NDR",
               "roce-400g": "a 400 Gb/s RoCE port"}
-TRIP_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.3-70b", "qwen2.5-72b", "qwen2.5-7b", "mistral-7b", "gemma-2-9b",
-               "qwen3-8b", "mixtral-8x7b")
+# Models whose cache of a prompt is KV bytes a token × its tokens (no layer keeps only a sliding window) and that fit
+# one H100 SXM, so that a cache can cross "between two H100 SXM GPUs".
+TRIP_MODELS = ("llama-3-8b", "qwen2.5-7b", "qwen3-8b", "llama-3.2-3b", "llama-3.2-1b")
 # Models that fit one GPU of PREFILL_GPUS in 16 bits, for a prefill GPU's rate.
 PREFILL_MODELS = ("llama-3-8b", "qwen2.5-7b", "mistral-7b", "gemma-2-9b", "qwen3-8b", "llama-3.2-3b", "llama-3.2-1b")
 PREFILL_GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
-# Models with long windows, whose long prompts' caches a slow link takes a while to carry.
+# Models with long windows, whose long prompts' caches a slow link takes a while to carry; each runs on LONG_GROUP
+# H100 SXM joined by NVLink, which hold it.
 LONG_MODELS = ("llama-3.3-70b", "qwen2.5-72b", "mixtral-8x7b")
+LONG_GROUP = 4
 SLOW_LINKS = ("pcie5", "infiniband-ndr", "roce-400g")
+
+
+@functools.lru_cache(maxsize=1024)
+def long_prefill(model: str, prompt: int) -> float:
+    """Seconds of ``prompt`` tokens' prefill of ``model`` on LONG_GROUP H100 SXM, timed as Part 1 times a step."""
+    from . import parallel
+    group = parallel.group(CATALOG["h100-sxm"], LONG_GROUP, "nvlink4")
+    return parallel.tensor_parallel_step(MODELS[model], group, new_tokens=prompt).time
+
+
+def _long_draw(rng, long):
+    """A first-token target in milliseconds and a prompt whose prefill alone, on the group, stays under it."""
+    while True:
+        ttft = _steps(rng, 200, 1000, 50)
+        prompts = [p for p in range(4000, min(64000, MODELS[long].context_window - 1) + 1, 1000)
+                   if long_prefill(long, p) < ttft / 1e3]
+        if prompts:
+            return ttft, rng.choice(prompts)
 
 
 def _draw_4_4(rng):
     trip, long = rng.choice(TRIP_MODELS), rng.choice(LONG_MODELS)
     prefill = rng.choice(PREFILL_MODELS)
+    ttft, prompt = _long_draw(rng, long)
     return {"t_model": trip, "t_prompt": _steps(rng, 500, min(32000, MODELS[trip].context_window - 1), 500),
             "t_link": rng.choice(tuple(TRIP_LINKS)),
             "pf_model": prefill, "pf_gpu": rng.choice(PREFILL_GPUS),
             "pf_prompt": _steps(rng, 500, min(8000, MODELS[prefill].context_window), 100),
             "p_rate": _steps(rng, 8, 60, 1) / 2, "d_rate": _steps(rng, 2, 24, 1) / 2,
             "pool": rng.choice((4, 6, 8, 10, 12, 16)), "colo_rate": _steps(rng, 10, 100, 1) / 10,
-            "s_model": long, "s_prompt": _steps(rng, 4000, min(64000, MODELS[long].context_window - 1), 1000),
-            "s_link": rng.choice(SLOW_LINKS), "s_ttft": _steps(rng, 200, 1000, 50)}
+            "s_model": long, "s_prompt": prompt, "s_link": rng.choice(SLOW_LINKS), "s_ttft": ttft}
 
 
 LESSON_4_PART_4 = Template(
     draw=_draw_4_4,
-    practice={"t_model": "qwen2.5-72b", "t_prompt": 6000, "t_link": "infiniband-ndr", "pf_model": "mistral-7b",
+    practice={"t_model": "qwen3-8b", "t_prompt": 6000, "t_link": "pcie5", "pf_model": "mistral-7b",
               "pf_gpu": "a100-80gb", "pf_prompt": 3000, "p_rate": 11.0, "d_rate": 4.0, "pool": 8, "colo_rate": 2.3,
-              "s_model": "llama-3.3-70b", "s_prompt": 20000, "s_link": "pcie5", "s_ttft": 500},
+              "s_model": "llama-3.3-70b", "s_prompt": 7000, "s_link": "pcie5", "s_ttft": 600},
     derive=lambda n: {"t_link_name": TRIP_LINKS[n["t_link"]], "s_link_name": TRIP_LINKS[n["s_link"]],
+                      "long_group": LONG_GROUP,
                       **{f"{name}_text": _decimal(n[name]) for name in ("p_rate", "d_rate", "colo_rate")}},
     statements={
         "4.1": "{t_model_named}'s cache of a {t_prompt}-token prompt, in 16 bits, crosses {t_link_name} "
                '(`hardware.link("h100-sxm", "{t_link}")`) between two H100 SXM GPUs. How many milliseconds does it take?',
         "4.2": "One {pf_gpu_named} reads prompts of {pf_prompt} tokens of {pf_model_named} one at a time, each in one "
-               "pass timed as the lesson times a prefill. How many prompts a second does it read?",
+               "pass timed as the lesson times a prefill, attention counted (`parallel.tensor_parallel_step(model, "
+               "parallel.group(gpu), new_tokens=tokens)`). How many prompts a second does it read?",
         "4.3": "Each prefill GPU reads {p_rate_text} prompts a second and each decode GPU finishes {d_rate_text} replies "
                "a second within the targets; the slower stage sets the pool's pace. Split {pool} GPUs between the two "
                "stages so that the pool serves the most: how many requests a second does it serve?",
         "4.4": "At the same targets, one GPU doing both phases serves {colo_rate_text} requests a second. How many times "
                "as many requests a second does each GPU of the pool of Problem 4.3 serve?",
-        "4.5": "{s_model_named}'s cache of a {s_prompt}-token prompt, in 16 bits, crosses {s_link_name} "
-               '(`hardware.link("h100-sxm", "{s_link}")`). What percentage of a {s_ttft} ms first-token target does the '
-               "trip take?",
+        "4.5": "{s_model_named} runs on {long_group} H100 SXM joined by NVLink, whose prefill of a {s_prompt}-token prompt "
+               "meets a {s_ttft} ms first-token target. Its cache of that prompt, in 16 bits, crosses {s_link_name} "
+               '(`hardware.link("h100-sxm", "{s_link}")`), all of it through that link. What percentage of the target '
+               "does the trip take?",
     },
     sense=lambda n: (_within(n, n["t_model"], "t_prompt") + _within(n, n["pf_model"], "pf_prompt")
                      + _within(n, n["s_model"], "s_prompt") + _fits(n["pf_model"], n["pf_gpu"])),
