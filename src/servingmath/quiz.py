@@ -538,8 +538,8 @@ def _lesson_4_questions():
                       f"{clock(f['prefill'][2000].time)} its prefill takes on an H100. Separation buys decode steps "
                       f"that no prefill stalls; a short prompt barely stalls them: its 200 tokens' arithmetic, "
                       f"{clock(f['prefill'][200].compute.compute_time)} at the peak, hides under the "
-                      f"{clock(f['prefill'][200].compute.memory_time)} read of the weights that a decode step makes "
-                      "anyway, so little is gained for the transfer and for GPUs each phase keeps to itself. Long "
+                      f"{clock(f['prefill'][200].compute.memory_time)} its pass spends on memory, nearly all of it the "
+                      "read of the weights that a decode step makes anyway, so little is gained for the transfer and for GPUs each phase keeps to itself. Long "
                       "prompts cut into small pieces a step stall them little too (Part 4's tuned budget).",
                       "It can lose: the GPUs are split by phase, and a phase with too few requests leaves its GPUs "
                       "idle.",
