@@ -164,8 +164,16 @@ def _shared_pairs(values: list, rel: float) -> float:
 
 # Answers that are one of a few words (which bound sets the pace; the cheapest GPU): two students share one
 # as often as the words are few. Every numeric answer is held to the rule.
-WORD_ANSWERS = {("lesson-1-part-2", "2.2"), ("lesson-1-part-2", "2.7"), ("lesson-1-part-3", "3.6"),
-                ("lesson-4-part-3", "3.3")}
+WORD_ANSWERS = {("lesson-1-part-2", "2.2"), ("lesson-1-part-2", "2.7"), ("lesson-1-part-3", "3.6")}
+
+
+def test_a_cut_of_eight_gpus_is_asked_for_its_tail_not_its_name():
+    """Lesson 4 Part 3 says which cut wins at a light load and at a heavy one: Problem 3.3 asks each student for a
+    p99 in milliseconds, which only a run gives, never which cut wins."""
+    practice, _, unit = check_of("lesson-4-part-3", "3.3")
+    found = graded_answers("lesson-4-part-3", "3.3")
+    assert unit == "ms" and not isinstance(practice, str)
+    assert all(isinstance(answer, float) and answer > 0 for answer in found)
 
 
 @pytest.mark.parametrize("notebook, label", templated())

@@ -28,6 +28,18 @@ def test_the_cuts_of_eight_h100s_are_those_that_fit_and_the_middle_wins_under_lo
     assert heavy[2].run.preemptions > 0 == heavy[4].run.preemptions
 
 
+def test_the_group_of_eight_loses_under_load_by_the_engine_s_charge_a_user_alone():
+    """The page: the group of eight's loss at 24 a second rests on the profile's processor time a user each step;
+    without that charge (an engine that hid it behind the GPU's step) the group would have the shortest tail."""
+    import dataclasses
+
+    heavy, group = replicas.layouts(24), replicas.server("llama-3-70b", "h100-sxm", 8)
+    assert group.user_time > 0 and replicas.ENGINE == ("vllm", "0.9.2")
+    free = dataclasses.replace(group, user_time=0.0)
+    run = simulator.simulate_cluster(free, simulator.poisson_requests(free, 24, replicas.REQUESTS), 1, "one-queue")
+    assert run.summary()["ttft_p99"] < heavy[4].run.ttft_p99 < heavy[8].run.ttft_p99
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: replicas.routed(0), "rate"),
     (lambda: replicas.routed(2, 0), "copies must be at least 1, got 0"),

@@ -156,6 +156,10 @@ SLIPS = {
     ("lesson-4-part-3", "3.2"): lambda n: {"one copy's cache": (
         _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]) / (8 // n["held_degree"]),
         "add up every copy's cache.")},
+    ("lesson-4-part-3", "3.3"): lambda n: (lambda cuts: {
+        f"copies of {other} GPUs": (cuts[other].run.ttft_p99 * 1e3,
+                                    f"the problem cuts the eight GPUs into copies of {n['cut_degree']}.")
+        for other in cuts if other != n["cut_degree"]})(replicas.layouts(n["cut_rate"])),
     ("lesson-4-part-4", "4.1"): lambda n: (lambda trip, link: {"the latency left out": (
         (trip - link.latency) * 1e3, "every trip pays the link's fixed cost first.")})(
         *_trip(n["t_model"], n["t_prompt"], n["t_link"])),

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 import servingmath as sm
-from . import cache, disaggregation, hardware, load, parallel, replicas, variants
+from . import cache, disaggregation, hardware, load, parallel, replicas
 from .memory import fit, kv_cache_bytes, max_batch
 from .simulator import Server, simulate, users_that_fit
 from .workload import workload
@@ -362,11 +362,6 @@ ANSWERS.update({
 
 
 # -- Lesson 4 Part 3: copies behind a router (replicas, the simulator) ---------------------------------------------
-def _fastest_cut(rate) -> str:
-    found = replicas.layouts(rate)
-    return variants.CUT_WORDS[min(found, key=lambda degree: found[degree].run.ttft_p99)]
-
-
 def _tokens_held(model_key, gpu_key, degree, gpus=8):
     copy = replicas.server(model_key, gpu_key, degree)
     return gpus // degree * copy.cache_blocks * copy.block_tokens
@@ -376,7 +371,7 @@ ANSWERS.update({
     "lesson-4-part-3": {
         "3.1": lambda n: replicas.routed(round(n["copies"] * n["each"], 6), n["copies"], n["router"]).ttft_p99,
         "3.2": lambda n: _tokens_held(n["held_model"], n["held_gpu"], n["held_degree"]),
-        "3.3": lambda n: _fastest_cut(n["cut_rate"]),
+        "3.3": lambda n: replicas.layouts(n["cut_rate"])[n["cut_degree"]].run.ttft_p99 * 1e3,
         "3.4": lambda n: replicas.routed(n["tbt_rate"], 8 // n["tbt_degree"], "one-queue", n["tbt_model"], n["tbt_gpu"],
                                          n["tbt_degree"]).tbt_p50 * 1e3,
         "3.5": lambda n: replicas.routed(round(n["pre_copies"] * n["pre_each"], 6), n["pre_copies"],

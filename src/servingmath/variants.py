@@ -1169,8 +1169,8 @@ LESSON_4_PART_2 = Template(
     draw=_draw_4_2,
     practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "qwen2.5-72b",
               "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
-              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 32,
-              "flight_context": 2000, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
+              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
+              "flight_context": 1500, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
               "cmp_context": 2000},
     derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
                       "cmp_link_name": LINK_NAMES[n["cmp_link"]], "split_layers": MODELS[n["split"]].layers,
@@ -1213,14 +1213,14 @@ LESSON_4_PART_2 = Template(
 
 # Part 3's runs (``replicas``): each a few tenths of a second, so the settings come from short lists and a class
 # shares its runs. None is a setting the page or its explorer shows (four L4s; eight L4s at 18 a second;
-# Llama 3 70B on H100s at 4 or 24 a second).
+# Llama 3 70B on H100s at 4, 16 or 24 a second).
 ROUTED_COPIES = (2, 3, 5, 6)
 ROUTED_EACH = (2.3, 2.4, 2.5, 2.6)          # requests a second for each copy: near the knee and past it
 PREEMPTED_EACH = (2.2, 2.3, 2.4, 2.5, 2.6, 2.7)
 ROUTER_NAMES = {"round-robin": "dealt in turn", "least-loaded": "to the copy with the fewest in flight",
                 "one-queue": "behind one queue"}
-CUT_RATES = (2, 3, 5, 6, 8, 16, 18, 20, 22, 26, 28, 32)
-CUT_WORDS = {2: "two", 4: "four", 8: "eight"}
+CUT_RATES = (2, 3, 5, 6, 8, 12, 14, 18, 20, 22, 26, 28, 32)
+CUT_DEGREES = (2, 4, 8)     # GPUs a copy, of eight
 TBT_MODELS, TBT_GPUS, TBT_RATES = ("llama-3-70b", "qwen2.5-72b"), ("h200", "a100-80gb", "b200"), (3, 5, 6, 8)
 
 
@@ -1231,7 +1231,7 @@ def _cuts(models: tuple, gpus: tuple) -> tuple:
     found = []
     for key in models:
         for gpu in gpus:
-            for degree in CUT_WORDS:
+            for degree in CUT_DEGREES:
                 try:
                     copy = replicas.server(key, gpu, degree)
                 except ValueError:
@@ -1247,7 +1247,7 @@ def _draw_4_3(rng):
     held = rng.choice(_cuts(tuple(key for key in SPLIT_MODELS if key != "llama-3-70b"), TBT_GPUS + ("h100-sxm",)))
     timed = rng.choice(_cuts(TBT_MODELS, TBT_GPUS))
     return {**routed, "held_model": held[0], "held_gpu": held[1], "held_degree": held[2],
-            "cut_rate": rng.choice(CUT_RATES), "tbt_model": timed[0], "tbt_gpu": timed[1], "tbt_degree": timed[2],
+            "cut_rate": rng.choice(CUT_RATES), "cut_degree": rng.choice(CUT_DEGREES), "tbt_model": timed[0], "tbt_gpu": timed[1], "tbt_degree": timed[2],
             "tbt_rate": rng.choice(TBT_RATES), "pre_copies": rng.choice(ROUTED_COPIES),
             "pre_each": rng.choice(PREEMPTED_EACH), "pre_router": rng.choice(("round-robin", "least-loaded"))}
 
@@ -1255,11 +1255,12 @@ def _draw_4_3(rng):
 LESSON_4_PART_3 = Template(
     draw=_draw_4_3,
     practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
-              "held_degree": 4, "cut_rate": 20, "tbt_model": "llama-3-70b", "tbt_gpu": "b200", "tbt_degree": 4,
+              "held_degree": 4, "cut_rate": 20, "cut_degree": 4, "tbt_model": "llama-3-70b", "tbt_gpu": "b200", "tbt_degree": 4,
               "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
     derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
                       "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],
-                      "held_copies": 8 // n["held_degree"], "tbt_copies": 8 // n["tbt_degree"]},
+                      "held_copies": 8 // n["held_degree"], "cut_copies": 8 // n["cut_degree"],
+                      "tbt_copies": 8 // n["tbt_degree"]},
     statements={
         "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
                "ShareGPT-like requests arriving at {rate} a second in all (`simulator.poisson_requests(server, {rate}, "
@@ -1267,8 +1268,8 @@ LESSON_4_PART_3 = Template(
         "3.2": '{held_model_name} (`"{held_model}"`) in 16 bits runs on eight {held_gpu_short} (`"{held_gpu}"`) as '
                "{held_copies} copies of {held_degree} GPUs each, as vLLM 0.9.2 serves it. How many tokens of cache do all "
                "the copies hold together?",
-        "3.3": "Eight H100 SXM serve Llama 3 70B behind one queue, 4,000 requests at {cut_rate} a second. Which cut gives "
-               'the shortest p99 time to first token: copies of "two", "four" or "eight" GPUs?',
+        "3.3": "Eight H100 SXM serve Llama 3 70B as {cut_copies} copies of {cut_degree} GPUs behind one queue, 4,000 "
+               "requests at {cut_rate} a second. What is the p99 time to first token, in milliseconds?",
         "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} copies '
                "of {tbt_degree} GPUs behind one queue, 4,000 requests at {tbt_rate} a second. What is the median time "
                "between tokens, in milliseconds?",

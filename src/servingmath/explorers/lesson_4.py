@@ -1,6 +1,9 @@
 """Lesson 4: a model split over GPUs (``parallel``), copies behind a router, prefill and decode on GPUs apart."""
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 
 from .. import disaggregation, memory, parallel, replicas, units
@@ -50,6 +53,43 @@ def _fitting(link, batch, model):
 
 def _pipelines(link, batch, micro, model):
     return _each(_pipeline, link, batch, micro, model)
+
+
+@functools.cache
+def _menu_steps() -> tuple:
+    """Every setting of the pipeline explorer's menus on two or more GPUs where the stages fit: (model, link, users
+    in all, the stages' step, Part 1's split of the same users, or None where it does not fit)."""
+    found = []
+    for model, link, gpus, batch, micro in itertools.product(MODELS_SHOWN, MACHINES, GPUS[1:], BATCHES, GPUS):
+        try:
+            staged = _pipeline(gpus, link, batch, micro, model)
+        except memory.DoesNotFit:
+            continue
+        try:
+            split = _step(gpus, link, batch * micro, model)
+        except memory.DoesNotFit:
+            split = None
+        found.append((model, link, batch * micro, staged, split))
+    return tuple(found)
+
+
+def sends_most(model: str) -> float:
+    """The largest share of the time between a user's tokens the sends take, over the pipeline explorer's menus
+    for ``model``."""
+    if model not in MODELS_SHOWN:
+        raise ValueError(f"model must be one of the explorer's {MODELS_SHOWN}, got {model!r}")
+    return max((s.stages - 1) * s.send_time / s.interval for key, *_, s, _ in _menu_steps() if key == model)
+
+
+def stages_ahead() -> dict:
+    """Where stages give the same users more decode tokens a second than Part 1's split, over the pipeline explorer's
+    menus: {model: {link: the fewest users in all}}, each model and link where they do at some setting."""
+    found = {}
+    for model, link, users, staged, split in _menu_steps():
+        if split is not None and staged.interval < split.time:
+            fewest = found.setdefault(model, {})
+            fewest[link] = min(fewest.get(link, users), users)
+    return found
 
 
 def _bars(top, rows, names):
@@ -152,7 +192,8 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
              "sheet's peaks, then its send; a micro-batch starts again once its token leaves the last stage (the "
-             "token's way back left out); each send takes the latency of a small all-reduce on two GPUs.")
+             "token's way back left out); each send takes the latency measured for a small all-reduce on two GPUs, more "
+             "than one send pays.")
 
 
 ROUTER_RATES = (4, 6, 7, 8, 9, 10)
