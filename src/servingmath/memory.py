@@ -538,7 +538,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     ``engine``: ``"v0"`` (the engine of versions up to 0.7, removed in 0.11) or ``"v1"`` (the default from
     0.8.0); the count is checked on published logs of both (``vllm_startup_logs``). ``version``: for V1, the
     release whose defaults apply, read from the engines table (``servingmath.engines``); None stands for a
-    release from 0.8.4 to 0.20. ``max_num_batched_tokens`` and ``max_num_seqs`` default to the profiling pass
+    release from 0.8.4 to 0.20 (refused on the T4, where V1 ran only from 0.11). ``max_num_batched_tokens`` and ``max_num_seqs`` default to the profiling pass
     that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` (default: the engines table's for that engine and version, 0.9,
@@ -554,7 +554,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
       ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE`` spans them);
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
-      ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure: read your own log's). Earlier V1 versions capture
+      ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
+      of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
       the graphs after the cache is allocated, on top of the share: the budget says so
       (``graphs_outside_share``) and takes nothing out. So do the releases from 0.25.1 to 0.28.0 for a dense
       model, whose runner (Model Runner V2) estimated nothing; for a dense model after 0.28.0, which release
@@ -567,6 +568,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     model's window (past which it raises ``ContextTooLong``); like vLLM, the budget refuses to start
     (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache
     (``refuse=False`` returns the budget all the same, to set beside the log of a start vLLM refused).
+    A multimodal checkpoint (``model.vision_tower``: Gemma 3 4B and 27B) is refused: vLLM loads its vision
+    tower and profiles its image encoder, neither of which the budget counts.
     """
     _check.instance("model", model, Model)
     _check.instance("gpu", gpu, GPU)
