@@ -538,8 +538,9 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     ``engine``: ``"v0"`` (the engine of versions up to 0.7, removed in 0.11) or ``"v1"`` (the default from
     0.8.0); the count is checked on published logs of both (``vllm_startup_logs``). ``version``: for V1, the
     release whose defaults apply, read from the engines table (``servingmath.engines``); None stands for a
-    release from 0.8.4 to 0.20 (refused on the T4, where V1 ran only from 0.11). ``max_num_batched_tokens`` and ``max_num_seqs`` default to the profiling pass
-    that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
+    release from 0.8.4 to 0.20 (refused on the T4, where V1 ran only from 0.11). ``max_num_batched_tokens`` and
+    ``max_num_seqs`` default to the profiling pass that engine runs under ``vllm serve`` on this card
+    (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` (default: the engines table's for that engine and version, 0.9,
     or 0.92 for V1 from 0.21) of the memory CUDA reports for the card (``gpu.cuda_reported_bytes``, refused
