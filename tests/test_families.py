@@ -5,6 +5,7 @@ device (checked once outside this suite, which needs no torch); the publisher's 
 are checked at the precision the publisher prints them.
 """
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -166,7 +167,9 @@ def test_a_config_without_tie_word_embeddings_takes_the_familys_default():
 def test_gemma_3_reads_its_text_config_nested_or_not():
     nested = models.CONFIGS["gemma-3-27b"]
     flat = {**nested["text_config"], "model_type": "gemma3_text", "_name_or_path": "Gemma 3 27B"}
-    assert sm.Model.from_hf_config(flat) == sm.Model.from_hf_config(nested)
+    # The same language model; only the multimodal checkpoint carries the vision tower.
+    assert sm.Model.from_hf_config(flat) == replace(sm.Model.from_hf_config(nested), vision_tower=False)
+    assert sm.Model.from_hf_config(nested).vision_tower and not sm.Model.from_hf_config(flat).vision_tower
     four = sm.MODELS["gemma-3-4b"]  # its text config leaves heads, head size and vocabulary to the defaults
     assert (four.heads, four.kv_heads, four.head_dim, four.vocab) == (8, 4, 256, 262_208)
 
@@ -269,7 +272,7 @@ def test_the_two_gemma_3_forms_transformers_reads_are_read():
     # A multimodal config with no text_config: every key takes Gemma3TextConfig's default.
     bare = sm.Model.from_hf_config({"model_type": "gemma3"})
     defaults = sm.Model.from_hf_config({"model_type": "gemma3_text"}, name=bare.name)
-    assert bare == defaults and bare.context_window == 131_072
+    assert bare == replace(defaults, vision_tower=True) and bare.context_window == 131_072
     # A text_config without its own model_type is the same as one with it.
     nested = dict(models.CONFIGS["gemma-3-4b"])
     untyped = {**nested, "text_config": {k: v for k, v in nested["text_config"].items() if k != "model_type"}}

@@ -134,8 +134,15 @@ def test_variant_answers_agree_with_the_worked_arithmetic():
         assert variant_answers.expected("lesson-1-part-2", "2.3", student) == pytest.approx(
             MODELS[n["model"]].parameters * n["bits"] / 8 / 1e9, rel=1e-12)
         gpu = CATALOG[n["ridge_gpu"]]
+        # The FLOPs done at the reached rate in the time one read of Llama 3 8B's 16-bit weights takes.
+        read = MODELS["llama-3-8b"].parameters * 2 / (gpu.memory_bandwidth * n["ridge_memory"] / 100)
         assert variant_answers.expected("lesson-1-part-2", "2.4", student) == pytest.approx(
-            gpu.peak_flops * n["ridge_compute"] / (gpu.memory_bandwidth * n["ridge_memory"]), rel=1e-12)
+            gpu.peak_flops * n["ridge_compute"] / 100 * read, rel=1e-12)
+        # Problem 4.6: compute-bound past the reached ridge scaled by the weights' bits (16-bit arithmetic).
+        n = variants.numbers("lesson-1-part-4", student)
+        gpu = CATALOG[n["flip_gpu"]]
+        past = gpu.peak_flops * n["flip_compute"] / (gpu.memory_bandwidth * n["flip_memory"]) * n["flip_bits"] / 16
+        assert variant_answers.expected("lesson-1-part-4", "4.6", student) == math.floor(past) + 1
         n = variants.numbers("lesson-2-part-2", student)
         model = MODELS[n["small"]]
         assert variant_answers.expected("lesson-2-part-2", "2.1", student) == pytest.approx(

@@ -69,7 +69,8 @@ ANSWERS = {
         "2.2": lambda n: sm.prefill(L3, H100, n["prompt"]).bound,
         "2.3": lambda n: sm.weight_bytes(sm.MODELS[n["model"]].parameters, n["bits"]) / 1e9,
         "2.4": lambda n: sm.ridge_point(sm.CATALOG[n["ridge_gpu"]].peak_flops * n["ridge_compute"] / 100,
-                                        sm.CATALOG[n["ridge_gpu"]].memory_bandwidth * n["ridge_memory"] / 100),
+                                        sm.CATALOG[n["ridge_gpu"]].memory_bandwidth * n["ridge_memory"] / 100)
+        * sm.weight_bytes(L3.parameters, 16),
         "2.5": lambda n: sm.prefill(L3, H100, n["low_prompt"], weight_bits=n["low_bits"]).cost.intensity,
         "2.6": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["turn_gpu"]], _prompts(), assumptions=_reached(
             n["turn_compute"], n["turn_memory"])).timing.compute_bound, _prompts()),
@@ -91,7 +92,8 @@ ANSWERS = {
         "4.4": lambda n: sm.batching(L3, H100, n["bits_users"], weight_bits=n["bits"]).cost_per_million_tokens,
         "4.5": lambda n: _first(sm.batching(L3, H100, np.arange(1, 2001)).cost_per_million_tokens <= n["target"],
                                 np.arange(1, 2001)),
-        "4.6": lambda n: _first(sm.decode_step(L3, sm.CATALOG[n["flip_gpu"]], batch=np.arange(1, 4001), assumptions=_reached(
+        "4.6": lambda n: _first(sm.decode_step(L3, sm.CATALOG[n["flip_gpu"]], batch=np.arange(1, 4001),
+                                               weight_bits=n["flip_bits"], assumptions=_reached(
             n["flip_compute"], n["flip_memory"])).timing.compute_bound, np.arange(1, 4001)),
         "4.7": lambda n: sm.batching(L3, H100, n["plate_users"], cached_tokens=n["plate_cache"],
                                      assumptions=sm.PLATE).cost_per_million_tokens,

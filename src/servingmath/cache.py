@@ -201,8 +201,8 @@ DEEPSEEK_V2_CACHE_REDUCTION = 0.933
 
 # Published vLLM start-up logs the lesson quotes, read from the package's dataset of them
 # (data/vllm_startup_logs.yaml, where each row quotes its lines and names its source): Llama 2 7B on an
-# H100 with LoRA adapters enabled (V0, gateway-api-inference-extension pull request 550), and the lesson's
-# own model, Llama 3 8B, on an H100 at vLLM's defaults (V0, vllm-project/vllm pull request 10511). Each is a
+# H100 with LoRA adapters enabled and the model compiled (V0, gateway-api-inference-extension pull request
+# 550), and the lesson's own model, Llama 3 8B, on an H100 at vLLM's defaults (V0, vllm-project/vllm pull request 10511). Each is a
 # ``memory.VllmLog``: its ``tokens`` as logged, its ``budget()`` and ``error()`` beside the package's count.
 VLLM_LOG_LLAMA_2_7B = vllm_log("gaie-pr-550")
 VLLM_LOG_LLAMA_3_8B = vllm_log("vllm-pr-10511")

@@ -188,6 +188,10 @@ _ENTRIES = [
         source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column; bandwidth: the product brief's "
                "'greater than 2,000 GB/s' (PB-11133-001), exactly 2,039 GB/s from its HBM2e: 5,120 bits at "
                "1,593 MHz, two transfers a cycle (TechPowerUp GPU database)", as_of="2023-07",
+        cuda_reported_source=(
+            "none found: no published report of the memory CUDA gives this card names where it came from, and "
+            "the sheet's 80 GB will not do, since CUDA reports less than the sheet by an amount that varies by "
+            "card (79.19 GiB on the H100 SXM)"),
     ),
     GPU(
         key="h200", source_url="https://www.nvidia.com/en-us/data-center/h200/",

@@ -253,23 +253,33 @@ VLLM_PROFILE_TOKENS = 8192                   # V0's pass for the lesson's model:
 # One published "Estimated CUDA graph memory" (vLLM 0.27.1, each of two GPUs, gpustack/runner pull request 251): 0.36 GiB.
 # An example, not a model, and a small one: that start captured graphs only up to a batch of 16
 # ("PIECEWISE=16 (largest=16)"), where vLLM's default capture sizes go to batches of hundreds; a default
-# single-GPU start of Qwen3 8B (the compiled L40S log of data/vllm_startup_logs.yaml) took 0.56 GiB of graphs.
+# single-GPU start of Qwen3 8B (the compiled L40S log of data/vllm_startup_logs.yaml) took 0.56 GiB of graphs,
+# so with the default capture sizes the default understates the graphs' memory.
 # Read your own log's figure and pass it as cuda_graph_bytes.
 VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # Memory the profiling pass finds in use outside PyTorch's allocator (the CUDA context's growth,
 # cuBLAS workspaces; NCCL's buffers with more than one GPU). It is not the same from one log to the
 # next on one card: 0.16 GiB on an H100 in the log of pull request 12126 and of
 # gateway-api-inference-extension pull request 550, 1.79 GiB in the log of pull request 10511;
-# 0.02 GiB in vLLM 0.10.2's V1 logs on an L40S and an L4 (data/vllm_startup_logs.yaml).
-# The budget takes the H100 logs' 0.16 GiB unless told; the page states what the high end gives.
+# 0.02 GiB in every V1 log of data/vllm_startup_logs.yaml (vLLM 0.10.2 on an L40S and an L4).
+# Unless told, the budget takes the V0 logs' 0.16 GiB for V0 (read from gateway-api-inference-extension
+# pull request 550, a compiled start with LoRA) and the V1 logs' 0.02 GiB for V1 (read from the three V1 rows the
+# package is checked on, so those checks do not test it); the page states what the range gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
+VLLM_V1_NON_TORCH_BYTES = 0.02 * 2**30
 VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
+# What compiling adds to the profiling pass's peak: vLLM 0.10.2 on an L40S measured 1.19 GiB for Qwen3 8B compiled
+# (torch.compile and CUDA graphs, the default) against 0.53 GiB for the same pass eager (--enforce-eager): the two
+# L40S rows of data/vllm_startup_logs.yaml. One pair of logs, one model, one pass of 2,048 tokens: an example, not a
+# model of compilation, which no log here measures on a card of 70 GiB or more. ``vllm_budget(compiled=True)`` adds it.
+VLLM_COMPILED_EXTRA_BYTES = (1.19 - 0.53) * 2**30
 # Bytes the sampler holds for each logit at its peak: an empirical figure, matched to the one log whose peak
 # is the sampler's (qls-l4-qwen3-0.6b-eager: 0.52 GiB for 256 rows of 151,936 logits, about 14 a logit), read as the
 # 16-bit logits, a 32-bit copy, the probabilities and 32-bit random draws (2 + 4 + 4 + 4). It is not a
 # breakdown of vLLM's code: V0 profiles its sampler with top-k and top-p on (ModelRunner.profile_run:
 # SamplingParams(top_p=0.99, top_k=vocab_size - 1)), whose PyTorch path also sorts the logits (32-bit
-# values, 64-bit indices), and V1's runners differ in what their dummy sampler runs.
+# values, 64-bit indices), and V1's runners differ in what their dummy sampler runs. It was fitted at 256 rows; on
+# V1's large cards it is applied at 1,024 rows, where no log checks it and where it makes most of the peak.
 VLLM_SAMPLER_BYTES_PER_LOGIT = 14
 
 
@@ -297,8 +307,9 @@ def _runs_vllm(gpu: GPU):
         if "Apple" in gpu.name:
             raise ValueError(f"gpu {gpu.name!r} has no CUDA or ROCm device: vLLM's V0 and V1 engines run on NVIDIA "
                              f"and AMD GPUs, not on Apple's (vllm_budget counts those two engines)")
+        why = f" ({gpu.cuda_reported_source})" if gpu.cuda_reported_source else ""
         raise ValueError(f"gpu {gpu.name!r} has no published figure for the memory CUDA reports, which vLLM's "
-                         f"budget starts from; cards that have one: "
+                         f"budget starts from{why}; cards that have one: "
                          f"{[entry.key for entry in CATALOG.values() if entry.cuda_reported_bytes is not None]}")
 
 
@@ -321,7 +332,8 @@ def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=Non
     """The profiling pass vLLM runs by default for ``vllm serve``: (max_num_batched_tokens, max_num_seqs).
 
     V0: max(max_model_len, 2,048) tokens with chunked prefill off. V0 turns chunked prefill on by itself,
-    and then profiles 2,048 tokens, only for windows past 32,768 tokens on an NVIDIA card and for models
+    and then profiles 2,048 tokens (0.6.4 and earlier: 512, the engines table's row before 0.6.5; the budget
+    follows 0.6.5 on), only for windows past 32,768 tokens on an NVIDIA card and for models
     without sliding-window layers; on AMD's cards (ROCm) and for latent-attention models that rule changed
     between releases, so such a window is refused (pass ``max_num_batched_tokens`` to ``vllm_budget``).
 
@@ -353,10 +365,12 @@ def vllm_profile_defaults(model: Model, gpu: GPU, engine="v0", max_model_len=Non
     else:
         row = _v1_version(version)
         reported = gpu.cuda_reported_bytes
-        if (_version(row) < _version(_engines.VLLM_V0_REMOVED)
+        if ((version is None or _version(row) < _version(_engines.VLLM_V0_REMOVED))
                 and set(gpu.name.lower().split()) & set(_engines.VLLM_V1_BELOW_SM80)):
+            given = (f"version None (a release before {VLLM_CUDA_GRAPH_ESTIMATE_SINCE}, most of them before "
+                     f"{_engines.VLLM_V0_REMOVED})" if version is None else f"version {version!r}")
             raise ValueError(
-                f"engine 'v1' did not run on {gpu.name} at version {version!r}: until V0 was removed in "
+                f"engine 'v1' did not run on {gpu.name} at {given}: until V0 was removed in "
                 f"{_engines.VLLM_V0_REMOVED}, vLLM fell back to V0 on cards of compute capability below 8.0; pass "
                 f"engine='v0', or a version of {_engines.VLLM_V0_REMOVED} or later")
         by_name = any(word in gpu.name.lower() for word in _engines.VLLM_V1_LARGE_TIER_BY_NAME)
@@ -517,15 +531,16 @@ class VllmBudget:
 
 def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
                 max_num_batched_tokens=None, weight_bits=16, kv_bits=16, max_num_seqs=None,
-                max_model_len=None, *, engine="v0", version=None, non_torch_bytes=VLLM_NON_TORCH_BYTES,
-                cuda_graph_bytes=None, refuse=True) -> VllmBudget:
+                max_model_len=None, *, engine="v0", version=None, non_torch_bytes=None,
+                cuda_graph_bytes=None, compiled=False, refuse=True) -> VllmBudget:
     """vLLM's start-up arithmetic for ``model`` on one ``gpu``: its share, and the cache left in it.
 
     ``engine``: ``"v0"`` (the engine of versions up to 0.7, removed in 0.11) or ``"v1"`` (the default from
     0.8.0); the count is checked on published logs of both (``vllm_startup_logs``). ``version``: for V1, the
     release whose defaults apply, read from the engines table (``servingmath.engines``); None stands for a
-    release from 0.8.4 to 0.20. ``max_num_batched_tokens`` and ``max_num_seqs`` default to the profiling pass
-    that engine runs under ``vllm serve`` on this card (``vllm_profile_defaults``).
+    release from 0.8.4 to 0.20 (refused on the T4, where V1 ran only from 0.11). ``max_num_batched_tokens`` and
+    ``max_num_seqs`` default to the profiling pass that engine runs under ``vllm serve`` on this card
+    (``vllm_profile_defaults``).
 
     The share is ``gpu_memory_utilization`` (default: the engines table's for that engine and version, 0.9,
     or 0.92 for V1 from 0.21) of the memory CUDA reports for the card (``gpu.cuda_reported_bytes``, refused
@@ -533,11 +548,15 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     Out of it come, in order:
 
     - the weights, as vLLM loads them (``vllm_weight_bytes``);
-    - the activation peak of the profiling pass (``vllm_activation_bytes``, a model: the larger of
-      the layers' peak and the sampler's, which vLLM reaches one after the other);
-    - non-torch memory, ``non_torch_bytes`` (``VLLM_NON_TORCH_RANGE`` spans the published logs);
+    - the activation peak of the profiling pass (``vllm_activation_bytes``, a model of an eager pass: the
+      larger of the layers' peak and the sampler's, which vLLM reaches one after the other). V1 runs compiled
+      by default, and its compiled passes peak higher: ``compiled=True`` adds ``VLLM_COMPILED_EXTRA_BYTES``,
+      what one compiled log measured above its eager twin (an example, not a model); the two bound V1's count;
+    - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
+      ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE`` spans them);
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
-      ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure: read your own log's). Earlier V1 versions capture
+      ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
+      of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
       the graphs after the cache is allocated, on top of the share: the budget says so
       (``graphs_outside_share``) and takes nothing out. So do the releases from 0.25.1 to 0.28.0 for a dense
       model, whose runner (Model Runner V2) estimated nothing; for a dense model after 0.28.0, which release
@@ -550,10 +569,20 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     model's window (past which it raises ``ContextTooLong``); like vLLM, the budget refuses to start
     (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache
     (``refuse=False`` returns the budget all the same, to set beside the log of a start vLLM refused).
+    A multimodal checkpoint (``model.vision_tower``: Gemma 3 4B and 27B) is refused: vLLM loads its vision
+    tower and profiles its image encoder, neither of which the budget counts.
     """
     _check.instance("model", model, Model)
     _check.instance("gpu", gpu, GPU)
+    if model.vision_tower:
+        raise ValueError(f"model {model.name!r} is a multimodal checkpoint: vLLM loads its vision tower and profiles "
+                         f"its image encoder at start-up, which vllm_budget does not count (it counts the language "
+                         f"model alone); read the cache size from vLLM's log")
     engine = _engine(engine)
+    if compiled is not True and compiled is not False:
+        raise TypeError(f"compiled must be True or False, got {compiled!r}")
+    if non_torch_bytes is None:
+        non_torch_bytes = VLLM_V1_NON_TORCH_BYTES if engine == "v1" else VLLM_NON_TORCH_BYTES
     parsed = _version(version)
     if engine == "v0" and parsed is not None and parsed >= _version(_engines.VLLM_V0_REMOVED):
         raise ValueError(f"version must be before {_engines.VLLM_V0_REMOVED} for engine='v0' (vLLM removed V0 "
@@ -578,7 +607,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
         default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len, version)
     tokens = default_tokens if max_num_batched_tokens is None else max_num_batched_tokens
     seqs = default_seqs if max_num_seqs is None else max_num_seqs
-    activation = vllm_activation_bytes(model, tokens, seqs)
+    activation = vllm_activation_bytes(model, tokens, seqs) + (VLLM_COMPILED_EXTRA_BYTES if compiled else 0.0)
     graphs, outside, estimated = 0.0, False, False
     if engine == "v1":
         at = _version(row)
@@ -631,7 +660,8 @@ def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=None,
                       max_num_batched_tokens=None, weight_bits=16, **options) -> int:
     """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's 'GPU KV cache
     size', or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),
-    ``version``, ``kv_bits``, ``max_num_seqs``, ``max_model_len``, ``non_torch_bytes``, ``cuda_graph_bytes``."""
+    ``version``, ``kv_bits``, ``max_num_seqs``, ``max_model_len``, ``non_torch_bytes``, ``cuda_graph_bytes``,
+    ``compiled``."""
     return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
 
 

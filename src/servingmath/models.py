@@ -26,7 +26,7 @@ _WHOLE_AT_LEAST_ONE = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn
                        "experts_per_token", "norms_per_layer")
 _WHOLE_OR_ZERO = ("expert_ffn", "shared_ffn", "dense_layers", "sliding_window", "sliding_layers", "kv_lora_rank",
                   "q_lora_rank", "rope_head_dim", "v_head_dim")
-_SWITCHES = ("tied_embeddings", "qkv_bias", "output_bias", "mlp_bias", "shared_expert_gate", "qk_norm")
+_SWITCHES = ("tied_embeddings", "qkv_bias", "output_bias", "mlp_bias", "shared_expert_gate", "qk_norm", "vision_tower")
 
 
 _LARGEST = 2**53
@@ -72,6 +72,9 @@ class Model:
     Sliding windows: ``sliding_layers`` of the layers attend to (and cache) at most the last
     ``sliding_window`` tokens.
 
+    ``vision_tower``: the checkpoint also carries an image encoder (Gemma 3 4B and 27B), which the
+    counts here leave out; they are of the language model alone.
+
     ``context_window``: the most tokens (prompt and reply together) the model reads, its
     config's ``max_position_embeddings`` or its family's default. Every model of the catalog
     and every model read from a config has one; the package refuses a longer context
@@ -105,6 +108,7 @@ class Model:
     rope_head_dim: int = 0
     v_head_dim: int = 0
     context_window: int | None = None
+    vision_tower: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -557,7 +561,7 @@ def _gemma2(config, name):
                          **_window(values, sliding)))
 
 
-def _gemma3_text(config, name):
+def _gemma3_text(config, name, vision_tower=False):
     values = _with_defaults(config, _GEMMA3_TEXT)
     bias = _switch("attention_bias", values["attention_bias"])
     if values.get("layer_types") is not None:
@@ -569,7 +573,7 @@ def _gemma3_text(config, name):
     else:
         sliding = 0
     return Model(**_core(values, name, config, qkv_bias=bias, output_bias=bias, norms_per_layer=4, qk_norm=True,
-                         **_window(values, sliding)))
+                         vision_tower=vision_tower, **_window(values, sliding)))
 
 
 def _gemma3(config, name):
@@ -581,7 +585,7 @@ def _gemma3(config, name):
     # Absent keys (the whole text_config, or its model_type) take Gemma3TextConfig's defaults.
     inner = {"model_type": "gemma3_text", **text,
              "_name_or_path": config.get("_name_or_path") or config.get("model_type")}
-    return _gemma3_text(inner, name)
+    return _gemma3_text(inner, name, vision_tower=True)
 
 
 def _phi3(config, name):

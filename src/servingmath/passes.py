@@ -89,7 +89,9 @@ def attention_flops_per_position(model: Model) -> int:
     head scores against the cached latent and rotary key, 2 × (latent + rotary) FLOPs, and sums
     the latents, 2 × latent. That is 278,528 a position for DeepSeek-V2's 128 heads, against
     81,920 for scores and sums at the per-head widths, which would need every cached latent
-    expanded into per-head keys and values first.
+    expanded into per-head keys and values first. Prompts are counted the same way, though vLLM's MLA
+    prefill does expand the latents (one up-projection a token, then attention at the per-head widths):
+    for a long prompt the count here is then up to 3.4 times the attention FLOPs vLLM spends.
     """
     _check.instance("model", model, Model)
     if model.latent_attention:

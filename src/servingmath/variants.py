@@ -224,7 +224,7 @@ LESSON_1_PART_2 = Template(
         "2.4": "The {ridge_gpu_named} does {ridge_gpu_tflops} trillion dense 16-bit FLOPs a second and reads "
                "{ridge_gpu_tbps} TB a second at its peaks; its kernels reach {ridge_compute} % of the first and "
                "{ridge_memory} % of the second. At the rates they reach, how many FLOPs can it do in the time it "
-               "reads one byte?",
+               "reads Llama 3 8B's 16-bit weights once? Give the count of FLOPs, not of trillions.",
         "2.5": "Store Llama 3 8B's weights in {low_bits} bits each instead. {low_prompt:A}-token prompt arrives. How "
                "many FLOPs does its prefill pass now do for each byte of weights it reads?",
         "2.6": "On the {turn_gpu_named}, with 16-bit weights, its arithmetic at {turn_compute} % of its peak and its "
@@ -336,7 +336,8 @@ def _draw_1_4(rng):
             "bits": rng.choice((3, 4, 5, 6, 8)), "target": rng.choice(TARGET_COSTS),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "flip_compute", "flip_memory"),
-            "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100)}
+            "plate_users": rng.choice((8, 16, 24, 32, 48)), "plate_cache": _steps(rng, 500, 4000, 100),
+            "flip_bits": rng.choice((8, 6, 5, 4))}
 
 
 def _derive_1_4(n):
@@ -351,7 +352,8 @@ def _derive_1_4(n):
 LESSON_1_PART_4 = Template(
     draw=_draw_1_4,
     practice={"users": 16, "gpu": "h200", "gpu_users": 32, "bits_users": 32, "bits": 4, "target": 0.10,
-              "flip_gpu": "a100-80gb", "flip_compute": 65, "flip_memory": 80, "plate_users": 32, "plate_cache": 1000},
+              "flip_gpu": "a100-80gb", "flip_compute": 65, "flip_memory": 80, "plate_users": 32, "plate_cache": 1000,
+              "flip_bits": 8},
     derive=_derive_1_4,
     statements={
         "4.1": "The H100 SXM still rents for ${h100_price} an hour, and now {users} users share every decode pass. "
@@ -368,15 +370,16 @@ LESSON_1_PART_4 = Template(
                "memory at {flip_memory} % of its bandwidth. Each user added to a pass then adds "
                "arithmetic but no "
                "bytes, so at some batch size the arithmetic takes longer than the read and every further user "
-               "slows each step. On the {flip_gpu_named} with 16-bit weights, what is the smallest number of users "
-               "per pass at which a decode step is compute-bound?",
+               "slows each step. On the {flip_gpu_named}, its weights stored in {flip_bits} bits (read at that width, "
+               "computed at the 16-bit rate, as throughout the lesson), what is the smallest number of users per "
+               "pass at which a decode step is compute-bound?",
         "4.7": "Now count what the lesson left out, with the assumptions of plate XXIII.1 (`sm.PLATE`): the "
                "arithmetic runs at {plate_compute} % of its peak, memory at {plate_memory} % of its peak, each pass "
                "costs {plate_overhead} ms more, and attention and the KV cache are counted. Each of {plate_users} "
                "users has {plate_cache} tokens in its cache. What does a million tokens cost on the H100 SXM at "
                "${h100_price} an hour?",
     },
-    sense=lambda n: (_fits("llama-3-8b", n["gpu"]) + _fits("llama-3-8b", n["flip_gpu"])
+    sense=lambda n: (_fits("llama-3-8b", n["gpu"]) + _fits("llama-3-8b", n["flip_gpu"], n["flip_bits"])
                      + _fits("llama-3-8b", "h100-sxm", 16, n["plate_cache"] + 1, n["plate_users"])
                      + _within(n, "llama-3-8b", "plate_cache", plus=1)),
 )
@@ -490,7 +493,7 @@ def _derive_2_1(n):
 
 LESSON_2_PART_1 = Template(
     draw=_draw_2_1,
-    practice={"context": 2000, "long_model": "llama-3-8b", "long": 8000, "gpu": "a100-80gb", "clock_context": 3000,
+    practice={"context": 2000, "long_model": "llama-3-8b", "long": 8000, "gpu": "a100-80gb", "clock_context": 4500,
               "prompt": 2000, "reply": 300},
     derive=_derive_2_1,
     statements={
