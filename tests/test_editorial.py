@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import collections
 import re
 import sys
 from pathlib import Path
@@ -410,4 +411,31 @@ def test_the_bibliography_parses_and_names_each_entry_once():
     assert len(keys) == len(set(keys)), sorted(key for key in keys if keys.count(key) > 1)
     parsed = pybtex.database.parse_string(text, "bibtex")
     assert sorted(parsed.entries) == sorted(keys)
+
+
+def test_no_two_entries_print_the_same_label():
+    # The author-year label is the author and year alone (a "NVIDIA25"), with "a" and "b" added only where one
+    # page cites two entries that share them (sorted by title). Two entries each cited alone on different pages
+    # print one label for two sources, and the build's -W stops on sphinxcontrib-bibtex's "duplicate label".
+    import pybtex.database
+
+    entries = pybtex.database.parse_file(ROOT / "references.bib").entries
+
+    def base(key):
+        entry = entries[key]
+        return " and ".join(str(person) for person in entry.persons.get("author", [])), entry.fields.get("year")
+
+    printed = collections.defaultdict(set)
+    for page in (ROOT / "chapters").rglob("*.md"):
+        cited = {key.strip() for keys in re.findall(r"\{cite:[pt]\}`([^`]+)`", page.read_text(encoding="utf-8"))
+                 for key in keys.split(",")}
+        shared = collections.defaultdict(list)
+        for key in cited:
+            shared[base(key)].append(key)
+        for label, keys in shared.items():
+            ordered = sorted(keys, key=lambda key: entries[key].fields.get("title", ""))
+            for suffix, key in zip("abcdefgh" if len(keys) > 1 else [""], ordered):
+                printed[label + (suffix,)].add(key)
+    clashes = {label: sorted(keys) for label, keys in printed.items() if len(keys) > 1}
+    assert not clashes, clashes
 
