@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,9 @@ PACKAGE = Path(__file__).parent
 # What is written: a digest's folder, and in it the results and the files being written.
 DIGEST_NAME = re.compile(r"[0-9a-f]{32}")
 RESULT_NAME = re.compile(r"(run|goodput)-[0-9a-f]{32}\.(npz|lock)|\.partial-\w+\.npz")
+# NumPy's .npz, compressed at zlib's fastest level: less than half the time of ``np.savez_compressed``'s level 6 on
+# lesson 3's runs, for files a few per cent larger.
+COMPRESSION = 1
 
 
 def package_files() -> list[Path]:
@@ -126,8 +130,10 @@ def _write(path: Path, arrays: dict[str, np.ndarray]):
     # Written whole under another name, then renamed: a process reading at the same time never sees half of it.
     file = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)
     try:
-        with file:
-            np.savez_compressed(file, **arrays)
+        with file, zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESSION) as archive:
+            for key, array in arrays.items():
+                with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
         os.chmod(file.name, 0o644)
         os.replace(file.name, path)
     finally:

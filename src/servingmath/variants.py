@@ -1124,6 +1124,20 @@ SEND_MODELS = ("llama-3-70b", "llama-3-8b", "qwen2.5-72b", "mixtral-8x22b", "lla
 COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
 
 
+@functools.cache
+def _stage_splits() -> list:
+    """(model, bits, stages) for Problem 2.2: a model whose layers do not divide into so many stages, its weights in so
+    many bits held by that many H100 SXM."""
+    return [(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
+            if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)]
+
+
+@functools.cache
+def _sends() -> list:
+    """(model, GPU, link) for Problem 2.3: a model that eight such GPUs hold as stages."""
+    return [(key, gpu, link) for key in SEND_MODELS for gpu, link in SEND_LINKS if not _stages_fit(key, gpu, 8, link)]
+
+
 def _draw_4_2(rng):
     drawn = {"bits": rng.choice((16, 8, 4)), "stages": rng.choice((2, 4, 8)), "link": rng.choice(STAGE_LINKS)}
     while True:
@@ -1131,10 +1145,8 @@ def _draw_4_2(rng):
         if not _stages_fit("llama-3-70b", "h100-sxm", drawn["stages"], drawn["link"], drawn["context"] + 1,
                            drawn["users"], drawn["bits"]):
             break
-    split = rng.choice([(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
-                        if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)])
-    send = rng.choice([(key, gpu, link) for key in SEND_MODELS for gpu, link in SEND_LINKS
-                       if not _stages_fit(key, gpu, 8, link)])
+    split = rng.choice(_stage_splits())
+    send = rng.choice(_sends())
     return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "send_model": send[0],
             "send_gpu": send[1], "send_link": send[2], "send_users": _steps(rng, 64, 2048, 32),
             **_flight_case(rng), **_compared_case(rng)}
@@ -1416,8 +1428,10 @@ def numbers(notebook: str, student_id) -> dict:
 DRAWS = 100
 
 
-# Kept for a class of a thousand in every notebook: the grader and the tests ask for each student's numbers again.
-@functools.lru_cache(maxsize=16 * 1024)
+# Kept for a class of a thousand in every notebook, with room for more notebooks: the grader and the tests ask for each
+# student's numbers again, notebook after notebook, and a cache that held fewer would drop each before it was asked
+# for again (tests/test_variants.py holds it to the class).
+@functools.lru_cache(maxsize=64 * 1024)
 def _numbers(notebook: str, key: str) -> tuple:
     rng = random.Random(seed(notebook, key))
     tried = []
