@@ -1275,12 +1275,12 @@ LESSON_4_PART_3 = Template(
                       "held_copies": _copies(8 // n["held_degree"]), "cut_copies": _copies(8 // n["cut_degree"]),
                       "tbt_copies": _copies(8 // n["tbt_degree"])},
     statements={
-        "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
+        "3.1": "{copies} copies of Llama 3 8B, one on each L4, with lesson 3's profile of vLLM 0.9.2 (`replicas.server()`), take 4,000 "
                "ShareGPT-like requests arriving at {rate} a second in all (`simulator.poisson_requests(server, {rate}, "
                "4000)`), {router_way} (`\"{router}\"`). What is the p99 time to first token, in seconds?",
         "3.2": '{held_model_name} (`"{held_model}"`) in 16 bits runs on eight {held_gpu_short} (`"{held_gpu}"`) as '
-               "{held_copies} of {held_degree} GPUs each, as vLLM 0.9.2 serves it. How many tokens of cache do all "
-               "the copies hold together?",
+               "{held_copies} of {held_degree} GPUs each, with lesson 3's profile of vLLM 0.9.2. How many tokens of "
+               "cache, as the simulator sizes it, do all the copies hold together?",
         "3.3": "Eight H100 SXM serve Llama 3 70B as {cut_copies} of {cut_degree} GPUs behind one queue, 4,000 "
                "requests at {cut_rate} a second. What is the p99 time to first token, in milliseconds?",
         "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} '
