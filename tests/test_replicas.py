@@ -51,3 +51,27 @@ def test_the_group_of_eight_loses_under_load_by_the_engine_s_charge_a_user_alone
 def test_bad_input_is_refused_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_copys_cache_is_the_simulators_room_more_than_vllms_start_up_count():
+    """Part 3 says so: the simulator gives an L4 copy 90 % of the catalog's memory less the weights, 5.68 GB;
+    vLLM 0.9.2's own count (the memory CUDA reports, activations set aside) keeps about 4.7 GB."""
+    from servingmath import memory, units
+
+    copy = replicas.server()
+    started = memory.vllm_budget(copy.model, copy.gpu, engine="v1", version=replicas.ENGINE[1])
+    assert copy.cache_room == 0.9 * copy.gpu.memory_bytes - copy.gpu_weight_bytes
+    assert (units.gb(copy.cache_room), units.gb(started.cache_bytes, 1)) == ("5.68 GB", "4.7 GB")
+
+
+def test_the_profiles_charge_a_user_is_fitted_to_single_gpu_runs_of_vllm_0_8_5_to_0_11():
+    """Part 3's 91 µs a user a step: the V1 group's fit, on runs of one GPU each, vLLM 0.8.5 to 0.11.0."""
+    from servingmath import calibration, engines, runs
+
+    group = engines.engine(*replicas.ENGINE).group
+    fitted = [run for run in runs.load_runs() if run.id in calibration.results()["rows"]
+              and engines.engine(run.engine, run.version).group == group]
+    versions = sorted({run.version for run in fitted}, key=runs.version_key)
+    assert group == "vllm-v1" and (versions[0], versions[-1]) == ("0.8.5", "0.11.0")
+    assert {run.tensor_parallel for run in fitted} == {1}
+    assert replicas.server().user_time == calibration.fitted_overheads()[group].user_time

@@ -410,3 +410,23 @@ def test_no_student_is_set_a_case_whose_answer_the_page_prints():
     for (name, label), figure in page.items():
         for student in STUDENTS:
             assert written[label](variant_answers.expected(name, label, student)) != figure, (name, label, student)
+
+
+def test_no_lesson_4_part_2_draw_uses_the_pages_and_explorers_cached_tokens():
+    """Parts 1 and 2 and their explorers fix every user's cache at 1,000 tokens and print or read out the step for
+    it: a graded 2.1, 2.4 or 2.5 drawn at that cache could be read off the page (2.4's four stages of four
+    micro-batches of 64 users is the page's 5,287 tokens a second)."""
+    from servingmath.explorers import lesson_4
+
+    assert variants.CACHED_SHOWN == lesson_4.CACHED == 1000
+    for student in STUDENTS:
+        n = variants.numbers("lesson-4-part-2", student)
+        assert variants.CACHED_SHOWN not in (n["context"], n["flight_context"], n["cmp_context"]), student
+
+
+def test_lesson_4_part_3_statements_count_one_copy_in_the_singular():
+    """A group of eight GPUs is one copy: no statement reads "1 copies"."""
+    assert (variants._copies(1), variants._copies(4)) == ("1 copy", "4 copies")
+    for student in STUDENTS[:300]:
+        for label in variants.TEMPLATES["lesson-4-part-3"].statements:
+            assert "1 copies" not in variants.statement("lesson-4-part-3", label, student), (student, label)

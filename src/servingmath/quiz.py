@@ -509,8 +509,8 @@ def _lesson_4_questions():
                       "One user's token keeps one stage busy at a time: the other three wait."),
         ),
         Question(
-            prompt="Eight copies of a model serve one stream of requests. Which router makes requests wait least, "
-                   "at the same load?",
+            prompt="Eight copies of a model serve one stream of requests, below the copies' knee. Which router "
+                   "keeps the longest waits for a first token shortest, at the same load?",
             options=("Sending each request to the copies in turn.",
                      "Sending each request to a copy chosen at random.",
                      "One queue that every copy takes from when it has room.",

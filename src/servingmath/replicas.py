@@ -27,7 +27,9 @@ SPLIT = ("llama-3-70b", "h100-sxm", 8)
 
 def server(model=ROUTED[0], gpu=ROUTED[1], tensor_parallel=1) -> simulator.Server:
     """One copy: ``model`` (a key of ``MODELS``) on ``tensor_parallel`` GPUs of the kind ``gpu`` (a key of
-    ``CATALOG``; joined by the fastest link the catalog gives it), as vLLM 0.9.2 serves it."""
+    ``CATALOG``; joined by the fastest link the catalog gives it), with vLLM 0.9.2's profile. Its cache is the
+    simulator's room (``Server.cache_room``: the catalog's memory less the reserve and the weights), more than vLLM's
+    own start-up count keeps (``memory.vllm_budget``)."""
     simulator._choice("model", model, tuple(MODELS))
     simulator._choice("gpu", gpu, tuple(CATALOG))
     return engines.engine(*ENGINE).server(MODELS[model], CATALOG[gpu], tensor_parallel_size=tensor_parallel)

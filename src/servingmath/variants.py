@@ -1114,6 +1114,9 @@ def _stages_fit(model_key: str, gpu_key: str, stages: int, link=None, context=0,
     return [] if found.fits else [found.message]
 
 
+# The tokens cached a user on Parts 1 and 2 and in their explorers: no draw of Part 2's uses it, so no graded answer
+# can be read off the page.
+CACHED_SHOWN = 1000
 # Stages in one server (NVLink) or one a server (InfiniBand); links between the stages a send crosses.
 STAGE_LINKS = ("nvlink4", "infiniband-ndr", "roce-400g")
 SEND_LINKS = (("h100-sxm", "nvlink4"), ("h200", "nvlink4"), ("b200", "nvlink5"), ("a100-80gb", "nvlink3"),
@@ -1141,7 +1144,7 @@ def _sends() -> list:
 def _draw_4_2(rng):
     drawn = {"bits": rng.choice((16, 8, 4)), "stages": rng.choice((2, 4, 8)), "link": rng.choice(STAGE_LINKS)}
     while True:
-        drawn.update(users=_steps(rng, 1, 128, 1), context=_steps(rng, 200, 8000, 50))
+        drawn.update(users=_steps(rng, 1, 128, 1), context=_steps(rng, 200, 8000, 50, but=(CACHED_SHOWN,)))
         if not _stages_fit("llama-3-70b", "h100-sxm", drawn["stages"], drawn["link"], drawn["context"] + 1,
                            drawn["users"], drawn["bits"]):
             break
@@ -1156,13 +1159,15 @@ def _flight_case(rng) -> dict:
     """Micro-batches of Llama 3 70B in flight on H100 SXM stages, drawn again until their caches fit."""
     while True:
         drawn = {"flight_stages": rng.choice((2, 4, 8)), "flight_micro": rng.randint(2, 8),
-                 "flight_users": _steps(rng, 1, 64, 1), "flight_context": _steps(rng, 500, 4000, 100)}
+                 "flight_users": _steps(rng, 1, 64, 1),
+                 "flight_context": _steps(rng, 500, 4000, 100, but=(CACHED_SHOWN,))}
         if not _stages_fit("llama-3-70b", "h100-sxm", drawn["flight_stages"], None, drawn["flight_context"] + 1,
                            drawn["flight_micro"] * drawn["flight_users"]):
             return drawn
 
 
-# Models that split 2, 4 and 8 ways (heads and KV heads) for Problem 2.5.
+# Models for Problem 2.5: each splits 2 and 4 ways (heads and KV heads), all but Qwen2.5-7B (28 heads) 8 ways too;
+# a draw whose split does not divide is drawn again.
 COMPARED_MODELS = ("llama-3-70b", "qwen2.5-72b", "llama-3-8b", "qwen3-8b", "mixtral-8x7b", "qwen2.5-7b")
 
 
@@ -1172,7 +1177,7 @@ def _compared_case(rng) -> dict:
         gpu, link, counts = rng.choice(COMPARED)
         drawn = {"cmp_model": rng.choice(COMPARED_MODELS), "cmp_gpu": gpu, "cmp_link": link,
                  "cmp_gpus": rng.choice(counts), "cmp_per": _steps(rng, 1, 64, 1),
-                 "cmp_context": _steps(rng, 200, 8000, 50)}
+                 "cmp_context": _steps(rng, 200, 8000, 50, but=(CACHED_SHOWN,))}
         users, model = drawn["cmp_gpus"] * drawn["cmp_per"], drawn["cmp_model"]
         if not (_stages_fit(model, gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
                 or _group_fits(model, gpu, drawn["cmp_gpus"], link, drawn["cmp_context"] + 1, users)
@@ -1256,6 +1261,11 @@ def _cuts(models: tuple, gpus: tuple) -> tuple:
     return tuple(found)
 
 
+def _copies(count: int) -> str:
+    """``count`` copies in words: "1 copy", "4 copies"."""
+    return f"{count} {'copy' if count == 1 else 'copies'}"
+
+
 def _draw_4_3(rng):
     routed = {"copies": rng.choice(ROUTED_COPIES), "each": rng.choice(ROUTED_EACH),
               "router": rng.choice(tuple(ROUTER_NAMES))}
@@ -1274,18 +1284,18 @@ LESSON_4_PART_3 = Template(
               "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
     derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
                       "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],
-                      "held_copies": 8 // n["held_degree"], "cut_copies": 8 // n["cut_degree"],
-                      "tbt_copies": 8 // n["tbt_degree"]},
+                      "held_copies": _copies(8 // n["held_degree"]), "cut_copies": _copies(8 // n["cut_degree"]),
+                      "tbt_copies": _copies(8 // n["tbt_degree"])},
     statements={
-        "3.1": "{copies} copies of Llama 3 8B, one on each L4, as vLLM 0.9.2 serves it (`replicas.server()`), take 4,000 "
+        "3.1": "{copies} copies of Llama 3 8B, one on each L4, with lesson 3's profile of vLLM 0.9.2 (`replicas.server()`), take 4,000 "
                "ShareGPT-like requests arriving at {rate} a second in all (`simulator.poisson_requests(server, {rate}, "
                "4000)`), {router_way} (`\"{router}\"`). What is the p99 time to first token, in seconds?",
         "3.2": '{held_model_name} (`"{held_model}"`) in 16 bits runs on eight {held_gpu_short} (`"{held_gpu}"`) as '
-               "{held_copies} copies of {held_degree} GPUs each, as vLLM 0.9.2 serves it. How many tokens of cache do all "
-               "the copies hold together?",
-        "3.3": "Eight H100 SXM serve Llama 3 70B as {cut_copies} copies of {cut_degree} GPUs behind one queue, 4,000 "
+               "{held_copies} of {held_degree} GPUs each, with lesson 3's profile of vLLM 0.9.2. How many tokens of "
+               "cache, as the simulator sizes it, do all the copies hold together?",
+        "3.3": "Eight H100 SXM serve Llama 3 70B as {cut_copies} of {cut_degree} GPUs behind one queue, 4,000 "
                "requests at {cut_rate} a second. What is the p99 time to first token, in milliseconds?",
-        "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} copies '
+        "3.4": '{tbt_model_name} (`"{tbt_model}"`) runs on eight {tbt_gpu_short} (`"{tbt_gpu}"`) as {tbt_copies} '
                "of {tbt_degree} GPUs behind one queue, 4,000 requests at {tbt_rate} a second. What is the median time "
                "between tokens, in milliseconds?",
         "3.5": "{pre_copies} copies of Llama 3 8B on L4s, as in Problem 3.1, take 4,000 such requests arriving at "

@@ -14,6 +14,7 @@ from .lesson_3 import _bar_row, rate_text
 
 GPUS = (1, 2, 4, 8)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+FINE_BATCHES = tuple(range(1, 257))     # the live explorers' finer steps, BATCHES among them
 CACHED = 1000      # tokens each user holds before the step
 # The cards and the link between them: H100 SXM on an HGX board's NVSwitch, or H100 PCIe cards on PCIe alone.
 MACHINES = {"nvlink": ("h100-sxm", "nvlink4"), "pcie": ("h100-pcie", "pcie5")}
@@ -57,10 +58,11 @@ def _pipelines(link, batch, micro, model):
 
 @functools.cache
 def _menu_steps() -> tuple:
-    """Every setting of the pipeline explorer's menus on two or more GPUs where the stages fit: (model, link, users
-    in all, the stages' step, Part 1's split of the same users, or None where it does not fit)."""
+    """Every setting of the live pipeline explorer, its finer steps of users included, on two or more GPUs where the
+    stages fit: (model, link, users in all, the stages' step, Part 1's split of the same users, or None where it
+    does not fit)."""
     found = []
-    for model, link, gpus, batch, micro in itertools.product(MODELS_SHOWN, MACHINES, GPUS[1:], BATCHES, GPUS):
+    for model, link, gpus, batch, micro in itertools.product(MODELS_SHOWN, MACHINES, GPUS[1:], FINE_BATCHES, GPUS):
         try:
             staged = _pipeline(gpus, link, batch, micro, model)
         except memory.DoesNotFit:
@@ -74,16 +76,17 @@ def _menu_steps() -> tuple:
 
 
 def sends_most(model: str) -> float:
-    """The largest share of the time between a user's tokens the sends take, over the pipeline explorer's menus
-    for ``model``."""
+    """The largest share of the time between a user's tokens the sends take, over every setting of the live pipeline
+    explorer for ``model``."""
     if model not in MODELS_SHOWN:
         raise ValueError(f"model must be one of the explorer's {MODELS_SHOWN}, got {model!r}")
     return max((s.stages - 1) * s.send_time / s.interval for key, *_, s, _ in _menu_steps() if key == model)
 
 
 def stages_ahead() -> dict:
-    """Where stages give the same users more decode tokens a second than Part 1's split, over the pipeline explorer's
-    menus: {model: {link: the fewest users in all}}, each model and link where they do at some setting."""
+    """Where stages give the same users more decode tokens a second than Part 1's split, over every setting of the
+    live pipeline explorer: {model: {link: the fewest users in all}}, each model and link where they do at some
+    setting."""
     found = {}
     for model, link, users, staged, split in _menu_steps():
         if split is not None and staged.interval < split.time:
@@ -147,7 +150,7 @@ def tensor_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, model: 
     return Explorer("tensor_parallel", "A decode step split across GPUs", [
         buttons("gpus", "GPUs", {g: str(g) for g in GPUS}, gpus),
         buttons("link", "cards and link", MACHINE_NAMES, link),
-        slider("batch", "users in the batch", BATCHES, batch, lambda b: counted(b, "user", "users"), fine=tuple(range(1, 257))),
+        slider("batch", "users in the batch", BATCHES, batch, lambda b: counted(b, "user", "users"), fine=FINE_BATCHES),
         models_menu(model, MODELS_SHOWN, site=True)],
         readouts, [Layer(("link", "batch", "model"), bars), Layer(("gpus", "link", "batch", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
@@ -184,7 +187,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         buttons("gpus", "GPUs, one stage each", {g: str(g) for g in GPUS}, gpus),
         buttons("link", "cards and link", MACHINE_NAMES, link),
         slider("batch", "users in a micro-batch", BATCHES, batch, lambda b: counted(b, "user", "users"),
-               fine=tuple(range(1, 257))),
+               fine=FINE_BATCHES),
         buttons("micro", "micro-batches in flight", {m: str(m) for m in GPUS}, micro),
         models_menu(model, MODELS_SHOWN)],
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"),
