@@ -155,16 +155,20 @@ def test_v1_on_an_h100_is_a_range_from_eager_to_compiled():
 
 def test_non_torch_memory_is_the_largest_unknown():
     row = next(row for row in ROWS if row.id == "vllm-pr-10511")
-    low, high = VLLM_NON_TORCH_RANGE
-    assert (low, high) == (0.02 * GiB, 1.79 * GiB) and VLLM_NON_TORCH_BYTES == 0.16 * GiB
+    low, high = VLLM_NON_TORCH_RANGE["v0"]
+    assert (low, high) == (0.16 * GiB, 1.79 * GiB) and VLLM_NON_TORCH_BYTES == 0.16 * GiB
     # Each engine's default is read from its own logs: V1's from the V1 rows, V0's from a V0 row.
     assert {row.logged["non_torch_gib"] for row in ROWS if row.engine == "v1"} == {VLLM_V1_NON_TORCH_BYTES / GiB}
     assert VLLM_NON_TORCH_BYTES / GiB in {row.logged.get("non_torch_gib") for row in ROWS if row.engine == "v0"}
     assert vllm_budget(LLAMA_3_8B, H100, engine="v1").non_torch_bytes == VLLM_V1_NON_TORCH_BYTES
     assert vllm_budget(LLAMA_3_8B, H100).non_torch_bytes == VLLM_NON_TORCH_BYTES
-    # The range spans every checked log that prints the figure.
-    printed = [row.logged["non_torch_gib"] * GiB for row in ROWS if "non_torch_gib" in row.logged]
-    assert (min(printed), max(printed)) == pytest.approx((low, high))
+    # Each engine's range spans that engine's checked logs that print the figure: no V0 log is below 0.16 GiB.
+    for engine in ("v0", "v1"):
+        printed = [row.logged["non_torch_gib"] * GiB for row in ROWS if row.engine == engine and "non_torch_gib" in
+                   row.logged]
+        assert (min(printed), max(printed)) == pytest.approx(VLLM_NON_TORCH_RANGE[engine])
+    assert VLLM_NON_TORCH_RANGE["v1"] == (VLLM_V1_NON_TORCH_BYTES,) * 2
+    assert vllm_budget(LLAMA_3_8B, H100, non_torch_bytes=low).tokens == vllm_budget(LLAMA_3_8B, H100).tokens
     # With the log's own non-torch figure the count lands within 1 %; the range moves it by 3 %.
     assert abs(row.error(non_torch_bytes=high)) < 0.01
     spread = row.budget().tokens - row.budget(non_torch_bytes=high).tokens

@@ -268,7 +268,8 @@ VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # package is checked on, so those checks do not test it); the page states what the range gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_V1_NON_TORCH_BYTES = 0.02 * 2**30
-VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
+# Each engine's range across its published logs: V0's from 0.16 to 1.79 GiB, V1's 0.02 in every one.
+VLLM_NON_TORCH_RANGE = {"v0": (0.16 * 2**30, 1.79 * 2**30), "v1": (0.02 * 2**30, 0.02 * 2**30)}
 # What compiling adds to the profiling pass's peak: vLLM 0.10.2 on an L40S measured 1.19 GiB for Qwen3 8B compiled
 # (torch.compile and CUDA graphs, the default) against 0.53 GiB for the same pass eager (--enforce-eager): the two
 # L40S rows of data/vllm_startup_logs.yaml. One pair of logs, one model, one pass of 2,048 tokens: an example, not a
@@ -564,7 +565,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       by default, and its compiled passes peak higher: ``compiled=True`` adds ``VLLM_COMPILED_EXTRA_BYTES``,
       what one compiled log measured above its eager twin (an example, not a model); the two bound V1's count;
     - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
-      ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE`` spans them);
+      ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE[engine]`` spans
+      that engine's logs);
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
       ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
