@@ -69,6 +69,8 @@ def test_vllm_start_up_budget_defaults_are_cells_of_the_table():
         gpu = sm.CATALOG[key]
         if gpu.cuda_reported_bytes is not None:
             for version, row in ((None, "0.27"), ("0.27.1", "0.27"), ("0.28.0", "V1")):
+                if version is None and key in E.VLLM_V1_BELOW_SM80:
+                    continue            # V1 ran on the T4 only from 0.11; no version is refused there
                 served = E.defaults("vllm", row, gpu=gpu)
                 assert sm.memory.vllm_profile_defaults(sm.LLAMA_3_8B, gpu, "v1", version=version) == \
                     (served.step_tokens, served.max_running)

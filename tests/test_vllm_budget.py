@@ -155,16 +155,20 @@ def test_v1_on_an_h100_is_a_range_from_eager_to_compiled():
 
 def test_non_torch_memory_is_the_largest_unknown():
     row = next(row for row in ROWS if row.id == "vllm-pr-10511")
-    low, high = VLLM_NON_TORCH_RANGE
-    assert (low, high) == (0.02 * GiB, 1.79 * GiB) and VLLM_NON_TORCH_BYTES == 0.16 * GiB
+    low, high = VLLM_NON_TORCH_RANGE["v0"]
+    assert (low, high) == (0.16 * GiB, 1.79 * GiB) and VLLM_NON_TORCH_BYTES == 0.16 * GiB
     # Each engine's default is read from its own logs: V1's from the V1 rows, V0's from a V0 row.
     assert {row.logged["non_torch_gib"] for row in ROWS if row.engine == "v1"} == {VLLM_V1_NON_TORCH_BYTES / GiB}
     assert VLLM_NON_TORCH_BYTES / GiB in {row.logged.get("non_torch_gib") for row in ROWS if row.engine == "v0"}
     assert vllm_budget(LLAMA_3_8B, H100, engine="v1").non_torch_bytes == VLLM_V1_NON_TORCH_BYTES
     assert vllm_budget(LLAMA_3_8B, H100).non_torch_bytes == VLLM_NON_TORCH_BYTES
-    # The range spans every checked log that prints the figure.
-    printed = [row.logged["non_torch_gib"] * GiB for row in ROWS if "non_torch_gib" in row.logged]
-    assert (min(printed), max(printed)) == pytest.approx((low, high))
+    # Each engine's range spans that engine's checked logs that print the figure: no V0 log is below 0.16 GiB.
+    for engine in ("v0", "v1"):
+        printed = [row.logged["non_torch_gib"] * GiB for row in ROWS if row.engine == engine and "non_torch_gib" in
+                   row.logged]
+        assert (min(printed), max(printed)) == pytest.approx(VLLM_NON_TORCH_RANGE[engine])
+    assert VLLM_NON_TORCH_RANGE["v1"] == (VLLM_V1_NON_TORCH_BYTES,) * 2
+    assert vllm_budget(LLAMA_3_8B, H100, non_torch_bytes=low).tokens == vllm_budget(LLAMA_3_8B, H100).tokens
     # With the log's own non-torch figure the count lands within 1 %; the range moves it by 3 %.
     assert abs(row.error(non_torch_bytes=high)) < 0.01
     spread = row.budget().tokens - row.budget(non_torch_bytes=high).tokens
@@ -305,10 +309,14 @@ def test_model_runner_v2_took_no_graph_memory_out_for_dense_models():
 
 
 def test_v1_counts_whole_blocks_a_request_as_its_log_does():
-    # get_max_concurrency_for_kv_cache_config: blocks ÷ whole blocks a request; the log's tokens are that × max_model_len.
-    v1 = vllm_budget(LLAMA_3_8B, H100, engine="v1", max_model_len=1000)
+    # get_max_concurrency_for_kv_cache_config: blocks ÷ whole blocks a request; from 0.21 the log's tokens are that
+    # × max_model_len; before it (and with no version), blocks × 16.
+    v1 = vllm_budget(LLAMA_3_8B, H100, 0.9, engine="v1", version="0.21.0", max_model_len=1000)
     assert v1.max_concurrency == v1.blocks / math.ceil(1000 / 16) and v1.tokens == int(v1.blocks / 63 * 1000)
     assert v1.tokens < v1.blocks * 16
+    earlier = vllm_budget(LLAMA_3_8B, H100, engine="v1", max_model_len=1000)
+    assert earlier.tokens == earlier.blocks * 16 == vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.20.2",
+                                                                max_model_len=1000).tokens
     v0 = vllm_budget(LLAMA_3_8B, H100, max_model_len=1000)
     assert v0.max_concurrency == v0.blocks * 16 / 1000 and v0.tokens == v0.blocks * 16
     # A whole number of blocks: the two counts agree.
@@ -321,11 +329,11 @@ def test_sliding_window_models_as_each_engine_pages_them():
     for model in (gemma, mistral):
         v0 = vllm_budget(model, H100)
         assert v0.tokens == v0.blocks * 16           # V0: a page of every block for every layer
-        v1 = vllm_budget(model, H100, engine="v1")
+        v1 = vllm_budget(model, H100, 0.9, engine="v1", version="0.21.0")
         assert v1.tokens == int(v1.max_concurrency * v1.max_model_len)
-    # Mistral 7B: every layer slides over 4,096 tokens, so a 32,768-token request holds 769 blocks and V1
-    # logs far more tokens than its memory holds at full length.
-    v1 = vllm_budget(mistral, H100, engine="v1")
+    # Mistral 7B: every layer slides over 4,096 tokens, so a 32,768-token request holds 769 blocks and V1 from
+    # 0.21 logs far more tokens than its memory holds at full length.
+    v1 = vllm_budget(mistral, H100, 0.9, engine="v1", version="0.21.0")
     assert v1._blocks_per_request() == math.ceil((4095 + 8192) / 16) + 1 == 769
     assert v1.tokens > 2.5 * v1.blocks * 16
     # Gemma 2 9B: a full group and a sliding group of 21 layers each; at an 8,192-token window the sliding
@@ -477,3 +485,36 @@ def test_a_card_of_another_size_forgets_the_cuda_figure():
     assert H100.with_changes(memory_bytes=80e9).cuda_reported_bytes is None
     with pytest.raises(ValueError, match="cuda_reported_bytes"):
         H100.with_changes(cuda_reported_bytes=81 * GiB)
+
+
+def test_v1_before_0_21_logs_blocks_over_groups_for_sliding_window_models():
+    # kv_cache_utils until 0.20: num_blocks // len(kv_cache_groups) × block size (vLLM issue 40691, on 0.19.0).
+    mistral, gemma = sm.MODELS["mistral-7b"], sm.MODELS["gemma-3-1b"]
+    for version in (None, "0.19.0", "0.20.2"):
+        old = vllm_budget(mistral, H100, engine="v1", version=version)
+        assert (old.blocks, old.tokens) == (29_110, 465_760)
+    assert vllm_cache_tokens(mistral, H100, engine="v1") == 465_760
+    g = vllm_budget(gemma, H100, engine="v1")
+    assert g.tokens == g.blocks // len(g._layer_groups()[1]) * 16 == 2_466_800
+    # From 0.21 the line prints concurrency × max_model_len, well above it for a sliding model.
+    assert vllm_budget(mistral, H100, 0.9, engine="v1", version="0.21.0").tokens > 2.5 * 465_760
+    # Every layer full: one group, so the old line is the blocks × 16.
+    llama = vllm_budget(LLAMA_3_8B, H100, engine="v1")
+    assert llama.tokens == llama.blocks * 16
+
+
+def test_v1_on_rocm_takes_no_graph_estimate_until_0_26():
+    # ROCm skipped the CUDA graphs' estimate until vLLM pull request 48526, first released in 0.26.0.
+    mi300x, moe = CATALOG["mi300x"], sm.MODELS["qwen3-30b-a3b"]
+    assert sm.engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE == "0.26"
+    for version in ("0.21.0", "0.24.0", "0.25.1"):
+        for model in (LLAMA_3_8B, moe):
+            amd = vllm_budget(model, mi300x, engine="v1", version=version)
+            assert amd.cuda_graph_bytes == 0 and amd.graphs_outside_share
+        with pytest.raises(ValueError, match=r"cuda_graph_bytes .*0\.26 on an AMD card.*AMD Instinct"):
+            vllm_budget(moe, mi300x, engine="v1", version=version, cuda_graph_bytes=GiB)
+    assert vllm_budget(LLAMA_3_8B, mi300x, engine="v1", version="0.21").tokens == 1_309_648
+    later = vllm_budget(moe, mi300x, engine="v1", version="0.26.0")
+    assert later.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not later.graphs_outside_share
+    # An NVIDIA card of the same tier estimates them from 0.21.
+    assert vllm_budget(moe, CATALOG["h200"], engine="v1", version="0.21.0").cuda_graph_bytes > 0

@@ -245,6 +245,19 @@ VLLM_V1_BELOW_SM80 = ("t4",)
 # carries the fix is not settled here.
 VLLM_V1_DENSE_RUNNER_V2_SINCE = "0.25.1"
 VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST = "0.28.0"
+# On ROCm the CUDA graphs' estimate was skipped from before it became the default: pull request 36720 (March
+# 2026, "skipping unreliable cudagraph memory profiling") gated it to is_cuda(); pull request 47366 let ROCm in,
+# 48440 (2026-07-12) shut it out again, and 48526 (merged 2026-07-15, "[ROCm] Re-enable cudagraph memory
+# profiling") let it back in. The first release cut after 48526: 0.26.0 (27 July 2026; huggingface/trl pull request
+# 6569 reads its notes, which carry vLLM pull request 48641, merged after 48526). From 0.21 to then, an AMD card
+# captured its graphs on top of the share.
+VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE = "0.26"
+# V1's "GPU KV cache size" line: until 0.20 it printed num_blocks // len(kv_cache_groups) × the least block size
+# (vllm/v1/core/kv_cache_utils.py; vllm-project/vllm issue 40691 on 0.19.0, with pull requests 38364 and 40694,
+# April 2026, which put max_concurrency × max_model_len in its place). For a model with sliding-window layers the
+# two differ; the first release that logs the new figure is 0.21.0: from 0.20.0 to 0.21.0 the logged cache of one
+# Gemma 4 setup rose about 9.5 times in the same GiB of cache (vllm-project/vllm issue 43308).
+VLLM_V1_SIZE_LOG_BY_CONCURRENCY_SINCE = "0.21"
 
 TABLE = (
     Row("vllm", "vLLM V0", "0.4", "0.6.5", _V0),

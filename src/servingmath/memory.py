@@ -229,7 +229,8 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #   more (the MI300X, the B200). It runs the model compiled (torch.compile with CUDA
 #   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
 #   share; from 0.21.0 vLLM subtracts an estimate of their memory first, except for dense models from
-#   0.25.1 to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm issue 49224).
+#   0.25.1 to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm issue 49224),
+#   and on AMD's cards before 0.26, where ROCm skipped the estimate (pull requests 36720, 48440 and 48526).
 #   It fell back to V0 on cards below compute capability 8.0 (the T4) until V0 was removed in 0.11.
 #
 # Every one of these defaults, with the file and version it was read from, is a cell of
@@ -267,7 +268,8 @@ VLLM_CUDA_GRAPH_EXAMPLE_BYTES = 0.36 * 2**30
 # package is checked on, so those checks do not test it); the page states what the range gives.
 VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_V1_NON_TORCH_BYTES = 0.02 * 2**30
-VLLM_NON_TORCH_RANGE = (0.02 * 2**30, 1.79 * 2**30)
+# Each engine's range across its published logs: V0's from 0.16 to 1.79 GiB, V1's 0.02 in every one.
+VLLM_NON_TORCH_RANGE = {"v0": (0.16 * 2**30, 1.79 * 2**30), "v1": (0.02 * 2**30, 0.02 * 2**30)}
 # What compiling adds to the profiling pass's peak: vLLM 0.10.2 on an L40S measured 1.19 GiB for Qwen3 8B compiled
 # (torch.compile and CUDA graphs, the default) against 0.53 GiB for the same pass eager (--enforce-eager): the two
 # L40S rows of data/vllm_startup_logs.yaml. One pair of logs, one model, one pass of 2,048 tokens: an example, not a
@@ -299,6 +301,13 @@ def _version(version):
     if not 2 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
         raise ValueError(f"version must be a vLLM version such as '0.11.0', got {version!r}")
     return tuple(int(part) for part in parts) + (0,) * (3 - len(parts))
+
+
+def _before(version, boundary):
+    """Whether a V1 ``version`` comes before ``boundary``; None (a release before 0.21) does for every boundary past 0.20."""
+    if version is None:
+        return _version(boundary) >= _version(_engines.VLLM_V1_SHARE_RAISED)
+    return _version(version) < _version(boundary)
 
 
 def _runs_vllm(gpu: GPU):
@@ -521,11 +530,14 @@ class VllmBudget:
 
     @property
     def tokens(self) -> int:
-        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): in V0, blocks × tokens a block; in V1,
-        the concurrency × max_model_len, as its current source reports it (the two agree when max_model_len is a
+        """The cache's size in tokens as vLLM logs it ('GPU KV cache size'): in V0, blocks × tokens a block; in V1
+        before 0.21 (and with no version), the blocks over the number of groups of layers × tokens a block, as those
+        releases printed it; in V1 from 0.21, the concurrency × max_model_len (the two agree when max_model_len is a
         whole number of blocks and no layer slides)."""
-        if self.engine == "v1":
+        if self.engine == "v1" and not _before(self.version, _engines.VLLM_V1_SIZE_LOG_BY_CONCURRENCY_SINCE):
             return int(self.max_concurrency * self.max_model_len)
+        if self.engine == "v1":
+            return self.blocks // len(self._layer_groups()[1]) * self.block_tokens
         return self.blocks * self.block_tokens
 
 
@@ -553,19 +565,22 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       by default, and its compiled passes peak higher: ``compiled=True`` adds ``VLLM_COMPILED_EXTRA_BYTES``,
       what one compiled log measured above its eager twin (an example, not a model); the two bound V1's count;
     - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
-      ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE`` spans them);
+      ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE[engine]`` spans
+      that engine's logs);
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
       ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
       the graphs after the cache is allocated, on top of the share: the budget says so
-      (``graphs_outside_share``) and takes nothing out. So do the releases from 0.25.1 to 0.28.0 for a dense
+      (``graphs_outside_share``) and takes nothing out. So do AMD's cards (ROCm) before 0.26, which skipped the
+      estimate until vLLM pull request 48526, and the releases from 0.25.1 to 0.28.0 for a dense
       model, whose runner (Model Runner V2) estimated nothing; for a dense model after 0.28.0, which release
       first measures them is not settled, and ``cuda_graph_bytes`` must be given.
 
     What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
     layers: V0 gives every layer a page of every block (its sliding layers reuse theirs); V1 groups
-    the layers by kind and a request holds only a window's worth of pages in a sliding group, so it
-    logs more tokens than the memory would hold at full length. ``max_model_len`` defaults to the
+    the layers by kind and a request holds only a window's worth of pages in a sliding group, so from 0.21 it
+    logs more tokens than the memory would hold at full length; before 0.21 it logged the blocks over the
+    number of groups × 16 (``VllmBudget.tokens``). ``max_model_len`` defaults to the
     model's window (past which it raises ``ContextTooLong``); like vLLM, the budget refuses to start
     (``DoesNotFit``) when the cache cannot hold one request that long, or nothing is left for a cache
     (``refuse=False`` returns the budget all the same, to set beside the log of a start vLLM refused).
@@ -611,8 +626,9 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     graphs, outside, estimated = 0.0, False, False
     if engine == "v1":
         at = _version(row)
-        if at < _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE):
-            outside = True
+        if at < _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE) or (
+                _is_rocm(gpu) and at < _version(_engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE)):
+            outside = True          # no estimate: before 0.21, and on ROCm until vLLM pull request 48526 (0.26)
         elif (not model.mixture_of_experts and at >= _version(_engines.VLLM_V1_DENSE_RUNNER_V2_SINCE)
               and cuda_graph_bytes is None):
             if at > _version(_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST):
@@ -628,7 +644,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
                 _check.single("cuda_graph_bytes", _check.number("cuda_graph_bytes", cuda_graph_bytes, minimum=0)))
     if cuda_graph_bytes is not None and not estimated:
         raise ValueError(f"cuda_graph_bytes is taken out of the share only by V1 from version "
-                         f"{VLLM_CUDA_GRAPH_ESTIMATE_SINCE} (engine={engine!r}, version={version!r}), got {cuda_graph_bytes!r}")
+                         f"{VLLM_CUDA_GRAPH_ESTIMATE_SINCE} ({_engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE} on an AMD card) "
+                         f"(engine={engine!r}, version={version!r}, gpu={gpu.name!r}), got {cuda_graph_bytes!r}")
     budget = VllmBudget(
         model=model, gpu=gpu, gpu_memory_utilization=float(utilization),
         max_num_batched_tokens=int(tokens), max_model_len=int(max_model_len),
@@ -658,8 +675,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
 
 def vllm_cache_tokens(model: Model, gpu: GPU, gpu_memory_utilization=None,
                       max_num_batched_tokens=None, weight_bits=16, **options) -> int:
-    """The KV-cache tokens vLLM allocates at start-up for ``model`` on one ``gpu`` (its log's 'GPU KV cache
-    size', or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),
+    """The KV-cache tokens vLLM reports at start-up for ``model`` on one ``gpu`` (its log's 'GPU KV cache
+    size' as that version printed it, or '# GPU blocks' × 16): ``vllm_budget(...).tokens``. ``options``: ``engine`` ("v0" or "v1"),
     ``version``, ``kv_bits``, ``max_num_seqs``, ``max_model_len``, ``non_torch_bytes``, ``cuda_graph_bytes``,
     ``compiled``."""
     return vllm_budget(model, gpu, gpu_memory_utilization, max_num_batched_tokens, weight_bits, **options).tokens
