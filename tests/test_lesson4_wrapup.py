@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 import servingmath as sm
-from servingmath import engines, parallel, quiz
+from servingmath import engines, parallel, quiz, units
 from servingmath.memory import DoesNotFit
 from wrapup_script import run_script, script_cell
 
@@ -144,6 +144,22 @@ def test_the_fourth_question_says_a_short_prompts_arithmetic_hides_under_the_wei
     assert clock(short.compute_time) in fourth.answer(fourth.correct).message
     assert clock(short.memory_time) in fourth.answer(fourth.correct).message
     assert "a stage left idle" in fourth.options[fourth.correct]
+
+
+def test_the_fourth_questions_right_answer_follows_from_part_4_at_the_default_budget():
+    """Asked against the default budget: there the split beats the colocated GPUs on long prompts over NVLink and
+    over the port between servers, and loses on short prompts and with one decode GPU fed by three."""
+    from servingmath import disaggregation
+
+    fourth = quiz.LESSON_4_QUESTIONS[3]
+    assert "default budget" in fourth.prompt and "slow link" not in fourth.options[fourth.correct]
+    split = quiz.lesson_4_split()
+    assert split["over_network"] > split["colocated"] and split["nvlink4"] > split["colocated"]
+    assert units.number(split["over_network"], 1) in fourth.answer(0).message
+    short = {layout.name: disaggregation.goodput(layout, 0.4, 0.015, "sharegpt") for layout in disaggregation.layouts(4)}
+    assert max(short, key=short.get) == "4 colocated"
+    long = {layout.name: disaggregation.goodput(layout, 0.4, 0.015, "long") for layout in disaggregation.layouts(4)}
+    assert long["3 prefill + 1 decode"] < long["4 colocated"]
 
 
 def test_part_4_the_wrap_up_and_the_quiz_time_the_same_prefill():
