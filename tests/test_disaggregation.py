@@ -119,6 +119,14 @@ def test_the_runs_mean_lengths_are_their_requests_cut_to_the_window():
         D.mean_lengths("chat")
 
 
+def test_the_split_beats_the_default_budget_over_every_link_an_h100_has():
+    """Part 4's long prompts at its targets: one prefill and three decode GPUs serve more than four colocated at the
+    engine's default budget whichever link of an H100 SXM carries the caches; the trip costs little on each."""
+    colocated = D.goodput(D.Layout(0, 4), 0.4, 0.015, "long")
+    for link in hardware.links("h100-sxm"):
+        assert D.goodput(D.Layout(1, 3), 0.4, 0.015, "long", link.key) > colocated, link.key
+
+
 def test_the_users_a_decode_gpu_runs_is_the_median_of_its_steps():
     layout = D.Layout(1, 3)
     found = D.run(layout, 8, "long", "nvlink4")
