@@ -94,13 +94,37 @@ def test_the_decode_floor_and_each_users_cost_rebuild_the_step_the_simulator_tim
 
     floor, each = D.decode_cost()
     clock = StepClock(D.server())
-    cached = D.LONG.mean_prompt + D.LONG.mean_reply // 2
+    prompt, reply = D.mean_lengths()
+    cached = round(prompt + reply / 2)
     for users in (1, 5, 20):
         assert math.isclose(floor + users * each, clock.time([cached] * users), rel_tol=1e-9)
     # The floor is the profile's fixed cost and one read of the weights, before any user's attention.
     parts = clock.phases([cached])
     assert math.isclose(floor, parts["fixed"] + parts["matrix products"], rel_tol=1e-3)
     assert isinstance(floor, float) and isinstance(each, float)
+
+
+def test_the_runs_mean_lengths_are_their_requests_cut_to_the_window():
+    """The long prompts' runs: the geometric tail cut to Llama 3 8B's window, so the mean prompt falls below the
+    nominal 2,000; the same requests at every rate."""
+    from servingmath import load
+
+    prompt, reply = D.mean_lengths()
+    at_twelve = poisson_workload(12.0, D.REQUESTS, D.LONG, 0, model=load.MODEL)
+    assert (prompt, reply) == (float(np.mean(at_twelve.prompt)), float(np.mean(at_twelve.reply)))
+    assert prompt < D.LONG.mean_prompt and reply <= D.LONG.mean_reply
+    assert (round(prompt), round(reply)) == (1814, 198)
+    assert D.mean_lengths("long") == D.mean_lengths() and D.mean_lengths("sharegpt")[0] < prompt
+    with pytest.raises(ValueError, match="lengths must be one of"):
+        D.mean_lengths("chat")
+
+
+def test_the_split_beats_the_default_budget_over_every_link_an_h100_has():
+    """Part 4's long prompts at its targets: one prefill and three decode GPUs serve more than four colocated at the
+    engine's default budget whichever link of an H100 SXM carries the caches; the trip costs little on each."""
+    colocated = D.goodput(D.Layout(0, 4), 0.4, 0.015, "long")
+    for link in hardware.links("h100-sxm"):
+        assert D.goodput(D.Layout(1, 3), 0.4, 0.015, "long", link.key) > colocated, link.key
 
 
 def test_the_users_a_decode_gpu_runs_is_the_median_of_its_steps():

@@ -71,6 +71,14 @@ def test_a_setting_past_memory_reads_as_its_refusal_in_every_readout():
     assert not parallel.fit(L70, parallel.group("h100-sxm", 2), lesson_4.CACHED + 1, 256).fits
 
 
+def test_the_split_explorers_note_says_it_runs_the_default_budget_only():
+    from servingmath import disaggregation
+
+    note = lesson_4.disaggregated().note
+    assert f"default budget of {disaggregation.server().step_tokens:,} tokens a step" in note
+    assert "tuned budget of Part 4 is not shown" in note
+
+
 def test_the_note_says_each_link_runs_one_way_at_half_its_listed_figure():
     from servingmath import hardware
 

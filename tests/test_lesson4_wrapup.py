@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 import servingmath as sm
-from servingmath import engines, parallel, quiz
+from servingmath import engines, parallel, quiz, units
 from servingmath.memory import DoesNotFit
 from wrapup_script import run_script, script_cell
 
@@ -33,12 +33,13 @@ def test_the_flags_table_is_one_row_an_idea_and_survives_markdown():
 
 
 def test_every_vllm_row_names_the_version_it_was_read_at_and_the_engine_it_runs_on():
-    # The lessons run 0.9.2; 0.8.x fell back to V0 on --kv-transfer-config, so that row says so.
+    # The lessons run 0.9.2; 0.8.x fell back to V0 on --kv-transfer-config, 0.9.0 brought it to V1 with a KV
+    # connector, so that row says the version 0.9.2 inherits.
     for idea, engine, flags, read in engines.MULTI_GPU_FLAGS:
         if engine == "vLLM":
             assert re.match(r"0\.\d+\.\d+ docs", read) and ("V1" in read or "V0" in read), read
     rows = {flags: read for _, engine, flags, read in engines.MULTI_GPU_FLAGS if engine == "vLLM"}
-    assert "V0" in rows["--kv-transfer-config",]
+    assert "V1 from 0.9.0" in rows["--kv-transfer-config",] and "V0" not in rows["--kv-transfer-config",]
 
 
 def test_the_vllm_tensor_parallel_flag_is_the_simulators():
@@ -144,6 +145,40 @@ def test_the_fourth_question_says_a_short_prompts_arithmetic_hides_under_the_wei
     assert clock(short.compute_time) in fourth.answer(fourth.correct).message
     assert clock(short.memory_time) in fourth.answer(fourth.correct).message
     assert "a stage left idle" in fourth.options[fourth.correct]
+
+
+def test_the_fourth_questions_right_answer_follows_from_part_4_at_the_default_budget():
+    """Asked against the default budget: there the split beats the colocated GPUs on long prompts over NVLink and
+    over the port between servers, and loses on short prompts and with one decode GPU fed by three."""
+    from servingmath import disaggregation
+
+    fourth = quiz.LESSON_4_QUESTIONS[3]
+    assert "default budget" in fourth.prompt and "slow link" not in fourth.options[fourth.correct]
+    split = quiz.lesson_4_split()
+    assert split["over_network"] > split["colocated"] and split["nvlink4"] > split["colocated"]
+    assert units.number(split["over_network"], 1) in fourth.answer(0).message
+    short = {layout.name: disaggregation.goodput(layout, 0.4, 0.015, "sharegpt") for layout in disaggregation.layouts(4)}
+    assert max(short, key=short.get) == "4 colocated"
+    long = {layout.name: disaggregation.goodput(layout, 0.4, 0.015, "long") for layout in disaggregation.layouts(4)}
+    assert long["3 prefill + 1 decode"] < long["4 colocated"]
+
+
+def test_part_4_the_wrap_up_and_the_quiz_say_the_same_of_the_split():
+    """No slow link among the split's losses (it wins over every link an H100 has); one name for the port between
+    servers; the page's own target, the mean time per token; the 33.5 ms prefill said to be at the spec sheet's
+    peak; the runs' prompts by their mean, not as all of one length; the tuned result said to be the simulator's."""
+    part_4 = (ROOT / "chapters" / "lesson-4" / "part-4-disaggregation.md").read_text()
+    wrap_up = WRAP_UP.read_text()
+    # The wrap-up's script shows a slow link's all-reduces (Parts 1 and 2); the split's losses name none.
+    for text in (part_4, quiz.LESSON_4_QUESTIONS[3].options[1]):
+        assert "slow link" not in text
+    for text in (part_4, wrap_up, quiz.LESSON_4_QUESTIONS[3].answer(1).message):
+        assert "slowest steps" not in text and "InfiniBand" not in text
+    for text in (part_4, wrap_up):
+        assert "RoCE" in text and "mean time per token within its target" in text and "simulator" in text
+        assert "spec sheet's peak" in text and "2,000-token prompts" not in text
+    assert "spec sheet's peak" in quiz.LESSON_4_QUESTIONS[3].answer(1).message
+    assert "mean_lengths(" in part_4 and "mean_lengths(" in wrap_up
 
 
 def test_part_4_the_wrap_up_and_the_quiz_time_the_same_prefill():

@@ -188,6 +188,26 @@ def test_lesson_4_part_4_split_answers_agree_with_the_worked_method():
         assert kv_cache_bytes(model, n["t_prompt"]) == pytest.approx(model.kv_bytes_per_token(16) * n["t_prompt"])
 
 
+def test_lesson_4_part_4_draws_no_case_that_cannot_happen_nor_one_the_page_works():
+    """Over 5,000 raw draws: one GPU doing both phases serves fewer requests a second than either stage's GPU, and
+    no problem repeats a case Part 4 works (its 2,000-token trip and prefill of Llama 3 8B, its Your turn)."""
+    import random
+
+    template = variants.TEMPLATES["lesson-4-part-4"]
+    for k in range(5000):
+        n = template.draw(random.Random(k))
+        assert 0.5 <= n["colo_rate"] < min(n["p_rate"], n["d_rate"]), n
+        assert template.sense(n) == [], n
+    practice = variants.practice("lesson-4-part-4")
+    assert variants.sense("lesson-4-part-4", {**practice, "colo_rate": 4.0}) == [
+        "colo_rate 4.0 is not below min(p_rate, d_rate) = 4.0"]
+    assert variants.sense("lesson-4-part-4", {**practice, "t_model": "llama-3-8b", "t_prompt": 2000,
+                                               "pf_model": "llama-3-8b", "pf_gpu": "h100-sxm", "pf_prompt": 2000,
+                                               "s_prompt": 12000, "s_ttft": 1000}) == [
+        "4.1's llama-3-8b at 2,000 tokens is the page's trip", "4.2's llama-3-8b on h100-sxm at 2,000 tokens is the page's prefill",
+        "4.5's llama-3.3-70b at 12,000 tokens against 1000 ms is the Your turn"]
+
+
 def test_lesson_4_part_4_trips_cross_between_two_gpus_each_holding_its_model_whole():
     """Problem 4.1's models: none keeps a sliding window, and each fits one H100 SXM in 16 bits with a full cache."""
     from servingmath import parallel

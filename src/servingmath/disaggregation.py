@@ -128,13 +128,25 @@ def tuned(gpus, ttft, tpot, lengths="long") -> tuple[Layout, float]:
     return Layout(0, gpus, best), found[best]
 
 
+def mean_lengths(lengths="long", count=REQUESTS, seed=0) -> tuple[float, float]:
+    """(Mean prompt, mean reply) in tokens of the requests ``run`` serves: ``lengths``' draws, each cut to fit
+    the model's context window, so below the distribution's nominal means where its tail is long. The same at
+    every rate (the lengths' draw does not depend on the arrivals)."""
+    work = poisson_workload(1.0, count, _lengths(lengths), seed, model=load.MODEL)
+    return float(np.mean(work.prompt)), float(np.mean(work.reply))
+
+
 def decode_cost(cached=None) -> tuple[float, float]:
     """(Seconds of a decode GPU's step of next tokens before any user, seconds each user adds), each user holding
-    ``cached`` tokens (by default the long prompts' mean prompt and half their mean reply). The step's time is
-    the profile's (``simulator.clock.StepClock``): its fixed cost and the weights' read, then each user's
-    attention and the processor's time for it, a straight line in the users."""
+    ``cached`` tokens (by default the runs' mean prompt of long prompts and half their mean reply, ``mean_lengths``).
+    The step's time is the profile's (``simulator.clock.StepClock``): its fixed cost and the weights' read, then
+    each user's attention and the processor's time for it, a straight line in the users."""
     from .simulator.clock import StepClock
-    cached = LONG.mean_prompt + LONG.mean_reply // 2 if cached is None else simulator._whole("cached", cached, 0)
+    if cached is None:
+        prompt, reply = mean_lengths("long")
+        cached = round(prompt + reply / 2)
+    else:
+        cached = simulator._whole("cached", cached, 0)
     clock = StepClock(server())
     one, two = float(clock.time([cached])), float(clock.time([cached] * 2))
     return one - (two - one), two - one

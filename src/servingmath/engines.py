@@ -507,13 +507,15 @@ TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "t
 # version runs the flag on. In 0.8.x, EngineArgs._is_v1_supported_oracle (vllm/engine/arg_utils.py) falls back to
 # V0 on --kv-transfer-config ("No Disaggregated Prefill so far"), and on --pipeline-parallel-size above 1 unless
 # the executor is Ray ("PP is supported on V1 with Ray distributed executor, but off for MP distributed executor").
+# 0.9.0 shipped V1's KV connectors, NixlConnector among them (ai-dynamo/dynamo pull request 1345: "NixlConnector got
+# released in 0.9.0"), so the 0.9.2 the lessons run takes --kv-transfer-config on V1.
 SGLANG_DOCS = "docs at commit 004813e"
 MULTI_GPU_FLAGS = (
     ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs; V1 engine"),
     ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",), "0.8.3 docs; V1 only with Ray there"),
     ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs; V1 engine"),
     ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",),
-     "0.8.0 docs, experimental; 0.8 runs it on V0, not V1"),
+     "0.8.0 docs, experimental; V1 from 0.9.0, with a KV connector such as NixlConnector"),
     ("split each layer (Part 1)", "SGLang", ("--tp-size",), SGLANG_DOCS),
     ("split the stack (Part 2)", "SGLang", ("--pp-size",), SGLANG_DOCS),
     ("copies behind a router (Part 3)", "SGLang", ("--dp-size", "--load-balance-method"), SGLANG_DOCS),

@@ -446,6 +446,21 @@ def _lesson_3_questions():
 LESSON_4_CACHED = 1000
 
 
+# The link between servers Part 4, its wrap-up and the quiz name: one 400 Gb/s RoCE port a GPU.
+LESSON_4_NETWORK = "roce-400g"
+
+
+def lesson_4_split() -> dict:
+    """Part 4's long prompts on four H100s at its targets: the requests a second of one prefill and three decode
+    GPUs over NVLink and over ``LESSON_4_NETWORK``, and of the four colocated at the engine's default budget."""
+    from . import disaggregation
+
+    colocated, split = disaggregation.layouts(4)[:2]
+    return {"colocated": disaggregation.goodput(colocated, 0.4, 0.015, "long", "nvlink4"),
+            "nvlink4": disaggregation.goodput(split, 0.4, 0.015, "long", "nvlink4"),
+            "over_network": disaggregation.goodput(split, 0.4, 0.015, "long", LESSON_4_NETWORK)}
+
+
 def lesson_4_figures() -> dict:
     """The figures lesson 4's questions and its wrap-up quote: steps split over GPUs, and a prompt's cache sent."""
     from . import hardware, parallel
@@ -455,7 +470,7 @@ def lesson_4_figures() -> dict:
     small, card, big = MODELS["llama-3.2-1b"], CATALOG["h100-pcie"], MODELS["llama-3-70b"]
     four = parallel.group(H100_SXM, 4, "nvlink4")
     sent = {prompt: kv_cache_bytes(LLAMA_3_8B, prompt, 1, 16) for prompt in (200, 2000)}
-    network = hardware.INTERCONNECTS["infiniband-ndr"]
+    network = hardware.INTERCONNECTS[LESSON_4_NETWORK]
     return {
         "small_one": parallel.tensor_parallel_step(small, parallel.group(card, 1), cached_tokens=LESSON_4_CACHED),
         "small_two": parallel.tensor_parallel_step(small, parallel.group(card, 2, "pcie5"),
@@ -475,6 +490,7 @@ def _lesson_4_questions():
     from .explorers import clock
 
     f = lesson_4_figures()
+    split = lesson_4_split()
     one, two = f["small_one"], f["small_two"]
     tensor, pipeline = f["tensor_4"], f["pipeline_4"]
     return (
@@ -523,24 +539,29 @@ def _lesson_4_questions():
                       "The copies are identical; the lines in front of them are not."),
         ),
         Question(
-            prompt="Prefill runs on GPUs of its own and sends each prompt's cache to the decode GPUs. When does "
-                   "that lose to keeping both on the same GPUs?",
-            options=("With long prompts on a fast link.",
-                     "With short prompts, a slow link, or a stage left idle: the transfers and the idle GPUs "
+            prompt="Prefill runs on GPUs of its own and sends each prompt's cache to the decode GPUs. Against the "
+                   "same GPUs each doing both at vLLM 0.9.2's default budget a step, as Part 4 runs them, when does "
+                   "the split lose?",
+            options=("With long prompts whose caches cross a 400 Gb/s RoCE port between servers.",
+                     "With short prompts, or with a stage left idle: the GPUs each phase keeps to itself "
                      "cost more than the stalls they remove.",
                      "Never: separating the phases always serves more requests per GPU.",
                      "Whenever the model needs more than one GPU."),
             correct=1,
-            feedback=("Long prompts are where the stalls they cause are worst, and a fast link moves their caches "
-                      "cheaply.",
-                      f"A 2,000-token prompt of Llama 3 8B leaves {units.gb(f['sent'][2000])} of cache, which "
-                      f"crosses {units.gbit_per_s(f['network'].bandwidth)} in {clock(f['over_network'][2000])}, against the "
-                      f"{clock(f['prefill'][2000].time)} its prefill takes on an H100. Separation buys decode steps "
-                      f"that no prefill stalls; a short prompt barely stalls them: its 200 tokens' arithmetic, "
+            feedback=(f"It wins there: over that port Part 4's one prefill and three decode GPUs serve "
+                      f"{units.number(split['over_network'], 1)} requests a second, against "
+                      f"{units.number(split['colocated'], 1)} colocated. Long prompts are where the stalls they "
+                      "cause are worst, and the trip costs them little.",
+                      f"The trip costs little: a 2,000-token prompt of Llama 3 8B leaves {units.gb(f['sent'][2000])} "
+                      f"of cache, which crosses {units.gbit_per_s(f['network'].bandwidth)} RoCE in "
+                      f"{clock(f['over_network'][2000])}, against the {clock(f['prefill'][2000].time)} its prefill "
+                      f"takes on an H100 at the spec sheet's peak. Separation buys decode steps that no prefill "
+                      f"stalls; a short prompt barely stalls them: its 200 tokens' arithmetic, "
                       f"{clock(f['prefill'][200].compute.compute_time)} at the peak, hides under the "
                       f"{clock(f['prefill'][200].compute.memory_time)} its pass spends on memory, nearly all of it the "
-                      "read of the weights that a decode step makes anyway, so little is gained for the transfer and for GPUs each phase keeps to itself. Long "
-                      "prompts cut into small pieces a step stall them little too (Part 4's tuned budget).",
+                      "read of the weights that a decode step makes anyway, so little is gained for GPUs each phase "
+                      "keeps to itself. Against a budget tuned small, even long prompts need not favour the split "
+                      "(Part 4).",
                       "It can lose: the GPUs are split by phase, and a phase with too few requests leaves its GPUs "
                       "idle.",
                       "Each phase may itself be split over several GPUs; that is a separate choice."),

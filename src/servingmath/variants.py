@@ -1340,17 +1340,52 @@ def _long_draw(rng, long):
             return ttft, rng.choice(prompts)
 
 
+# The cases Part 4 works itself, each drawn again: Llama 3 8B's 2,000-token prompt (its trip over NVLink and over a
+# 400 Gb/s port, its prefill on an H100 SXM) and the Your turn's 12,000 tokens of Llama 3.3 70B against 1 s.
+PAGE_TRIP = ("llama-3-8b", 2000)
+PAGE_PREFILL = ("llama-3-8b", "h100-sxm", 2000)
+PAGE_SLOW = ("llama-3.3-70b", 12000, 1000)
+
+
+def _page_cases(n: dict) -> list[str]:
+    """What a draw shares with a case Part 4 works, whose answer the page prints or one division from one."""
+    found = []
+    if (n["t_model"], n["t_prompt"]) == PAGE_TRIP:
+        found.append(f"4.1's {n['t_model']} at {n['t_prompt']:,} tokens is the page's trip")
+    if (n["pf_model"], n["pf_gpu"], n["pf_prompt"]) == PAGE_PREFILL:
+        found.append(f"4.2's {n['pf_model']} on {n['pf_gpu']} at {n['pf_prompt']:,} tokens is the page's prefill")
+    if (n["s_model"], n["s_prompt"], n["s_ttft"]) == PAGE_SLOW:
+        found.append(f"4.5's {n['s_model']} at {n['s_prompt']:,} tokens against {n['s_ttft']} ms is the Your turn")
+    return found
+
+
+def _split_rates(n: dict) -> list[str]:
+    """A GPU doing both phases finishes fewer requests a second than one doing either alone, at the same targets."""
+    most = min(n["p_rate"], n["d_rate"])
+    return [] if n["colo_rate"] < most else [
+        f"colo_rate {n['colo_rate']} is not below min(p_rate, d_rate) = {most}"]
+
+
 def _draw_4_4(rng):
     trip, long = rng.choice(TRIP_MODELS), rng.choice(LONG_MODELS)
     prefill = rng.choice(PREFILL_MODELS)
     ttft, prompt = _long_draw(rng, long)
-    return {"t_model": trip, "t_prompt": _steps(rng, 500, min(32000, MODELS[trip].context_window - 1), 500),
-            "t_link": rng.choice(tuple(TRIP_LINKS)),
-            "pf_model": prefill, "pf_gpu": rng.choice(PREFILL_GPUS),
-            "pf_prompt": _steps(rng, 500, min(8000, MODELS[prefill].context_window), 100),
-            "p_rate": _steps(rng, 8, 60, 1) / 2, "d_rate": _steps(rng, 2, 24, 1) / 2,
-            "pool": rng.choice((4, 6, 8, 10, 12, 16)), "colo_rate": _steps(rng, 10, 100, 1) / 10,
-            "s_model": long, "s_prompt": prompt, "s_link": rng.choice(SLOW_LINKS), "s_ttft": ttft}
+    drawn = {"t_model": trip, "t_prompt": _steps(rng, 500, min(32000, MODELS[trip].context_window - 1), 500),
+             "t_link": rng.choice(tuple(TRIP_LINKS)),
+             "pf_model": prefill, "pf_gpu": rng.choice(PREFILL_GPUS),
+             "pf_prompt": _steps(rng, 500, min(8000, MODELS[prefill].context_window), 100),
+             "p_rate": _steps(rng, 8, 60, 1) / 2, "d_rate": _steps(rng, 2, 24, 1) / 2,
+             "pool": rng.choice((4, 6, 8, 10, 12, 16))}
+    # In tenths, from 0.5 to just below the slower of the two stages' GPUs.
+    drawn["colo_rate"] = _steps(rng, 5, round(10 * min(drawn["p_rate"], drawn["d_rate"])) - 1, 1) / 10
+    drawn.update(s_model=long, s_prompt=prompt, s_link=rng.choice(SLOW_LINKS), s_ttft=ttft)
+    while (drawn["t_model"], drawn["t_prompt"]) == PAGE_TRIP:
+        drawn["t_prompt"] = _steps(rng, 500, min(32000, MODELS[trip].context_window - 1), 500)
+    while (drawn["pf_model"], drawn["pf_gpu"], drawn["pf_prompt"]) == PAGE_PREFILL:
+        drawn["pf_prompt"] = _steps(rng, 500, min(8000, MODELS[prefill].context_window), 100)
+    while (drawn["s_model"], drawn["s_prompt"], drawn["s_ttft"]) == PAGE_SLOW:
+        drawn["s_ttft"], drawn["s_prompt"] = _long_draw(rng, long)
+    return drawn
 
 
 LESSON_4_PART_4 = Template(
@@ -1378,7 +1413,8 @@ LESSON_4_PART_4 = Template(
                "does the trip take?",
     },
     sense=lambda n: (_within(n, n["t_model"], "t_prompt") + _within(n, n["pf_model"], "pf_prompt")
-                     + _within(n, n["s_model"], "s_prompt") + _fits(n["pf_model"], n["pf_gpu"])),
+                     + _within(n, n["s_model"], "s_prompt") + _fits(n["pf_model"], n["pf_gpu"])
+                     + _split_rates(n) + _page_cases(n)),
 )
 
 TEMPLATES: dict[str, Template] = {

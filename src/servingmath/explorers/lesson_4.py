@@ -281,5 +281,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
         readouts, [Layer(("rate", "lengths", "tpot", "link"), bars)], "", top + height + kit.BOTTOM + 20, slow=True,
         note=f"Grey dashed: {units.percent(ATTAINMENT)}. Purple: colocated; teal: split. Llama 3 8B on four H100 SXM, vLLM "
-             f"0.9.2's profile; {units.number(SPLIT_REQUESTS)} requests a run, arriving at random; first token within "
-             f"{units.ms(SPLIT_TTFT, 0)}; each cache shipped whole once its prompt is read, not overlapped with it.")
+             f"0.9.2's profile at its default budget of {units.number(disaggregation.server().step_tokens)} tokens a "
+             f"step (the tuned budget of Part 4 is not shown); {units.number(SPLIT_REQUESTS)} requests a run, arriving "
+             f"at random; first token within {units.ms(SPLIT_TTFT, 0)}; each cache shipped whole once its prompt is "
+             "read, not overlapped with it.")
