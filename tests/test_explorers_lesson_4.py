@@ -2,7 +2,7 @@
 claims over every model the explorer offers."""
 import pytest
 
-from servingmath import parallel
+from servingmath import parallel, stage_sweep
 from servingmath.explorers import lesson_4, ms
 from servingmath.memory import DoesNotFit
 from servingmath.models import MODELS
@@ -75,8 +75,7 @@ def test_the_split_explorers_note_says_it_runs_the_default_budget_only():
     from servingmath import disaggregation
 
     note = lesson_4.disaggregated().note
-    assert f"default budget of {disaggregation.server().step_tokens:,} tokens a step" in note
-    assert "tuned budget of Part 4 is not shown" in note
+    assert f"its default {disaggregation.server().step_tokens:,}-token steps (not Part 4's tuned ones)" in note
 
 
 def test_the_note_says_each_link_runs_one_way_at_half_its_listed_figure():
@@ -141,7 +140,7 @@ def test_at_the_same_users_a_split_gives_more_decode_tokens_over_the_explorers_m
     PCIe from one user; every model loses somewhere. The site's powers of two first reach 1,024 and 512."""
     assert set(lesson_4.FINE_BATCHES) >= set(lesson_4.BATCHES) and lesson_4.FINE_BATCHES == tuple(range(1, 257))
     won, lost, swept = [], set(), set()
-    for key, link, users, staged, split in lesson_4._menu_steps():
+    for key, link, users, staged, split in stage_sweep.settings():
         assert staged.stages > 1
         swept.add(users // staged.micro_batches)
         if split is None:
@@ -158,7 +157,7 @@ def test_at_the_same_users_a_split_gives_more_decode_tokens_over_the_explorers_m
     assert not [w for w in won if w[0] == "qwen3-235b-a22b"]
     assert min(w[4] for w in won if w[0] == "llama-3-8b") == 304
     assert min(w[4] for w in won if w[0] == "llama-3.2-1b" and w[1] == "pcie") == 1
-    assert lesson_4.stages_ahead() == {"llama-3-70b": {"pcie": 760}, "llama-3-8b": {"nvlink": 1912, "pcie": 304},
+    assert stage_sweep.stages_ahead() == {"llama-3-70b": {"pcie": 760}, "llama-3-8b": {"nvlink": 1912, "pcie": 304},
                                        "llama-3.2-1b": {"nvlink": 904, "pcie": 1}}
     # At the site's settings, powers of two, the stages first win at 1,024 and 512 users.
     site = [w for w in won if w[4] // w[3] in lesson_4.BATCHES]
@@ -172,12 +171,12 @@ def test_the_sends_are_a_sliver_of_each_bar_for_llama_3_70b():
 
     width = kit.Panel.make((0, 1), (0, 1), kit.TOP, 220).x
     for key in lesson_4.MODELS_SHOWN:
-        shares = [(s.stages - 1) * s.send_time / s.interval for k, *_, s, _ in lesson_4._menu_steps() if k == key]
-        assert lesson_4.sends_most(key) == max(shares)
-    assert lesson_4.sends_most("llama-3-70b") * (width.end - width.start) < 2.1
-    assert lesson_4.sends_most("qwen3-235b-a22b") < 0.01 < lesson_4.sends_most("llama-3.2-1b")
+        shares = [(s.stages - 1) * s.send_time / s.interval for k, *_, s, _ in stage_sweep.settings() if k == key]
+        assert stage_sweep.sends_most(key) == max(shares)
+    assert stage_sweep.sends_most("llama-3-70b") * (width.end - width.start) < 2.1
+    assert stage_sweep.sends_most("qwen3-235b-a22b") < 0.01 < stage_sweep.sends_most("llama-3.2-1b")
     with pytest.raises(ValueError, match="model must be one of the explorer's .* got 'gpt-5'"):
-        lesson_4.sends_most("gpt-5")
+        stage_sweep.sends_most("gpt-5")
 
 
 def test_routers_shows_example_3_1_and_every_rate_the_slider_offers():

@@ -1,9 +1,6 @@
 """Lesson 4: a model split over GPUs (``parallel``), copies behind a router, prefill and decode on GPUs apart."""
 from __future__ import annotations
 
-import functools
-import itertools
-
 import numpy as np
 
 from .. import disaggregation, memory, parallel, replicas, units
@@ -54,45 +51,6 @@ def _fitting(link, batch, model):
 
 def _pipelines(link, batch, micro, model):
     return _each(_pipeline, link, batch, micro, model)
-
-
-@functools.cache
-def _menu_steps() -> tuple:
-    """Every setting of the live pipeline explorer, its finer steps of users included, on two or more GPUs where the
-    stages fit: (model, link, users in all, the stages' step, Part 1's split of the same users, or None where it
-    does not fit)."""
-    found = []
-    for model, link, gpus, batch, micro in itertools.product(MODELS_SHOWN, MACHINES, GPUS[1:], FINE_BATCHES, GPUS):
-        try:
-            staged = _pipeline(gpus, link, batch, micro, model)
-        except memory.DoesNotFit:
-            continue
-        try:
-            split = _step(gpus, link, batch * micro, model)
-        except memory.DoesNotFit:
-            split = None
-        found.append((model, link, batch * micro, staged, split))
-    return tuple(found)
-
-
-def sends_most(model: str) -> float:
-    """The largest share of the time between a user's tokens the sends take, over every setting of the live pipeline
-    explorer for ``model``."""
-    if model not in MODELS_SHOWN:
-        raise ValueError(f"model must be one of the explorer's {MODELS_SHOWN}, got {model!r}")
-    return max((s.stages - 1) * s.send_time / s.interval for key, *_, s, _ in _menu_steps() if key == model)
-
-
-def stages_ahead() -> dict:
-    """Where stages give the same users more decode tokens a second than Part 1's split, over every setting of the
-    live pipeline explorer: {model: {link: the fewest users in all}}, each model and link where they do at some
-    setting."""
-    found = {}
-    for model, link, users, staged, split in _menu_steps():
-        if split is not None and staged.interval < split.time:
-            fewest = found.setdefault(model, {})
-            fewest[link] = min(fewest.get(link, users), users)
-    return found
 
 
 def _bars(top, rows, names):
@@ -190,13 +148,11 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
                fine=FINE_BATCHES),
         buttons("micro", "micro-batches in flight", {m: str(m) for m in GPUS}, micro),
         models_menu(model, MODELS_SHOWN)],
-        readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"),
-                                                                           labels)],
+        readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
              "sheet's peaks, then its send; a micro-batch starts again once its token leaves the last stage (the "
-             "token's way back left out); each send takes the latency measured for a small all-reduce on two GPUs, more "
-             "than one send pays.")
+             "token's way back left out); each send takes a small two-GPU all-reduce's measured latency, more than it pays.")
 
 
 ROUTER_RATES = (4, 6, 7, 8, 9, 10)
@@ -235,8 +191,7 @@ def routers(rate: float = 9) -> Explorer:
 
 
 # -- Part 4: prefill and decode apart --------------------------------------------------------------
-# Requests a second reaching the four GPUs: up to where ShareGPT's prompts at 20 ms a token fail the colocated pool too.
-SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64)
+SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64)   # to where ShareGPT's prompts at 20 ms fail colocated
 SPLIT_REQUESTS = 1000      # each run's: half a search's, so that a move redraws in about a second
 SPLIT_TTFT = 0.4
 LENGTH_NAMES = {"long": "long prompts", "sharegpt": "ShareGPT's"}
@@ -280,8 +235,6 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
         buttons("tpot", "time per token target", {0.015: "15 ms", 0.02: "20 ms"}, tpot),
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
         readouts, [Layer(("rate", "lengths", "tpot", "link"), bars)], "", top + height + kit.BOTTOM + 20, slow=True,
-        note=f"Grey dashed: {units.percent(ATTAINMENT)}. Purple: colocated; teal: split. Llama 3 8B on four H100 SXM, vLLM "
-             f"0.9.2's profile at its default budget of {units.number(disaggregation.server().step_tokens)} tokens a "
-             f"step (the tuned budget of Part 4 is not shown); {units.number(SPLIT_REQUESTS)} requests a run, arriving "
-             f"at random; first token within {units.ms(SPLIT_TTFT, 0)}; each cache shipped whole once its prompt is "
-             "read, not overlapped with it.")
+        note=f"Grey dashed: {units.percent(ATTAINMENT)}. Purple: colocated; teal: split. Llama 3 8B, four H100 SXM, vLLM "
+             f"0.9.2's profile, its default {units.number(disaggregation.server().step_tokens)}-token steps (not Part 4's tuned "
+             f"ones); {units.number(SPLIT_REQUESTS)} requests a run at random; first token within {units.ms(SPLIT_TTFT, 0)}.")
