@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import collections
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -411,6 +412,31 @@ def test_the_bibliography_parses_and_names_each_entry_once():
     assert len(keys) == len(set(keys)), sorted(key for key in keys if keys.count(key) > 1)
     parsed = pybtex.database.parse_string(text, "bibtex")
     assert sorted(parsed.entries) == sorted(keys)
+
+
+def test_no_page_cites_two_sources_under_one_name_and_year():
+    # In the text an entry reads "Zhong et al., 2024": the first author's last name ("et al." past two authors, "and"
+    # for two) and the year. Two entries that differ only past the first author read the same on one page, and no
+    # "a" or "b" tells them apart; a reader cannot tell which source a claim rests on.
+    import pybtex.database
+
+    entries = pybtex.database.parse_file(ROOT / "references.bib").entries
+
+    def shown(key):
+        entry, people = entries[key], entries[key].persons.get("author", [])
+        names = [" ".join(person.last_names) or str(person) for person in people]
+        who = names[0] + (" et al." if len(names) > 2 else f" and {names[1]}" if len(names) == 2 else "")
+        return who, entry.fields.get("year")
+
+    clashes = []
+    for page in (ROOT / "chapters").rglob("*.md"):
+        cited = {key.strip() for keys in re.findall(r"\{cite:[pt]\}`([^`]+)`", page.read_text(encoding="utf-8"))
+                 for key in keys.split(",")}
+        for key, other in itertools.combinations(sorted(cited), 2):
+            same_authors = entries[key].persons.get("author") == entries[other].persons.get("author")
+            if shown(key) == shown(other) and not same_authors:
+                clashes.append((page.name, key, other, shown(key)))
+    assert not clashes, clashes
 
 
 def test_no_two_entries_print_the_same_label():
