@@ -334,10 +334,15 @@ def step_table(run, per_token=0.0, per_request=0.0) -> StepTable:
                      one["prompt_seconds"] / one["prompt"], per_token, per_request)
 
 
-def load_workload(slots, prompt=PROMPT_TOKENS, reply=REPLY_TOKENS):
-    """The load test's requests: ``requests_for(slots)`` of them, all arriving at once."""
+def load_workload(slots, sent=None, prompt=PROMPT_TOKENS, reply=REPLY_TOKENS):
+    """The load test's requests: ``requests_for(slots)`` of them, sent at once. ``sent`` gives each
+    one's measured send time (seconds from the test's start): the client's threads send them a
+    few milliseconds apart, so the server admits the first alone; None sends all at 0."""
     n = requests_for(slots)
-    return workload(np.zeros(n), np.full(n, prompt), np.full(n, reply), label=f"{n} requests at once")
+    arrivals = np.zeros(n) if sent is None else np.sort(np.asarray(sent, float)) - min(sent)
+    if len(arrivals) != n:
+        raise ValueError(f"sent must hold {n} send times for concurrency {slots}, got {len(arrivals)}")
+    return workload(arrivals, np.full(n, prompt), np.full(n, reply), label=f"{n} requests at once")
 
 
 def server_for(run, slots, assumptions=FLOOR, step_time=None) -> Server:
@@ -347,8 +352,8 @@ def server_for(run, slots, assumptions=FLOOR, step_time=None) -> Server:
                   assumptions=assumptions, step_time=step_time)
 
 
-def simulated(server, slots):
-    s = simulate(server, load_workload(slots)).summary()
+def simulated(server, slots, sent=None):
+    s = simulate(server, load_workload(slots, sent)).summary()
     return {k: s[k] for k in ("ttft_p50", "ttft_p99", "tbt_p50", "tbt_p99", "tokens_per_second")}
 
 
@@ -376,10 +381,12 @@ def compare(run):
         rows.append(_row("llama-bench", setting, metric, measured, "floor", floor))
     table = step_table(run, *server_costs(run))
     for slots in CONCURRENCY:
-        measured = load_summary(run["load"][str(slots)])
-        sims = {"floor": simulated(server_for(run, slots), slots),
-                "single-stream": simulated(server_for(run, slots, single), slots),
-                "profiled": simulated(server_for(run, slots, step_time=table), slots)}
+        records = run["load"][str(slots)]
+        measured = load_summary(records)
+        sent = [r["sent"] for r in records]  # the same arrivals as the test's
+        sims = {"floor": simulated(server_for(run, slots), slots, sent),
+                "single-stream": simulated(server_for(run, slots, single), slots, sent),
+                "profiled": simulated(server_for(run, slots, step_time=table), slots, sent)}
         for metric in ("ttft_p50", "ttft_p99", "tbt_p50", "tbt_p99", "tokens_per_second"):
             for name in PREDICTIONS:
                 rows.append(_row("llama-server", f"concurrency {slots}", metric, measured[metric], name,
