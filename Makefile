@@ -164,6 +164,7 @@ engine: $(READY) ## build llama.cpp's server and benchmarks once (cached), and w
 
 engine-check: $(READY) ## llama.cpp's benchmarks and a load test of its server, beside the simulator's three predictions
 	$(BIN)/python scripts/engine.py check
+	$(BIN)/python -m pytest tests/test_engine_lab.py -p no:cacheprovider -q
 
 # Grade a term's submissions into a folder of grade files (see chapters/instructors.md; python -m coursegrader --help):
 #   make grade SUBMISSIONS=folder [RUBRIC=grading/rubric.yml] [ROSTER=gradebook.csv] [TIMES=worksheet.csv] [OUT=grades]
