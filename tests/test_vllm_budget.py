@@ -293,12 +293,19 @@ def test_v0_chunks_long_windows_only_on_nvidia_and_without_sliding_layers():
 
 
 def test_model_runner_v2_took_no_graph_memory_out_for_dense_models():
-    # From 0.25.1 a dense model ran on Model Runner V2, whose estimate was 0 (vLLM issue 49224), to 0.28.0.
-    for version in ("0.25.1", "0.27.1", "0.28.0"):
+    # From 0.25.0 every dense model ran on Model Runner V2 (its release notes, pull request 44443), Qwen3's
+    # dense models from 0.22.0 (pull request 39337); its estimate was 0 (vLLM issue 49224) through 0.28.0.
+    for version in ("0.25.0", "0.25.1", "0.27.1", "0.28.0"):
         dense = vllm_budget(LLAMA_3_8B, H100, engine="v1", version=version)
         assert dense.cuda_graph_bytes == 0 and dense.graphs_outside_share
-    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.25.0").cuda_graph_bytes == \
+    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.24.0").cuda_graph_bytes == \
         memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
+    qwen3 = sm.MODELS["qwen3-8b"]
+    assert vllm_budget(qwen3, H100, engine="v1", version="0.21.0").cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
+    assert all(vllm_budget(qwen3, H100, engine="v1", version=v).graphs_outside_share for v in ("0.22.0", "0.24.0"))
+    assert not vllm_budget(sm.MODELS["qwen2.5-7b"], H100, engine="v1", version="0.22.0").graphs_outside_share
+    # Every dense model of the catalog is on one side or the other of its own boundary, none left without one.
+    assert {sm.engines.runner_v2_since(m) for m in sm.MODELS.values()} == {None, "0.22.0", "0.25.0"}
     moe = vllm_budget(sm.MODELS["qwen3-30b-a3b"], CATALOG["h200"], engine="v1", version="0.27.1")
     assert moe.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not moe.graphs_outside_share
     # After 0.28.0 the first release that measures them is not settled: the log's figure must be passed.

@@ -237,13 +237,25 @@ VLLM_V1_LARGE_TIER_BY_NAME = ("h100", "h200")
 # EngineArgs._is_v1_supported_oracle: `_raise_or_fallback(feature_name="Compute Capability < 8.0")`). The
 # catalog's cards below 8.0: the T4 (7.5, https://developer.nvidia.com/cuda-gpus).
 VLLM_V1_BELOW_SM80 = ("t4",)
-# Model Runner V2 became V1's runner for dense models in 0.25.1, and its profile_cudagraph_memory() returned 0
-# (vllm-project/vllm issue 49224; pull request 49233: "Model Runner V2 became the default for dense models in
-# 0.25.1, but its profile_cudagraph_memory() was a placeholder returning 0"), so nothing was taken out of the share
-# for the graphs. Pull request 53306 (merged August 2026, then reverted by 53644 and fixed forward by 53682 and
-# 53955) made it measure them; 0.28.0 was cut before it (vllm-project/vllm issue 54331). Which later release first
-# carries the fix is not settled here.
-VLLM_V1_DENSE_RUNNER_V2_SINCE = "0.25.1"
+# Model Runner V2 became V1's runner for every dense model in 0.25.0 (its release notes: "Model Runner V2 is now
+# the default for all dense models", pull request 44443), and for Qwen3's dense models already in 0.22.0 (pull
+# request 39337, "Oracle for model runner v2 - qwen3 dense model by default"). Its profile_cudagraph_memory()
+# was a placeholder returning 0 (vllm-project/vllm issue 49224; pull request 49233, whose "0.25.1" is the patch
+# release it was reported on), so nothing was taken out of the share for the graphs. Pull request 53306 (merged
+# August 2026, then reverted by 53644 and fixed forward by 53682 and 53955) made it measure them; 0.28.0 was cut
+# before it (vllm-project/vllm issue 54331). Which later release first carries the fix is not settled here.
+VLLM_V1_DENSE_RUNNER_V2_SINCE = "0.25.0"
+VLLM_V1_QWEN3_RUNNER_V2_SINCE = "0.22.0"
+
+
+def runner_v2_since(model) -> str:
+    """The first vLLM release whose V1 ran ``model`` on Model Runner V2 by default (None for a mixture of
+    experts, which kept the older runner through the releases the package covers)."""
+    if model.mixture_of_experts:
+        return None
+    return VLLM_V1_QWEN3_RUNNER_V2_SINCE if model.name.startswith("Qwen3 ") else VLLM_V1_DENSE_RUNNER_V2_SINCE
+
+
 VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST = "0.28.0"
 # On ROCm the CUDA graphs' estimate was skipped from before it became the default: pull request 36720 (March
 # 2026, "skipping unreliable cudagraph memory profiling") gated it to is_cuda(); pull request 47366 let ROCm in,

@@ -229,7 +229,8 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #   more (the MI300X, the B200). It runs the model compiled (torch.compile with CUDA
 #   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
 #   share; from 0.21.0 vLLM subtracts an estimate of their memory first, except for dense models from
-#   0.25.1 to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm issue 49224),
+#   0.25.0 (Qwen3's from 0.22.0) to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm
+#   issue 49224),
 #   and on AMD's cards before 0.26, where ROCm skipped the estimate (pull requests 36720, 48440 and 48526).
 #   It fell back to V0 on cards below compute capability 8.0 (the T4) until V0 was removed in 0.11.
 #
@@ -270,6 +271,12 @@ VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_V1_NON_TORCH_BYTES = 0.02 * 2**30
 # Each engine's range across its published logs: V0's from 0.16 to 1.79 GiB, V1's 0.02 in every one.
 VLLM_NON_TORCH_RANGE = {"v0": (0.16 * 2**30, 1.79 * 2**30), "v1": (0.02 * 2**30, 0.02 * 2**30)}
+# Before vLLM pull request 19312 (June 2025), V1 counted as non-torch memory everything on the card outside
+# PyTorch's tensors, the CUDA context included (vllm/v1/worker/gpu_worker.py, determine_available_memory, as
+# pull request 14419 describes it). The V1 logs of data/vllm_startup_logs.yaml show that context before loading:
+# 0.22 GiB on the L4 (21.81 of 22.03 GiB free) and 0.49 GiB on the L40S (43.9 of 44.39). Those releases'
+# non-torch memory is the 0.02 GiB above plus about that much; pass it as non_torch_bytes.
+VLLM_V1_EARLY_CONTEXT_RANGE = (0.22 * 2**30, 0.49 * 2**30)
 # What compiling adds to the profiling pass's peak: vLLM 0.10.2 on an L40S measured 1.19 GiB for Qwen3 8B compiled
 # (torch.compile and CUDA graphs, the default) against 0.53 GiB for the same pass eager (--enforce-eager): the two
 # L40S rows of data/vllm_startup_logs.yaml. One pair of logs, one model, one pass of 2,048 tokens: an example, not a
@@ -572,8 +579,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
       the graphs after the cache is allocated, on top of the share: the budget says so
       (``graphs_outside_share``) and takes nothing out. So do AMD's cards (ROCm) before 0.26, which skipped the
-      estimate until vLLM pull request 48526, and the releases from 0.25.1 to 0.28.0 for a dense
-      model, whose runner (Model Runner V2) estimated nothing; for a dense model after 0.28.0, which release
+      estimate until vLLM pull request 48526, and the releases from 0.25.0 (0.22.0 for Qwen3's) to 0.28.0 for
+      a dense model, whose runner (Model Runner V2) estimated nothing (``engines.runner_v2_since``); for a dense model after 0.28.0, which release
       first measures them is not settled, and ``cuda_graph_bytes`` must be given.
 
     What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
@@ -629,13 +636,13 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
         if at < _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE) or (
                 _is_rocm(gpu) and at < _version(_engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE)):
             outside = True          # no estimate: before 0.21, and on ROCm until vLLM pull request 48526 (0.26)
-        elif (not model.mixture_of_experts and at >= _version(_engines.VLLM_V1_DENSE_RUNNER_V2_SINCE)
+        elif (_engines.runner_v2_since(model) is not None and at >= _version(_engines.runner_v2_since(model))
               and cuda_graph_bytes is None):
             if at > _version(_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST):
                 raise ValueError(
                     f"cuda_graph_bytes must be given for a dense model ({model.name}) on V1 after "
                     f"{_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST} (version {version!r}): Model Runner V2 estimated "
-                    f"no CUDA graph memory from {_engines.VLLM_V1_DENSE_RUNNER_V2_SINCE}, and the first release that "
+                    f"no CUDA graph memory from {_engines.runner_v2_since(model)}, and the first release that "
                     f"measures it is not settled; pass the log's 'Estimated CUDA graph memory' (0 where it prints none)")
             outside = True          # Model Runner V2 took nothing out: the graphs land on top of the share
         else:
