@@ -248,8 +248,9 @@ def test_v1_reads_each_versions_row_of_the_engines_table():
                                                                        version="0.8.4").tokens
     # The share: the row's, 0.9 before 0.21 and 0.92 from it, unless one is passed.
     for version, share in ((None, 0.9), ("0.8.0", 0.9), ("0.20.1", 0.9), ("0.21.0", 0.92), ("0.28.0", 0.92)):
-        moe = sm.MODELS["qwen3-30b-a3b"]          # a mixture of experts: its graphs are estimated from 0.21
-        assert vllm_budget(moe, CATALOG["h200"], engine="v1", version=version).gpu_memory_utilization == share
+        moe = sm.MODELS["qwen3-30b-a3b"]          # from 0.22 the graphs' figure is the log's: one is given
+        graphs = {"cuda_graph_bytes": 0.5 * GiB} if version == "0.28.0" else {}
+        assert vllm_budget(moe, CATALOG["h200"], engine="v1", version=version, **graphs).gpu_memory_utilization == share
         assert sm.engines.defaults("vllm", version or "0.20", gpu=H100).memory_fraction == share
     assert vllm_budget(LLAMA_3_8B, H100, 0.8, engine="v1", version="0.21.0").gpu_memory_utilization == 0.8
     # Before 0.9 the large tier went by name, then took in the A100: only the H100, the H200 and the small
@@ -292,27 +293,24 @@ def test_v0_chunks_long_windows_only_on_nvidia_and_without_sliding_layers():
     assert given.max_num_batched_tokens == 131072
 
 
-def test_model_runner_v2_took_no_graph_memory_out_for_dense_models():
-    # From 0.25.0 every dense model ran on Model Runner V2 (its release notes, pull request 44443), Qwen3's
-    # dense models from 0.22.0 (pull request 39337); its estimate was 0 (vLLM issue 49224) through 0.28.0.
-    for version in ("0.25.0", "0.25.1", "0.27.1", "0.28.0"):
-        dense = vllm_budget(LLAMA_3_8B, H100, engine="v1", version=version)
-        assert dense.cuda_graph_bytes == 0 and dense.graphs_outside_share
-    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.24.0").cuda_graph_bytes == \
-        memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
-    qwen3 = sm.MODELS["qwen3-8b"]
-    assert vllm_budget(qwen3, H100, engine="v1", version="0.21.0").cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES
-    assert all(vllm_budget(qwen3, H100, engine="v1", version=v).graphs_outside_share for v in ("0.22.0", "0.24.0"))
-    assert not vllm_budget(sm.MODELS["qwen2.5-7b"], H100, engine="v1", version="0.22.0").graphs_outside_share
-    # Every dense model of the catalog is on one side or the other of its own boundary, none left without one.
-    assert {sm.engines.runner_v2_since(m) for m in sm.MODELS.values()} == {None, "0.22.0", "0.25.0"}
-    moe = vllm_budget(sm.MODELS["qwen3-30b-a3b"], CATALOG["h200"], engine="v1", version="0.27.1")
-    assert moe.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not moe.graphs_outside_share
-    # After 0.28.0 the first release that measures them is not settled: the log's figure must be passed.
-    with pytest.raises(ValueError, match="cuda_graph_bytes must be given for a dense model"):
-        vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.29.0")
-    assert vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.29.0", cuda_graph_bytes=0.5 * GiB).cuda_graph_bytes \
-        == 0.5 * GiB
+def test_from_0_22_the_graph_memory_must_come_from_the_log():
+    # From 0.22.0 vLLM moved models to Model Runner V2 family by family (Qwen3's dense models first, every dense
+    # model by 0.25.0), and that runner estimated nothing until after 0.28.0: the log's figure is asked for.
+    assert sm.engines.VLLM_V1_RUNNER_V2_FIRST == "0.22.0"
+    for model in (LLAMA_3_8B, sm.MODELS["qwen3-8b"], sm.MODELS["qwen3-30b-a3b"]):
+        for version in ("0.22.0", "0.25.0", "0.28.0", "0.29.0"):
+            with pytest.raises(ValueError, match=r"cuda_graph_bytes must be given for V1 from 0\.22\.0"):
+                vllm_budget(model, H100, engine="v1", version=version)
+    # The log's 0 (Model Runner V2's placeholder) leaves the graphs on top of the share; a figure comes out of it.
+    none = vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.25.0", cuda_graph_bytes=0)
+    some = vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.29.0", cuda_graph_bytes=0.5 * GiB)
+    assert none.graphs_outside_share and none.cuda_graph_bytes == 0
+    assert not some.graphs_outside_share and some.cuda_graph_bytes == 0.5 * GiB
+    assert none.tokens > some.tokens
+    # 0.21.x ran every model on the older runner, which estimated them: the package's example figure.
+    for model in (LLAMA_3_8B, sm.MODELS["qwen3-8b"], sm.MODELS["qwen3-30b-a3b"]):
+        at_21 = vllm_budget(model, H100, engine="v1", version="0.21.0")
+        assert at_21.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not at_21.graphs_outside_share
 
 
 def test_v1_counts_whole_blocks_a_request_as_its_log_does():
@@ -521,7 +519,7 @@ def test_v1_on_rocm_takes_no_graph_estimate_until_0_26():
         with pytest.raises(ValueError, match=r"cuda_graph_bytes .*0\.26 on an AMD card.*AMD Instinct"):
             vllm_budget(moe, mi300x, engine="v1", version=version, cuda_graph_bytes=GiB)
     assert vllm_budget(LLAMA_3_8B, mi300x, engine="v1", version="0.21").tokens == 1_309_648
-    later = vllm_budget(moe, mi300x, engine="v1", version="0.26.0")
+    later = vllm_budget(moe, mi300x, engine="v1", version="0.26.0", cuda_graph_bytes=memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES)
     assert later.cuda_graph_bytes == memory.VLLM_CUDA_GRAPH_EXAMPLE_BYTES and not later.graphs_outside_share
     # An NVIDIA card of the same tier estimates them from 0.21.
     assert vllm_budget(moe, CATALOG["h200"], engine="v1", version="0.21.0").cuda_graph_bytes > 0

@@ -237,26 +237,16 @@ VLLM_V1_LARGE_TIER_BY_NAME = ("h100", "h200")
 # EngineArgs._is_v1_supported_oracle: `_raise_or_fallback(feature_name="Compute Capability < 8.0")`). The
 # catalog's cards below 8.0: the T4 (7.5, https://developer.nvidia.com/cuda-gpus).
 VLLM_V1_BELOW_SM80 = ("t4",)
-# Model Runner V2 became V1's runner for every dense model in 0.25.0 (its release notes: "Model Runner V2 is now
-# the default for all dense models", pull request 44443), and for Qwen3's dense models already in 0.22.0 (pull
-# request 39337, "Oracle for model runner v2 - qwen3 dense model by default"). Its profile_cudagraph_memory()
-# was a placeholder returning 0 (vllm-project/vllm issue 49224; pull request 49233, whose "0.25.1" is the patch
-# release it was reported on), so nothing was taken out of the share for the graphs. Pull request 53306 (merged
-# August 2026, then reverted by 53644 and fixed forward by 53682 and 53955) made it measure them; 0.28.0 was cut
-# before it (vllm-project/vllm issue 54331). Which later release first carries the fix is not settled here.
-VLLM_V1_DENSE_RUNNER_V2_SINCE = "0.25.0"
-VLLM_V1_QWEN3_RUNNER_V2_SINCE = "0.22.0"
-
-
-def runner_v2_since(model) -> str:
-    """The first vLLM release whose V1 ran ``model`` on Model Runner V2 by default (None for a mixture of
-    experts, which kept the older runner through the releases the package covers)."""
-    if model.mixture_of_experts:
-        return None
-    return VLLM_V1_QWEN3_RUNNER_V2_SINCE if model.name.startswith("Qwen3 ") else VLLM_V1_DENSE_RUNNER_V2_SINCE
-
-
-VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST = "0.28.0"
+# From 0.22.0 vLLM moved models to Model Runner V2 one family at a time: Qwen3's dense models in 0.22.0 (pull
+# request 39337, "Oracle for model runner v2 - qwen3 dense model by default"), more families in 0.23.0 and 0.24.0
+# (Llama and Mistral, then DeepSeek-V2, Qwen2-MoE and quantized checkpoints, as those releases' notes read), every
+# dense model in 0.25.0 (its release notes: "Model Runner V2 is now the default for all dense models", pull request
+# 44443), every model in 0.29.0. Until after 0.28.0 its profile_cudagraph_memory() was a placeholder returning 0
+# (vllm-project/vllm issue 49224; pull request 49233), so nothing was taken out of the share for its graphs; pull
+# request 53306 (merged August 2026, reverted by 53644, fixed forward by 53682 and 53955) made it measure them.
+# Which runner a model ran on, and so what was taken out, changed model by model from this release: the budget
+# asks for the log's own figure there rather than guess.
+VLLM_V1_RUNNER_V2_FIRST = "0.22.0"
 # On ROCm the CUDA graphs' estimate was skipped from before it became the default: pull request 36720 (March
 # 2026, "skipping unreliable cudagraph memory profiling") gated it to is_cuda(); pull request 47366 let ROCm in,
 # 48440 (2026-07-12) shut it out again, and 48526 (merged 2026-07-15, "[ROCm] Re-enable cudagraph memory

@@ -228,10 +228,10 @@ def max_batch_sharing_prefix(model: Model, gpu: GPU, context_tokens, prefix_toke
 #   on the others (the A100, L40S, L4, T4); from 0.28.0, 16,384 tokens on cards reporting 160 GiB or
 #   more (the MI300X, the B200). It runs the model compiled (torch.compile with CUDA
 #   graphs). Before 0.21.0 the graphs are captured after the cache is allocated, on top of the
-#   share; from 0.21.0 vLLM subtracts an estimate of their memory first, except for dense models from
-#   0.25.0 (Qwen3's from 0.22.0) to 0.28.0, whose runner (Model Runner V2) estimated nothing (vllm-project/vllm
-#   issue 49224),
-#   and on AMD's cards before 0.26, where ROCm skipped the estimate (pull requests 36720, 48440 and 48526).
+#   share; from 0.21.0 vLLM subtracts an estimate of their memory first, except on AMD's cards before 0.26,
+#   where ROCm skipped the estimate (pull requests 36720, 48440 and 48526). From 0.22.0 models moved family by
+#   family to Model Runner V2, which estimated nothing until after 0.28.0 (vllm-project/vllm issue 49224):
+#   there the log's own figure is needed (engines.VLLM_V1_RUNNER_V2_FIRST).
 #   It fell back to V0 on cards below compute capability 8.0 (the T4) until V0 was removed in 0.11.
 #
 # Every one of these defaults, with the file and version it was read from, is a cell of
@@ -579,9 +579,10 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
       the graphs after the cache is allocated, on top of the share: the budget says so
       (``graphs_outside_share``) and takes nothing out. So do AMD's cards (ROCm) before 0.26, which skipped the
-      estimate until vLLM pull request 48526, and the releases from 0.25.0 (0.22.0 for Qwen3's) to 0.28.0 for
-      a dense model, whose runner (Model Runner V2) estimated nothing (``engines.runner_v2_since``); for a dense model after 0.28.0, which release
-      first measures them is not settled, and ``cuda_graph_bytes`` must be given.
+      estimate until vLLM pull request 48526. From 0.22.0 (``engines.VLLM_V1_RUNNER_V2_FIRST``) vLLM moved models
+      to Model Runner V2 family by family, and that runner estimated nothing until after 0.28.0: which a model
+      ran on is not a rule the package can state, so ``cuda_graph_bytes`` must be given (the log's figure; 0
+      where it prints none, which leaves the graphs on top of the share).
 
     What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
     layers: V0 gives every layer a page of every block (its sliding layers reuse theirs); V1 groups
@@ -636,19 +637,17 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
         if at < _version(VLLM_CUDA_GRAPH_ESTIMATE_SINCE) or (
                 _is_rocm(gpu) and at < _version(_engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE)):
             outside = True          # no estimate: before 0.21, and on ROCm until vLLM pull request 48526 (0.26)
-        elif (_engines.runner_v2_since(model) is not None and at >= _version(_engines.runner_v2_since(model))
-              and cuda_graph_bytes is None):
-            if at > _version(_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST):
-                raise ValueError(
-                    f"cuda_graph_bytes must be given for a dense model ({model.name}) on V1 after "
-                    f"{_engines.VLLM_V1_DENSE_GRAPHS_UNMEASURED_LAST} (version {version!r}): Model Runner V2 estimated "
-                    f"no CUDA graph memory from {_engines.runner_v2_since(model)}, and the first release that "
-                    f"measures it is not settled; pass the log's 'Estimated CUDA graph memory' (0 where it prints none)")
-            outside = True          # Model Runner V2 took nothing out: the graphs land on top of the share
+        elif at >= _version(_engines.VLLM_V1_RUNNER_V2_FIRST) and cuda_graph_bytes is None:
+            raise ValueError(
+                f"cuda_graph_bytes must be given for V1 from {_engines.VLLM_V1_RUNNER_V2_FIRST} (version {version!r}, "
+                f"{model.name}): from that release vLLM moved models to Model Runner V2 family by family, which took "
+                f"no CUDA graph memory out of the share until after 0.28.0; pass the log's 'Estimated CUDA graph "
+                f"memory' (0 where it prints none)")
         else:
             estimated = True
             graphs = VLLM_CUDA_GRAPH_EXAMPLE_BYTES if cuda_graph_bytes is None else float(
                 _check.single("cuda_graph_bytes", _check.number("cuda_graph_bytes", cuda_graph_bytes, minimum=0)))
+            outside = graphs == 0   # an estimate of nothing: the graphs, captured later, land on top of the share
     if cuda_graph_bytes is not None and not estimated:
         raise ValueError(f"cuda_graph_bytes is taken out of the share only by V1 from version "
                          f"{VLLM_CUDA_GRAPH_ESTIMATE_SINCE} ({_engines.VLLM_V1_ROCM_GRAPH_ESTIMATE_SINCE} on an AMD card) "
