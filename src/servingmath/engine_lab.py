@@ -40,6 +40,11 @@ ENGINE_PACKAGE = "llama-cpp-python"
 ENGINE_VERSION = "0.3.36"
 ENGINE_SDIST = "llama_cpp_python-0.3.36.tar.gz"
 ENGINE_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+# The upstream llama.cpp commit that release vendors (its changelog: "update llama.cpp to
+# ggml-org/llama.cpp@0c1e57098"), and that commit's date. The build number llama.cpp's programs print
+# from the source distribution (1) counts the commits of its shallow copy, not upstream's builds.
+ENGINE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+ENGINE_COMMIT_DATE = "2026-10-01"
 TARGETS = ("llama-server", "llama-bench", "llama-batched-bench")
 CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_OPENSSL=OFF",
@@ -58,6 +63,9 @@ PROMPT_TOKENS = 128
 REPLY_TOKENS = 64
 CONCURRENCY = (1, 2, 4, 8)
 REQUESTS_PER_SLOT = 3
+# Threads the engine runs on, and jobs its build runs, unless ENGINE_THREADS (and JOBS) say more: llama.cpp's
+# threads meet after every operation, so on a machine shared with other work one thread runs steadiest.
+THREADS = 1
 BENCH_PROMPTS = (64, 128, 512)
 BATCHES = (1, 2, 4, 8)
 FIXTURE = Path(__file__).parent / "data" / "engine_run.json"
@@ -239,7 +247,8 @@ def request_from(record) -> RequestTiming:
 
 
 def load_summary(records):
-    """A load test's figures from its requests: TTFT and time between tokens (p50, p99), output tokens a second."""
+    """A load test's figures from its requests: TTFT and time between tokens (p50, p99; the longest gap as
+    ``tbt_max``), output tokens a second."""
     requests = [r if isinstance(r, RequestTiming) else request_from(r) for r in records]
     if not requests:
         raise ValueError("records must hold at least one request, got none")
@@ -248,7 +257,7 @@ def load_summary(records):
     tokens = sum(len(r.token_times) for r in requests)
     span = max(r.token_times[-1] for r in requests) - min(r.sent for r in requests)
     return {"ttft_p50": percentile(ttft, 50), "ttft_p99": percentile(ttft, 99),
-            "tbt_p50": percentile(gaps, 50), "tbt_p99": percentile(gaps, 99),
+            "tbt_p50": percentile(gaps, 50), "tbt_p99": percentile(gaps, 99), "tbt_max": float(gaps.max()),
             "tokens_per_second": tokens / span,
             "server_prompt_ms": float(np.median([r.prompt_ms for r in requests])),
             "server_per_token_ms": float(np.median([r.predicted_per_token_ms for r in requests]))}
@@ -259,37 +268,66 @@ def load_summary(records):
 # ---------------------------------------------------------------------------------------------
 
 def machine(run) -> GPU:
-    """The lab's entry for the machine the run was recorded on: its measured bandwidth and FLOP/s."""
+    """The lab's entry for the machine the run was recorded on: its measured bandwidth and FLOP/s (the best
+    of the lab's runs, ``lab.Rate.best``, taken by ``make engine-check`` with the engine's threads)."""
     lab = run["machine"]
     return this_machine(lab["bandwidth"], lab["flops"], memory_bytes=lab["memory_bytes"], name=lab["name"])
 
 
 def floor_rates(run, model: Model = ENGINE_MODEL):
     """The floor's prefill and decode rates for each ``llama-bench`` row: the ideal engine (the
-    roofline at 100 %, no overhead) on the lab's measured bandwidth and FLOP/s."""
+    roofline at 100 %, no overhead) on the lab's measured bandwidth and FLOP/s. A prompt is charged
+    as llama.cpp computes it: only its last token's logits are asked for (``forward_pass``'s ``outputs``)."""
     gpu = machine(run)
     out = []
     for row in parse_bench(run["llama_bench"]):
         if row["generated"] == 0:
-            cost = forward_pass(model, row["prompt"], 0)
+            cost = forward_pass(model, row["prompt"], 0, outputs=1)
             seconds = float(pass_time(cost.flops, cost.bytes, gpu.peak_flops, gpu.memory_bandwidth, FLOOR).time)
             out.append(("prefill", row["prompt"], row["tokens_per_second"], row["prompt"] / seconds))
         else:
             # llama-bench's decode test starts from an empty cache and makes n_gen tokens.
-            seconds = sum(float(pass_time(c.flops, c.bytes, gpu.peak_flops, gpu.memory_bandwidth, FLOOR).time)
-                          for c in (forward_pass(model, 1, k) for k in range(row["generated"])))
-            out.append(("decode", row["generated"], row["tokens_per_second"], row["generated"] / seconds))
+            out.append(("decode", row["generated"], row["tokens_per_second"],
+                        decode_floor_rate(run, row["generated"], model=model)))
     return out
+
+
+def decode_floor_rate(run, made, cached=0, weight_bits=16, model: Model = ENGINE_MODEL):
+    """The floor's tokens a second for one stream making ``made`` tokens one at a time after ``cached``
+    ones, its weights stored in ``weight_bits``."""
+    gpu = machine(run)
+    seconds = sum(float(pass_time(c.flops, c.bytes, gpu.peak_flops, gpu.memory_bandwidth, FLOOR).time)
+                  for c in (forward_pass(model, 1, cached + k, weight_bits=weight_bits) for k in range(made)))
+    return made / seconds
+
+
+def decode_runs(run):
+    """The runs of one stream's decode on one thread, each beside its floor: (run, tokens a second, the
+    floor's). ``llama-bench``'s decode row and the probe's F16 row are the same test (64 tokens from an
+    empty cache), run twice; ``llama-batched-bench`` at batch 1 makes its tokens after its prompt."""
+    bench = next(r for r in parse_bench(run["llama_bench"]) if r["generated"] > 0)
+    one = min(parse_batched(run["batched_bench"]), key=lambda r: r["batch"])
+    if one["batch"] != 1:
+        raise ValueError(f"batched_bench must hold a run at batch 1, got batches from {one['batch']}")
+    floor = decode_floor_rate(run, bench["generated"])
+    return [("llama-bench", bench["tokens_per_second"], floor),
+            ("llama-bench again", float(run["decode_probe"]["f16, 1 thread"]), floor),
+            ("llama-batched-bench, batch 1", one["generated"] / one["decode_seconds"],
+             decode_floor_rate(run, one["generated"], one["prompt"]))]
+
+
+def decode_share(run):
+    """Decode's rate at one stream as a share of the floor's: the median of ``decode_runs``' shares."""
+    return float(np.median([rate / floor for _, rate, floor in decode_runs(run)]))
 
 
 def single_stream_assumptions(run) -> Assumptions:
     """The efficiencies one stream reaches: the longest prompt's prefill rate as a share of the
-    floor's (compute), the decode rate as a share of the floor's (bandwidth)."""
+    floor's (compute), decode's share of the floor (``decode_share``, bandwidth)."""
     rates = floor_rates(run)
     prefill = max((r for r in rates if r[0] == "prefill"), key=lambda r: r[1])
-    decode = [r for r in rates if r[0] == "decode"][0]
     return Assumptions(compute_efficiency=min(1.0, prefill[2] / prefill[3]),
-                       bandwidth_efficiency=min(1.0, decode[2] / decode[3]), overhead=0.0,
+                       bandwidth_efficiency=min(1.0, decode_share(run)), overhead=0.0,
                        attention="causal", kv_cache=True, label="llama-bench, one stream")
 
 
@@ -347,9 +385,10 @@ def load_workload(slots, sent=None, prompt=PROMPT_TOKENS, reply=REPLY_TOKENS):
 
 def server_for(run, slots, assumptions=FLOOR, step_time=None) -> Server:
     """Lesson 3's server as llama-server runs: ``slots`` users at a time (its --parallel), each
-    prompt read whole in the step that admits it beside everyone's next token."""
+    prompt read whole in the step that admits it beside everyone's next token, only its last token's
+    logits computed."""
     return Server(ENGINE_MODEL, machine(run), policy="continuous", max_running=int(slots),
-                  assumptions=assumptions, step_time=step_time)
+                  assumptions=assumptions, step_time=step_time, logits="last of each prompt")
 
 
 def simulated(server, slots, sent=None):
@@ -428,12 +467,6 @@ def live_or_recorded(live_path=None):
     return load_run(), False
 
 
-def decode_share(run):
-    """Decode's rate at one stream as a share of the floor's (llama-bench's decode row)."""
-    decode = [r for r in floor_rates(run) if r[0] == "decode"][0]
-    return decode[2] / decode[3]
-
-
 def batched_steps(run):
     """(batch, seconds a decode step, next tokens a second, FLOP/s the step's weights do) for each
     ``llama-batched-bench`` row: the engine's own decode steps."""
@@ -445,18 +478,35 @@ def batched_steps(run):
     return out
 
 
+def batched_runs(run, batch):
+    """Next tokens a second at ``batch`` sequences in each run of ``llama-batched-bench``, in order."""
+    batch = int(_check.count("batch", batch, minimum=1))
+    rates = [int(r["pl"]) * int(r["tg"]) / float(r["t_tg"]) for r in json_lines(run["batched_bench"], "llama-batched-bench")
+             if int(r["pl"]) == batch]
+    if not rates:
+        raise ValueError(f"batch must be one of the batches llama-batched-bench ran, got {batch}")
+    return rates
+
+
+def first_served(records):
+    """The request a load test served first: the one whose first token came first (the server's log
+    prints its timings first)."""
+    return min(records, key=lambda r: r["token_times"][0])
+
+
 def ollama_lines(timings):
     """One reply's server timings in the layout ``ollama run --verbose`` prints: prompt eval (the
     prefill: ``prompt_n`` tokens in ``prompt_ms``) and eval (the decode: ``predicted_n`` tokens in
-    ``predicted_ms``, its rate the server's ``predicted_per_second``, which counts the tokens after
-    the first). ``servingmath.ollama.parse_verbose`` reads them back."""
+    ``predicted_ms``), each rate its count over its duration, as Ollama computes them (the server's own
+    ``predicted_per_second`` counts only the tokens after the first). ``servingmath.ollama.parse_verbose``
+    reads them back."""
     def duration(ms):  # as Go prints a duration: 230.5ms, 1.1002s
         value, unit = (ms / 1e3, "s") if ms >= 1e3 else (ms, "ms")
         return f"{value:.6f}".rstrip("0").rstrip(".") + unit
     return "\n".join([
         f"prompt eval count:    {int(timings['prompt_n'])} token(s)",
         f"prompt eval duration: {duration(float(timings['prompt_ms']))}",
-        f"prompt eval rate:     {float(timings['prompt_per_second']):.2f} tokens/s",
+        f"prompt eval rate:     {int(timings['prompt_n']) / float(timings['prompt_ms']) * 1e3:.2f} tokens/s",
         f"eval count:           {int(timings['predicted_n'])} token(s)",
         f"eval duration:        {duration(float(timings['predicted_ms']))}",
-        f"eval rate:            {float(timings['predicted_per_second']):.2f} tokens/s"])
+        f"eval rate:            {int(timings['predicted_n']) / float(timings['predicted_ms']) * 1e3:.2f} tokens/s"])

@@ -114,8 +114,25 @@ def attention_flops(model: Model, new_tokens, cached_tokens=0, attention="causal
     return per_position * positions
 
 
+def _shown(value):
+    value = np.asarray(value)
+    return f"{value.item():g}" if value.ndim == 0 else repr(value.tolist())
+
+
+def output_parameters(model: Model) -> int:
+    """Parameters only a token whose next-token scores (logits) are asked for goes through: the last
+    layer's feed-forward block and the output head. llama.cpp keeps only those tokens' rows after the
+    last layer's attention (``inp_out_ids`` in ``src/models/llama.cpp``), so a prompt asking for its last
+    token's logits sends its other tokens through every weight but these. Dense models only."""
+    _check.instance("model", model, Model)
+    if model.mixture_of_experts:
+        raise ValueError(f"model must be dense (a mixture of experts routes its last layer's tokens), "
+                         f"got {model.name!r}")
+    return model._ffn_parameters(model.ffn) + model.vocab * model.hidden
+
+
 def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits=16, kv_bits=16,
-                 attention="causal", kv_cache=True) -> PassCost:
+                 attention="causal", kv_cache=True, outputs=None) -> PassCost:
     """FLOPs and bytes of one pass over ``batch`` sequences.
 
     The pass reads the weights its tokens use (every weight, in a dense model; in a mixture
@@ -124,7 +141,9 @@ def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits
     every sequence (``memory.kv_cache_bytes``) and writes the new tokens' keys and values.
     ``attention="none"`` and ``kv_cache=False`` leave out attention among tokens and
     the cache's bytes, as the lesson's first estimates do. A context past the model's window
-    (``cached_tokens + new_tokens``) raises ``models.ContextTooLong``.
+    (``cached_tokens + new_tokens``) raises ``models.ContextTooLong``. ``outputs`` (None: every new
+    token) is how many of each sequence's new tokens have their logits computed; the others skip the
+    ``output_parameters``, as in llama.cpp, where a prompt asks for its last token's logits only.
     """
     _check.instance("model", model, Model)
     new_tokens = _check.count("new_tokens", new_tokens, minimum=1)
@@ -136,9 +155,15 @@ def forward_pass(model: Model, new_tokens, cached_tokens=0, batch=1, weight_bits
     if not isinstance(kv_cache, (bool, np.bool_)):
         raise TypeError(f"kv_cache must be True or False, got {kv_cache!r}")
     tokens = batch * new_tokens
+    skipped = 0.0
+    if outputs is not None:
+        outputs = _check.count("outputs", outputs, minimum=1)
+        if np.any(outputs > new_tokens):
+            raise ValueError(f"outputs must be at most new_tokens ({_shown(new_tokens)}), got {_shown(outputs)}")
+        skipped = linear_flops(output_parameters(model), batch * (new_tokens - outputs))
     return PassCost(
         tokens=tokens,
-        linear_flops=linear_flops(model.active_parameters, tokens),
+        linear_flops=linear_flops(model.active_parameters, tokens) - skipped,
         attention_flops=batch * attention_flops(model, new_tokens, cached_tokens, attention),
         weight_bytes=weight_bytes(model.parameters_read(tokens), weight_bits),
         kv_read_bytes=kv_cache_bytes(model, cached_tokens, batch, kv_bits) if kv_cache else 0.0 * (tokens + cached_tokens),

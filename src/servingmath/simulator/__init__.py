@@ -64,7 +64,9 @@ figures vLLM's ``benchmark_serving`` prints, computed as it computes them.
 A server given ``step_time`` (a callable of the step's next tokens, all its tokens and the prompts it
 starts) takes each step's seconds from it instead: measured step times, as a profiler records them
 for a real engine (``engine_lab.StepTable``, from llama.cpp's ``llama-batched-bench``), timed by the
-same scheduler.
+same scheduler. ``logits="last of each prompt"`` charges each prompt as llama.cpp computes it: only its
+last token passes through the last layer's feed-forward block and the output head
+(``passes.output_parameters``).
 
 The same workload and server always give the same result.
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _check, parallel
 from ..memory import kv_cache_bytes, weight_bytes
-from ..passes import PassCost, attention_flops, forward_pass, linear_flops
+from ..passes import PassCost, attention_flops, forward_pass, linear_flops, output_parameters
 from ..roofline import pass_time
 from .server import Server
 
@@ -38,6 +38,10 @@ class StepClock:
         self.per_byte = float(pass_time(0.0, 1.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).memory_time)
         self.overhead = float(assumptions.overhead)
         self.flops_per_token = float(linear_flops(model.active_parameters, 1))
+        # FLOPs a prompt token whose logits nobody asks for skips (server.logits): every piece is a whole
+        # prompt, so each step computes logits for its next tokens and one token of each piece.
+        self.skipped_per_token = float(linear_flops(output_parameters(model), 1)) \
+            if server.logits == "last of each prompt" else 0.0
         self.write_per_token = float(model.kv_bytes_per_token(server.kv_bits)) * share if counted else 0.0
         self.read = (kv_cache_bytes(model, lengths, 1, server.kv_bits) * share if counted
                      else np.zeros(window + 1)).astype(float)
@@ -110,13 +114,19 @@ class StepClock:
             raise ValueError("a step must carry at least one token, got none")
         if self.phased:
             return sum(self.phases(decode_caches, pieces).values())
-        flops = self.flops_per_token * tokens + sum(self.decode_attention[c] for c in decode_caches)
+        flops = self.linear_flops(tokens, len(decode_caches), len(pieces)) + sum(
+            self.decode_attention[c] for c in decode_caches)
         moved = self.weights(tokens) + self.write_per_token * tokens + sum(self.read[c] for c in decode_caches)
         for n, c in pieces:
             attention, read = self.piece(n, c)
             flops += attention
             moved += read
         return max(flops * self.per_flop, moved * self.per_byte) + self.overhead + self.communication(tokens)
+
+    def linear_flops(self, tokens, users, pieces):
+        """FLOPs of a step's matrix products: ``tokens`` through the weights, less what the prompt tokens
+        whose logits are not asked for skip (``server.logits``), ``users`` next tokens and ``pieces`` prompts."""
+        return self.flops_per_token * tokens - self.skipped_per_token * (tokens - users - pieces)
 
     def communication(self, tokens):
         """Seconds of a step's all-reduces in a tensor-parallel group (none on one GPU)."""
@@ -135,7 +145,7 @@ class StepClock:
         decode_caches = [int(c) for c in decode_caches]
         pieces = [(int(n), int(c)) for n, c in pieces]
         tokens = len(decode_caches) + sum(n for n, _ in pieces)
-        matrix = max(self.flops_per_token * tokens * self.per_linear_flop,
+        matrix = max(self.linear_flops(tokens, len(decode_caches), len(pieces)) * self.per_linear_flop,
                      (self.weights(tokens) + self.write_per_token * tokens) * self.per_byte)
         decode = max(sum(self.decode_attention[c] for c in decode_caches) * self.per_flop,
                      sum(self.read[c] for c in decode_caches) * self.per_byte)
@@ -159,9 +169,11 @@ class StepClock:
             return self._check_group(decode_caches, pieces)
         flops = moved = 0.0
         users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
+        outputs = 1 if server.logits == "last of each prompt" else None
         for n, c in users:
             cost = forward_pass(server.model, n, c, 1, server.weight_bits, server.kv_bits,
-                                attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache)
+                                attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache,
+                                outputs=outputs)
             flops += cost.flops
             moved += cost.bytes - cost.weight_bytes
         tokens = sum(n for n, _ in users)
@@ -172,8 +184,10 @@ class StepClock:
     def _check_group(self, decode_caches, pieces):
         server, model = self.server, self.server.model
         users = [(1, int(c)) for c in decode_caches] + [(int(n), int(c)) for n, c in pieces]
+        outputs = 1 if server.logits == "last of each prompt" else None
         costs = [forward_pass(model, n, c, 1, server.weight_bits, server.kv_bits,
-                              attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache)
+                              attention=server.assumptions.attention, kv_cache=server.assumptions.kv_cache,
+                              outputs=outputs)
                  for n, c in users]
         tokens = sum(n for n, _ in users)
         whole = PassCost(tokens, sum(c.linear_flops for c in costs), sum(c.attention_flops for c in costs),
@@ -224,11 +238,12 @@ class StepClock:
             return self.measured(users, tokens, sum(1 for piece in pieces if piece[2] == 0)) + waited
         if self.phased:
             return self.phased_step(tokens, users, cached, caches, pieces, mixed) + waited
+        matrix = self.linear_flops(tokens, users, len(pieces))
         if self.linear:
-            flops = self.flops_per_token * tokens + self.attention_base * users + self.attention_slope * cached
+            flops = matrix + self.attention_base * users + self.attention_slope * cached
             moved = self.weights(tokens) + self.write_per_token * tokens + self.read_slope * cached
         else:
-            flops = self.flops_per_token * tokens
+            flops = matrix
             moved = self.weights(tokens) + self.write_per_token * tokens
             for c in caches():
                 flops += self.decode_attention[c]
@@ -251,7 +266,7 @@ class StepClock:
         if not mixed and users and pieces:
             return (self.phased_step(tokens - users, 0, 0, tuple, pieces)
                     + self.phased_step(users, users, cached, caches, ()))
-        step = max(self.flops_per_token * tokens * self.per_linear_flop,
+        step = max(self.linear_flops(tokens, users, len(pieces)) * self.per_linear_flop,
                    (self.weights(tokens) + self.write_per_token * tokens) * self.per_byte)
         if self.linear:
             attention = self.attention_base * users + self.attention_slope * cached

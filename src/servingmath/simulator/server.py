@@ -22,6 +22,10 @@ PREEMPTION = ("recompute", "swap")
 # runs it, kernel after kernel: the matrix products (the weights read once), the attention over each
 # user's cache, each on its own roofline and summed, then the fixed cost and the processor's work.
 CLOCKS = ("overlap", "phases")
+# Which prompt tokens a step computes logits for: "every token" (the lessons' pass count), or "last of each
+# prompt", as llama.cpp does: a prompt's other tokens skip the last layer's feed-forward block and the output
+# head (passes.output_parameters). Each prompt must then be read whole, so that its piece ends with its last token.
+LOGITS = ("every token", "last of each prompt")
 # The lesson's server takes vLLM V0's defaults of versions 0.4 to 0.6.4 (servingmath.engines, where
 # each is sourced): blocks of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows
 # 1,024 on a card of 70 GiB or more other than the A100, such as the H100), and, with chunked prefill
@@ -77,6 +81,7 @@ class Server:
     # Measured step times in place of the pass model: a callable (decodes, tokens, prompts) -> seconds,
     # given each step's next tokens, all its tokens and the prompts it starts (see engine_lab.StepTable).
     step_time: object = None
+    logits: str = "every token"
     # A tensor-parallel group (parallel.py): ``tensor_parallel`` GPUs of the kind ``gpu`` joined by ``link``
     # (a key or name of a link the GPU can have; its fastest if None), each holding its share of the weights
     # and the cache, each step followed by the all-reduces Megatron-LM's split needs.
@@ -123,6 +128,9 @@ class Server:
         for name in ("weight_bits", "kv_bits"):
             _check.finite(name, _check.single(name, getattr(self, name)), above=0)
         _choice("clock", self.clock, CLOCKS)
+        if _choice("logits", self.logits, LOGITS) != LOGITS[0] and self.policy == "chunked":
+            raise ValueError(f"logits={self.logits!r} needs each prompt read whole in one step, so a policy other "
+                             f"than 'chunked', got policy={self.policy!r}")
         for name in ("user_time", "request_time", "launch_time"):
             _check.finite(name, _check.single(name, getattr(self, name)), minimum=0)
         _whole("admit_every", self.admit_every, 1)
