@@ -241,12 +241,15 @@ VLLM_V1_BELOW_SM80 = ("t4",)
 # request 39337, "Oracle for model runner v2 - qwen3 dense model by default"), more families in 0.23.0 and 0.24.0
 # (Llama and Mistral, then DeepSeek-V2, Qwen2-MoE and quantized checkpoints, as those releases' notes read), every
 # dense model in 0.25.0 (its release notes: "Model Runner V2 is now the default for all dense models", pull request
-# 44443), every model in 0.29.0. Until after 0.28.0 its profile_cudagraph_memory() was a placeholder returning 0
+# 44443), and most models in 0.29.0. Until after 0.28.0 its profile_cudagraph_memory() was a placeholder returning 0
 # (vllm-project/vllm issue 49224; pull request 49233), so nothing was taken out of the share for its graphs; pull
-# request 53306 (merged August 2026, reverted by 53644, fixed forward by 53682 and 53955) made it measure them.
+# request 53306 (merged August 2026, fixed forward by 53682 and 53955; the revert proposed in 53644 was closed) made
+# it measure them, first released in 0.29.0.
 # Which runner a model ran on, and so what was taken out, changed model by model from this release: the budget
 # asks for the log's own figure there rather than guess.
 VLLM_V1_RUNNER_V2_FIRST = "0.22.0"
+# The last release whose Model Runner V2 took no CUDA graph memory out of the share (pull request 53306 came after).
+VLLM_V1_RUNNER_V2_UNMEASURED_LAST = "0.28.0"
 # On ROCm the CUDA graphs' estimate was skipped from before it became the default: pull request 36720 (March
 # 2026, "skipping unreliable cudagraph memory profiling") gated it to is_cuda(); pull request 47366 let ROCm in,
 # 48440 (2026-07-12) shut it out again, and 48526 (merged 2026-07-15, "[ROCm] Re-enable cudagraph memory

@@ -641,7 +641,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
             raise ValueError(
                 f"cuda_graph_bytes must be given for V1 from {_engines.VLLM_V1_RUNNER_V2_FIRST} (version {version!r}, "
                 f"{model.name}): from that release vLLM moved models to Model Runner V2 family by family, which took "
-                f"no CUDA graph memory out of the share until after 0.28.0; pass the log's 'Estimated CUDA graph "
+                f"no CUDA graph memory out of the share until after {_engines.VLLM_V1_RUNNER_V2_UNMEASURED_LAST}; "
+                f"pass the log's 'Estimated CUDA graph "
                 f"memory' (0 where it prints none)")
         else:
             estimated = True
