@@ -241,6 +241,16 @@ def test_the_layouts_bars_keep_off_the_prefill_and_decode_colours():
     assert light["prefill"] not in svg and light["decode"] not in svg
 
 
+def test_the_routers_bars_keep_off_the_prefill_and_decode_colours():
+    """A router is no phase: no router's bar is drawn in the prefill or the decode colour."""
+    from servingmath.charts import kit
+
+    svg = lesson_4.routers(rate=6).svg_at()
+    light = {name: colours[0] for name, colours in kit.PALETTE.items()}
+    assert light["neutral"] in svg and light["extra"] in svg and light["teal"] in svg
+    assert light["prefill"] not in svg and light["decode"] not in svg
+
+
 @pytest.mark.parametrize("link", ["nvlink4", "roce-400g"])
 def test_with_sharegpts_prompts_at_20_ms_the_colocated_bar_falls_within_the_slider(link):
     held = _held("sharegpt", 0.02, link)

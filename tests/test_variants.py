@@ -205,7 +205,12 @@ def test_lesson_4_part_4_draws_no_case_that_cannot_happen_nor_one_the_page_works
                                                "pf_model": "llama-3-8b", "pf_gpu": "h100-sxm", "pf_prompt": 2000,
                                                "s_prompt": 12000, "s_ttft": 1000}) == [
         "4.1's llama-3-8b at 2,000 tokens is the page's trip", "4.2's llama-3-8b on h100-sxm at 2,000 tokens is the page's prefill",
-        "4.5's llama-3.3-70b at 12,000 tokens against 1000 ms is the Your turn"]
+        "4.5's llama-3.3-70b at 12,000 tokens is the Your turn's trip"]
+    # The page prints the trip itself: against any other target, over RoCE or InfiniBand alike, the answer is one
+    # division from it.
+    assert variants.sense("lesson-4-part-4", {**practice, "s_prompt": 12000, "s_ttft": 700,
+                                               "s_link": "infiniband-ndr"}) == [
+        "4.5's llama-3.3-70b at 12,000 tokens is the Your turn's trip"]
 
 
 def test_lesson_4_part_4_trips_cross_between_two_gpus_each_holding_its_model_whole():
@@ -450,3 +455,50 @@ def test_lesson_4_part_3_statements_count_one_copy_in_the_singular():
     for student in STUDENTS[:300]:
         for label in variants.TEMPLATES["lesson-4-part-3"].statements:
             assert "1 copies" not in variants.statement("lesson-4-part-3", label, student), (student, label)
+
+
+def test_no_lesson_4_part_1_or_2_draw_is_one_division_from_a_page_or_an_explorer_readout():
+    """Part 1's explorer prints each GPU's weights for its models (Example 1.1's table those of Llama 3 70B; in 8 bits
+    a share is the 16-bit share on twice the GPUs); the explorers read out all of a step's all-reduces (160 of them)
+    or sends for batches up to 256; Part 1 prints Llama 3 70B's cache a token and lesson 2 Llama 3 8B's; Part 1's
+    step and Your turn use 1,000 cached tokens."""
+    from servingmath.explorers import lesson_4
+
+    assert variants.SHOWN_BATCH == max(lesson_4.BATCHES) == max(lesson_4.FINE_BATCHES)
+    assert {key for key, _, _ in variants._splits()}.isdisjoint(lesson_4.MODELS_SHOWN)
+    assert {key for key, _ in variants.KV_CASES}.isdisjoint(variants.KV_SHOWN)
+    for student in STUDENTS:
+        one, two = variants.numbers("lesson-4-part-1", student), variants.numbers("lesson-4-part-2", student)
+        assert variants.CACHED_SHOWN not in (one["context"], one["small_context"]), student
+        assert min(one["ar_batch"], two["send_users"]) > variants.SHOWN_BATCH, student
+
+
+def test_lesson_4_part_1_all_reduce_is_worked_with_the_latency_among_the_drawn_gpus():
+    """Problem 1.3's grader times the all-reduce with the link's latency among the group's GPUs (PCIe's grows from two
+    to eight); the statement names it, and the worked method (latency_for + 2(N-1)/N S/B) agrees for every student."""
+    from servingmath import hardware, parallel
+    from servingmath.models import MODELS
+
+    for student in STUDENTS[:300]:
+        n = variants.numbers("lesson-4-part-1", student)
+        link, count = hardware.link(n["ar_gpu"], n["ar_link"]), n["ar_count"]
+        assert f"`.latency_for({count})`" in variants.statement("lesson-4-part-1", "1.3", student)
+        by_hand = link.latency_for(count) + 2 * (count - 1) / count * n["ar_batch"] * MODELS["llama-3-70b"].hidden * 2 \
+            / link.bandwidth
+        assert variant_answers.expected("lesson-4-part-1", "1.3", student) == pytest.approx(by_hand * 1e6, rel=1e-12)
+
+
+def test_lesson_4_part_3_copies_hold_a_request_of_the_models_whole_window():
+    """vLLM V1 refuses to start when its cache cannot hold one request of the model's whole length: Qwen2.5 72B on
+    two 80 GB GPUs holds 28,080 tokens of its 131,072."""
+    from servingmath import replicas
+    from servingmath.models import MODELS
+
+    qwen = replicas.server("qwen2.5-72b", "h100-sxm", 2)
+    assert qwen.cache_blocks * qwen.block_tokens < MODELS["qwen2.5-72b"].context_window
+    for student in STUDENTS:
+        n = variants.numbers("lesson-4-part-3", student)
+        for key, gpu, degree in ((n["held_model"], n["held_gpu"], n["held_degree"]),
+                                 (n["tbt_model"], n["tbt_gpu"], n["tbt_degree"])):
+            copy = replicas.server(key, gpu, degree)
+            assert copy.cache_blocks * copy.block_tokens >= MODELS[key].context_window, (student, key, gpu, degree)

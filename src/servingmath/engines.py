@@ -517,10 +517,11 @@ TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "t
 SGLANG_DOCS = "docs at commit 004813e"
 MULTI_GPU_FLAGS = (
     ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs; V1 engine"),
-    ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",), "0.8.3 docs; V1 only with Ray there"),
+    ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",),
+     "0.8.3 docs; V1 on Ray or multiprocessing by 0.9.1's code"),
     ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs; V1 engine"),
     ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",),
-     "0.8.0 docs, experimental; V1 from 0.9.0, with a KV connector such as NixlConnector"),
+     "0.9.0 docs, experimental; V1 from 0.8.5, through its KV-connector API; NixlConnector from 0.9.0"),
     ("split each layer (Part 1)", "SGLang", ("--tp-size",), SGLANG_DOCS),
     ("split the stack (Part 2)", "SGLang", ("--pp-size",), SGLANG_DOCS),
     ("copies behind a router (Part 3)", "SGLang", ("--dp-size", "--load-balance-method"), SGLANG_DOCS),

@@ -20,6 +20,7 @@ from . import _check, units
 from .hardware import CATALOG, H100_SXM
 from .models import LLAMA_3_8B
 from .passes import forward_pass, weight_bytes
+from .workload import SHAREGPT
 from .roofline import ridge_point
 from .serving import batching, decode_ceiling, decode_step, request
 
@@ -448,6 +449,8 @@ LESSON_4_CACHED = 1000
 
 # The link between servers Part 4, its wrap-up and the quiz name: one 400 Gb/s RoCE port a GPU.
 LESSON_4_NETWORK = "roce-400g"
+# A short prompt: ShareGPT's mean, as Part 4's short requests draw them.
+LESSON_4_SHORT = round(SHAREGPT.mean_prompt)
 
 
 def lesson_4_split() -> dict:
@@ -469,7 +472,7 @@ def lesson_4_figures() -> dict:
 
     small, card, big = MODELS["llama-3.2-1b"], CATALOG["h100-pcie"], MODELS["llama-3-70b"]
     four = parallel.group(H100_SXM, 4, "nvlink4")
-    sent = {prompt: kv_cache_bytes(LLAMA_3_8B, prompt, 1, 16) for prompt in (200, 2000)}
+    sent = {prompt: kv_cache_bytes(LLAMA_3_8B, prompt, 1, 16) for prompt in (LESSON_4_SHORT, 2000)}
     network = hardware.INTERCONNECTS[LESSON_4_NETWORK]
     return {
         "small_one": parallel.tensor_parallel_step(small, parallel.group(card, 1), cached_tokens=LESSON_4_CACHED),
@@ -493,9 +496,12 @@ def _lesson_4_questions():
     split = lesson_4_split()
     one, two = f["small_one"], f["small_two"]
     tensor, pipeline = f["tensor_4"], f["pipeline_4"]
+    pcie_latency = f"{two.group.link.latency * 1e6:.0f} µs"
+    short = f["prefill"][LESSON_4_SHORT].compute
     return (
         Question(
-            prompt="Llama 3.2 1B decodes more slowly on two H100 PCIe cards joined by PCIe than on one. Why?",
+            prompt=f"In the course's model, whose PCIe all-reduce costs {pcie_latency} (measured on two T4s), Llama "
+                   "3.2 1B decodes more slowly on two H100 PCIe cards joined by PCIe than on one. Why?",
             options=("Each card still reads the whole model.",
                      "Its all-reduces, each mostly a fixed latency, take longer than the half of the weights each card "
                      "no longer reads.",
@@ -543,7 +549,7 @@ def _lesson_4_questions():
                    "same GPUs each doing both at vLLM 0.9.2's default budget a step, as Part 4 runs them, when does "
                    "the split lose?",
             options=("With long prompts whose caches cross a 400 Gb/s RoCE port between servers.",
-                     "With short prompts, or with a stage left idle: the GPUs each phase keeps to itself "
+                     "With short prompts and longer replies, or with a stage left idle: the GPUs each phase keeps to itself "
                      "cost more than the stalls they remove.",
                      "Never: separating the phases always serves more requests per GPU.",
                      "Whenever the model needs more than one GPU."),
@@ -556,9 +562,9 @@ def _lesson_4_questions():
                       f"of cache, which crosses {units.gbit_per_s(f['network'].bandwidth)} RoCE in "
                       f"{clock(f['over_network'][2000])}, against the {clock(f['prefill'][2000].time)} its prefill "
                       f"takes on an H100 at the spec sheet's peak. Separation buys decode steps that no prefill "
-                      f"stalls; a short prompt barely stalls them: its 200 tokens' arithmetic, "
-                      f"{clock(f['prefill'][200].compute.compute_time)} at the peak, hides under the "
-                      f"{clock(f['prefill'][200].compute.memory_time)} its pass spends on memory, nearly all of it the "
+                      f"stalls; a short prompt barely stalls them: a ShareGPT prompt's arithmetic, about "
+                      f"{units.number(LESSON_4_SHORT)} tokens, {clock(short.compute_time)} at the peak, hides under the "
+                      f"{clock(short.memory_time)} its pass spends on memory, nearly all of it the "
                       "read of the weights that a decode step makes anyway, so little is gained for GPUs each phase "
                       "keeps to itself. Against a budget tuned small, even long prompts need not favour the split "
                       "(Part 4).",

@@ -168,7 +168,7 @@ def routers(rate: float = 9) -> Explorer:
 
     def bars(rate):
         at, parts = replicas.routers(rate), []
-        for k, (router, colour) in enumerate(zip(ROUTERS, (kit.NEUTRAL, kit.DECODE, kit.PREFILL))):
+        for k, (router, colour) in enumerate(zip(ROUTERS, (kit.NEUTRAL, kit.EXTRA, kit.TEAL))):
             top, row = panel.y.end + 28 + 50 * k, at[router]
             parts += [_bar_row(panel, top, row.ttft_p99, colour,
                                f"{ROUTER_NAMES[router]}: p50 {clock(row.ttft_p50)}, p99 {clock(row.ttft_p99)}"),
