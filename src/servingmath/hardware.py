@@ -328,6 +328,7 @@ _ENTRIES = [
 # The lessons' explorers offer them too, where a prefill is compute-bound and its time, its ridge
 # and its share of the peak move with the estimate: their GPU menus say so (``ESTIMATED_PEAKS``).
 ESTIMATED_PEAKS = ("m1-max", "m1-ultra", "m2-ultra")
+ESTIMATED_PEAK = "peak: a third party's FP32 estimate"
 _ENTRIES += [
     GPU(
         key="m1-max", name="Apple M1 Max (32-core GPU)",
