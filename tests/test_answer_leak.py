@@ -3,7 +3,8 @@
 For each problem of each problem notebook (``solutions/``), practice and graded, the expected answer is
 compared with every figure a reader sees on the pages of the same lesson and its plate (its parts, its
 wrap-up and index, the plate, the course's front page: prose with every glued value in place, printed
-output, tables, the quiz, each chart's readouts at its first setting) and with the figures of the same
+output, tables, the quiz, each chart's readouts at its first setting; a problem set at an explorer's other stops is
+caught at the end) and with the figures of the same
 notebook above the problem. A figure gives an answer away when a student who typed it would be marked
 right (the check's tolerance, in the problem's units or converted, as ms for s), when it is the answer
 rounded to 2 or 3 significant figures, or when the answer is one division, product, sum or difference
@@ -276,3 +277,54 @@ def test_shared_pairs_counts_pairs_within_the_tolerance():
     assert _shared_pairs([1.0, 1.0, 2.0, 3.0], 0.0) == pytest.approx(2 / 12)
     assert _shared_pairs(["a", "a", "b"], 0.0) == pytest.approx(2 / 6)
     assert _shared_pairs([100.0, 101.0, 200.0], 0.02) == pytest.approx(2 / 6)
+
+
+# -- the explorers' stops ---------------------------------------------------------------------------------
+# The page's reading above holds each explorer at its first setting; a reader moves it. A problem whose numbers all
+# sit at (within 3 % of) a website stop of an explorer that reads out its answer there is given away: each row names
+# the problem, the explorer (by the function a page calls) and, for each number of the problem, the control it sets
+# (or the explorer's only value, where it has no control for it). A control the website does not show stays at its
+# default: lesson 1's explorers time Llama 3 8B alone.
+EXPLORED = [
+    ("lesson-1-part-2", "2.5", "lesson_1.roofline", {"low_prompt": "tokens", "low_bits": "weight_bits"}),
+    ("lesson-1-part-3", "3.1", "lesson_1.request", {"bits": "weight_bits"}),
+    ("lesson-1-part-3", "3.2", "lesson_1.request", {"prompt": "prompt_tokens"}),
+    ("lesson-1-part-3", "3.3", "lesson_1.request", {"speed_model": "model"}),
+    ("lesson-1-part-3", "3.5", "lesson_1.request", {"request_prompt": "prompt_tokens", "request_reply": "reply_tokens"}),
+    ("lesson-1-part-4", "4.1", "lesson_1.batching", {"users": "users"}),
+    ("lesson-1-part-4", "4.3", "lesson_1.batching", {"gpu_users": "users"}),
+    ("plate-xxiii-1", "7", "plates.workshop", {"ridge_bits": (16,)}),
+    ("lesson-2-part-3", "3.1", "lesson_2.users_that_fit", {"bits_context": "tokens"}),
+    ("lesson-2-part-3", "3.2", "lesson_2.users_that_fit", {"room_model": "model"}),
+    ("lesson-2-part-3", "3.3", "lesson_2.users_that_fit", {"context": "tokens"}),
+    ("lesson-2-part-3", "3.4", "lesson_2.users_that_fit", {"window_model": "model"}),
+    ("lesson-2-part-3", "3.6", "lesson_2.users_that_fit", {"big_context": "tokens"}),
+    ("lesson-2-part-4", "4.1", "lesson_2.cached_batching", {"users": "users", "context": "tokens"}),
+    ("lesson-2-part-4", "4.2", "lesson_2.cached_batching", {"step_users": "users", "step_context": "tokens"}),
+    ("lesson-2-part-4", "4.3", "lesson_2.cached_batching", {"many": "users", "many_context": "tokens"}),
+    ("lesson-2-part-4", "4.4", "lesson_2.cached_batching", {"match_context": "tokens"}),
+]
+
+
+@lru_cache(maxsize=None)
+def _explorer_stops(explorer: str, control: str) -> tuple:
+    from servingmath import explorers
+
+    module, name = explorer.split(".")
+    found = next(c for c in getattr(getattr(explorers, module), name)().controls if c.name == control)
+    return found.options if found.site else (found.options[found.default],)
+
+
+def _at_a_stop(value, stops) -> bool:
+    if isinstance(value, str):
+        return value in stops
+    return any(not isinstance(stop, str) and abs(value - stop) <= 0.03 * stop for stop in stops)
+
+
+@pytest.mark.parametrize("notebook, label, explorer, controls", EXPLORED, ids=[f"{n}-{l}" for n, l, *_ in EXPLORED])
+def test_no_problem_is_asked_at_a_stop_of_an_explorer_that_answers_it(notebook, label, explorer, controls):
+    stops = {name: control if isinstance(control, tuple) else _explorer_stops(explorer, control)
+             for name, control in controls.items()}
+    asked = [("practice", variants.practice(notebook))] + [(s, student_numbers(notebook, s)) for s in STUDENTS]
+    found = [who for who, numbers in asked if all(_at_a_stop(numbers[name], stops[name]) for name in stops)]
+    assert not found, f"{notebook} Problem {label} is asked at a stop of {explorer} for {found[:5]} ({len(found)})"

@@ -239,3 +239,15 @@ def test_the_plate_workshop_times_a_pass_only_where_it_can_happen():
                 for cached in (0, max(_ends(controls["cached"]))):
                     assert cached + 1 <= model.context_window
                     assert _shown(made, model=key, gpu=gpu, tokens=tokens, cached=cached) == happens, (key, gpu)
+
+
+def test_a_machine_whose_peak_is_a_third_partys_estimate_says_so_in_the_gpu_menus():
+    """Apple publishes no peak arithmetic rate: the catalog holds a third party's FP32 estimate, which sets a
+    prefill's time, a ridge and a share of the peak; every explorer's GPU menu marks those machines."""
+    from servingmath.explorers import gpu_menu
+    from servingmath.hardware import ESTIMATED_PEAKS
+
+    assert sorted(k for k, g in sm.CATALOG.items() if "estimate" in g.source) == sorted(ESTIMATED_PEAKS)
+    shown = gpu_menu("h100-sxm")
+    for key, text in zip(shown.options, shown.texts):
+        assert ("third party's FP32 estimate" in text) == (key in ESTIMATED_PEAKS), (key, text)

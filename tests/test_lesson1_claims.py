@@ -176,7 +176,7 @@ def test_the_t4_lists_16_gb_but_holds_15_gib_with_ecc_so_llama_3_8b_in_16_bits_d
     assert [g.key for g in GPUS if not sm.memory.fit(sm.LLAMA_3_8B, g).fits] == ["t4", "laptop"]
 
 
-# -- "the laptop's GPU may use 11.45 GB of its 16 GB" -------------------------------------------
+# -- "macOS lets it use two thirds of the 16 GiB, 10.67 GiB or 11.45 GB" ------------------------
 APPLE = [g for g in sm.CATALOG.values() if "Apple" in g.name]
 
 
@@ -194,6 +194,7 @@ def test_the_laptops_gpu_cannot_hold_llama_3_8b_in_16_bits():
     laptop = sm.CATALOG["laptop"]
     assert laptop.listed_memory == "16 GB" and laptop.memory_bytes / 2**20 == pytest.approx(10_922.67, abs=0.01)
     assert "recommendedMaxWorkingSetSize" in laptop.source and units.gb(laptop.memory_bytes) == "11.45 GB"
+    assert units.number(laptop.memory_bytes / 2**30, 2) == "10.67"      # GiB: two thirds of 16
     assert not sm.memory.fit(sm.LLAMA_3_8B, laptop).fits          # 16.06 GB of weights
     assert sm.memory.fit(sm.LLAMA_3_8B, laptop, 8000, weight_bits=8).fits
     with pytest.raises(ValueError, match="unified_bytes"):

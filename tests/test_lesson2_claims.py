@@ -83,7 +83,7 @@ def _problem_check(solution, label, answer):
 def test_problem_3_2_names_decimal_memory_and_the_forgotten_reserve():
     from servingmath.memory import fit
 
-    l40s, model = sm.CATALOG["l40s"], sm.LLAMA_3_8B
+    l40s, model = sm.CATALOG["l40s"], sm.MODELS["llama-2-7b"]      # the practice's model
     room = lambda gpu, **kw: (fit(model, gpu, **kw).usable_bytes - fit(model, gpu, **kw).weight_bytes) / 1e9
     assert _problem_check("lesson-2-part-3.md", "3.2", room(l40s)).status == "right"
     decimal = _problem_check("lesson-2-part-3.md", "3.2", room(l40s.with_changes(memory_bytes=45e9)))

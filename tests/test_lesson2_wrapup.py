@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import servingmath as sm
-from servingmath import cache, quiz, units
+from servingmath import cache, quiz, units, variants
 from servingmath.memory import fit, kv_cache_bytes, max_batch
 from servingmath.quiz import LESSON_2_QUESTIONS
 from servingmath.quiz import Quiz
@@ -90,7 +90,7 @@ def test_four_questions_each_with_one_right_answer_and_feedback_for_every_option
 def test_the_quizs_feedback_quotes_the_packages_figures():
     text = quiz.markdown(LESSON_2_QUESTIONS)
     for figure in ("2,900", "512 KiB", "128 KiB", units.number(max_batch(M, G, 6000)), units.number(max_batch(M, G, 3000)),
-                   units.dollars(cache.cached_decode(M, G, 48, 3000).cost_per_million_tokens, 3).replace("$", r"\$")):
+                   units.dollars(cache.cached_decode(M, G, quiz.QUESTION_4_USERS[0], 3000).cost_per_million_tokens, 3).replace("$", r"\$")):
         assert figure in text
 
 
@@ -98,11 +98,16 @@ def test_the_quizs_batches_name_their_model_and_fit_its_memory():
     """Question 4's answers hold for the model it names (a latent-attention model would differ), and its
     larger batch fits beside the weights, inside the model's window."""
     asked = LESSON_2_QUESTIONS[3].prompt
-    assert asked.startswith(M.name) and "from 48 to 96" in asked
-    assert max_batch(M, G, 3000) >= 96 and 3000 < M.context_window
+    fewer, more = quiz.QUESTION_4_USERS
+    assert asked.startswith(M.name) and f"from {fewer} to {more}" in asked and more == 2 * fewer
+    assert max_batch(M, G, 3000) >= more and 3000 < M.context_window
     # Neither batch is one of Part 4's table (1, 4, 32, 128, 512 users), which prints its price.
     table = (ROOT / "chapters" / "lesson-2" / "part-4-decode-and-price.md").read_text(encoding="utf-8")
     assert "batches = (1, 4, 32, 128, 512)" in table
+    # Nor practice Problem 4.3's batch, whose speed the feedback would print; no graded draw holds 3,000 tokens.
+    practice = variants.practice("lesson-2-part-4")
+    assert (practice["many"], practice["many_context"]) not in [(users, 3000) for users in quiz.QUESTION_4_USERS]
+    assert all(variants.numbers("lesson-2-part-4", f"S{n:04d}")["many_context"] != 3000 for n in range(200))
 
 
 def test_the_quiz_widget_answers_a_click():

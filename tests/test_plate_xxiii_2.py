@@ -58,3 +58,12 @@ def test_on_every_80_gb_gpu_a_full_batch_of_each_workshop_model_spends_more_on_c
                         users = max_batch(model, gpu, tokens, wb, kb)
                         assert users * kv_cache_bytes(model, tokens, 1, kb) > weight_bytes(model.parameters, wb), (
                             gpu.name, model.name, tokens, wb, kb)
+
+
+def test_the_plate_counts_token_by_token_and_says_what_blocks_would_give():
+    """The assumptions: a paged cache counted token by token; vLLM's 16-token blocks round each user's cache up to
+    63 blocks (1,008 tokens) at 1,000 tokens, so 496 Llama 3 8B users fit where the plate counts 500."""
+    from servingmath.memory import BLOCK_TOKENS, max_batch_sharing_prefix
+
+    assert BLOCK_TOKENS == 16 and max_batch(sm.LLAMA_3_8B, G, 1000) == 500
+    assert max_batch_sharing_prefix(sm.LLAMA_3_8B, G, 1000, 0) == 496 == max_batch(sm.LLAMA_3_8B, G, 1008)

@@ -224,6 +224,11 @@ LESSON_1_QUESTIONS = (
 
 
 # --- Lesson 2: the figures its feedback quotes, computed ---------------------------
+# Question 4's batches at 3,000 tokens: not Part 4's table's (1, 4, 32, 128, 512 users), nor its practice Problem
+# 4.3's 96 users, whose speed the answer's feedback would print.
+QUESTION_4_USERS = (40, 80)
+
+
 def _lesson_2_questions():
     from dataclasses import replace
 
@@ -235,7 +240,7 @@ def _lesson_2_questions():
     gqa = units.kib(kv_cache_bytes(model, 1))
     mha = units.kib(kv_cache_bytes(replace(model, kv_heads=model.heads), 1))
     users_6000, users_3000 = (units.number(max_batch(model, gpu, tokens)) for tokens in (6000, 3000))
-    fewer, more = (cached_decode(model, gpu, users, 3000) for users in (48, 96))   # not Part 4's table's 128
+    fewer, more = (cached_decode(model, gpu, users, 3000) for users in QUESTION_4_USERS)
     cost_fewer, cost_more = (units.dollars(b.cost_per_million_tokens, 3) for b in (fewer, more))
     rate_fewer, rate_more = (units.number(b.tokens_per_second_per_user) for b in (fewer, more))
     return (
@@ -292,7 +297,7 @@ def _lesson_2_questions():
         ),
         Question(
             prompt=f"{model.name} on an H100, with conversations of 3,000 tokens. You double the users sharing "
-                   "each decode step from 48 to 96. What happens?",
+                   f"each decode step from {QUESTION_4_USERS[0]} to {QUESTION_4_USERS[1]}. What happens?",
             options=(
                 "The cost of a million tokens halves and each user's speed stays the same, as in lesson 1.",
                 "The cost falls a little, and every user's tokens come more slowly.",

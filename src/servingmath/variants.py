@@ -93,6 +93,23 @@ def _steps(rng: random.Random, low: int, high: int, step: int, but: tuple = ()) 
     return rng.choice([value for value in range(low, high + 1, step) if value not in but])
 
 
+@functools.cache
+def _stops(explorer: str, control: str) -> tuple:
+    """The website's settings of a control of one of the lessons' explorers (``"lesson_1.request"``, ``"prompt_tokens"``),
+    at the defaults its page starts it at."""
+    from . import explorers
+
+    module, name = explorer.split(".")
+    return next(c.options for c in getattr(getattr(explorers, module), name)().site_controls if c.name == control)
+
+
+def _near(explorer: str, control: str, values) -> tuple:
+    """Those of ``values`` within 3 % of a stop of the explorer's control: asked there, a problem's answer would be
+    read out at that stop (within a check's 2 %), so a draw keeps off them."""
+    stops = _stops(explorer, control)
+    return tuple(value for value in values if any(abs(value - stop) <= 0.03 * stop for stop in stops))
+
+
 def _n(value) -> str:
     """A number as a statement prints it: thousands separated; a price's cents, or no needless decimals."""
     if isinstance(value, float) and not value.is_integer():
@@ -196,7 +213,9 @@ def _draw_1_2(rng):
             "model": rng.choice(WEIGHT_MODELS), "bits": rng.choice((16, 8, 6, 5, 4, 3)),
             "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "ridge_compute", "ridge_memory"),
-            "low_bits": rng.choice((3, 4, 5, 6, 8)), "low_prompt": _steps(rng, 20, 400, 5),
+            # Off the tokens of Part 2's roofline, which reads out a pass's FLOP per byte at 16, 8 and 4 bits.
+            "low_bits": rng.choice((3, 4, 5, 6, 8)),
+            "low_prompt": _steps(rng, 20, 400, 5, but=_near("lesson_1.roofline", "tokens", range(20, 401, 5))),
             "turn_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "turn_compute", "turn_memory"),
             "pace_prompt": _steps(rng, 100, 500, 10)}
@@ -247,9 +266,10 @@ LESSON_1_PART_2 = Template(
 @functools.cache
 def _speed_fits() -> list:
     """(model, GPU) for Problem 3.3: a dense model's 16-bit weights (a step reads them all, as the lesson counts) on a
-    rented GPU, other than the H100 SXM, that holds them."""
+    rented GPU, other than the H100 SXM, that holds them; not Llama 3 8B, whose speed on every GPU Part 3's explorer
+    reads out."""
     return [(model, gpu) for model in WEIGHT_MODELS for gpu in RENTED
-            if MODELS[model].experts == 1 and gpu != "h100-sxm" and not _fits(model, gpu)]
+            if MODELS[model].experts == 1 and model != "llama-3-8b" and gpu != "h100-sxm" and not _fits(model, gpu)]
 
 
 # Models bigger than Llama 3 8B, for Problem 3.4.
@@ -271,12 +291,15 @@ BYTES_IN_WORDS = {2: "a quarter of a byte", 3: "three eighths of a byte", 4: "ha
 def _draw_1_3(rng):
     speed_model, gpu = rng.choice(_speed_fits())
     big_model, big_bits, big_gpu = rng.choice(_big_model_fits())
-    return {"bits": rng.choice(list(BYTES_IN_WORDS)), "bits_gpu": rng.choice(RENTED),
-            "prompt": _steps(rng, 500, 4000, 100),
+    # Off the settings of Part 3's explorer, which times Llama 3 8B's requests at 16, 8 and 4 bits on every GPU.
+    bits = [b for b in BYTES_IN_WORDS if b not in _stops("lesson_1.request", "weight_bits")]
+    return {"bits": rng.choice(bits), "bits_gpu": rng.choice(RENTED),
+            "prompt": _steps(rng, 500, 4000, 100, but=_near("lesson_1.request", "prompt_tokens", range(500, 4001, 100))),
             "speed_model": speed_model, "gpu": gpu,
             "big_model": big_model, "big_bits": big_bits, "big_gpu": big_gpu,
             "request_prompt": _steps(rng, 500, 3000, 100),
-            "request_reply": _steps(rng, 100, 1000, 10),
+            "request_reply": _steps(rng, 100, 1000, 10,
+                                    but=_near("lesson_1.request", "reply_tokens", range(100, 1001, 10))),
             # Each speed has one cheapest GPU fast enough: from 128 to 208 tokens a second the H100 SXM and the
             # MI300X, both $3 an hour, would both be right.
             "speed": rng.choice((40, 50, 60, 80, 100, 120, 250))}
@@ -284,9 +307,9 @@ def _draw_1_3(rng):
 
 LESSON_1_PART_3 = Template(
     draw=_draw_1_3,
-    practice={"bits": 6, "bits_gpu": "h100-sxm", "prompt": 2000, "gpu": "mi300x", "speed_model": "llama-3-8b",
+    practice={"bits": 6, "bits_gpu": "h100-sxm", "prompt": 2100, "gpu": "mi300x", "speed_model": "mistral-7b",
               "big_model": "llama-3-70b", "big_bits": 16, "big_gpu": "mi300x", "request_prompt": 1000,
-              "request_reply": 500, "speed": 100},
+              "request_reply": 600, "speed": 100},
     derive=lambda n: {"bits_in_bytes": BYTES_IN_WORDS[n["bits"]]},
     statements={
         "3.1": "Run Llama 3 8B on the {bits_gpu_short}, but store each weight in {bits} bits ({bits_in_bytes}) "
@@ -330,9 +353,11 @@ TARGET_COSTS = tuple(tenths / 1000 for tenths in range(20, 201))
 
 
 def _draw_1_4(rng):
-    # Not 8: Part 4's Your turn, whose answer the page's solution prints (folded, so the pages' reading misses it).
-    return {"users": _steps(rng, 2, 64, 1, but=(8,)), "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
-            "gpu_users": rng.choice((12, 16, 20, 24, 28, 32, 40, 48, 56, 64)), "bits_users": _steps(rng, 10, 64, 1),
+    # Not 8: Part 4's Your turn, whose answer the page's solution prints (folded, so the pages' reading misses it); and
+    # off the users of Part 4's explorer, which prices 16-bit batches on every rented GPU.
+    return {"users": _steps(rng, 2, 64, 1, but=(8, *_near("lesson_1.batching", "users", range(2, 65)))),
+            "gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "gpu_users": rng.choice((12, 24, 28, 36, 44, 48, 56, 60)), "bits_users": _steps(rng, 10, 64, 1),
             "bits": rng.choice((3, 4, 5, 6, 8)), "target": rng.choice(TARGET_COSTS),
             "flip_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
             **_efficiencies(rng, "flip_compute", "flip_memory"),
@@ -351,7 +376,7 @@ def _derive_1_4(n):
 
 LESSON_1_PART_4 = Template(
     draw=_draw_1_4,
-    practice={"users": 16, "gpu": "h200", "gpu_users": 32, "bits_users": 32, "bits": 4, "target": 0.10,
+    practice={"users": 18, "gpu": "h200", "gpu_users": 36, "bits_users": 32, "bits": 4, "target": 0.10,
               "flip_gpu": "a100-80gb", "flip_compute": 65, "flip_memory": 80, "plate_users": 32, "plate_cache": 1000,
               "flip_bits": 8},
     derive=_derive_1_4,
@@ -394,7 +419,8 @@ def _draw_plate_1(rng):
             "prompt": _steps(rng, 1000, 8000, 100),
             "long_cache": rng.choice(_long_caches(gpu)), "weight_bits": weight_bits, "kv_bits": kv_bits,
             "share_users": _steps(rng, 2, 32, 1),
-            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "ridge_bits": rng.choice((16, 8, 7, 6, 5, 4, 3))}
+            # Not 16 bits: the plate's explorer reads out where a 16-bit prefill turns compute-bound on every GPU.
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "ridge_bits": rng.choice((8, 7, 6, 5, 4, 3))}
 
 
 @functools.cache
@@ -435,7 +461,7 @@ PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
     practice={"users": 4, "plate_gpu": "h100-sxm", "cache": 6000, "prompt": 6000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
-              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 16},
+              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 8},
     derive=_derive_plate_1,
     statements={
         "1": "{users} users of Llama 3 8B share each decode step on the {plate_gpu_named}, weights and cache in 16 "
@@ -600,15 +626,22 @@ ROOM_CASES = tuple({budget.usable_bytes - budget.weight_bytes: (key, gpu, bits)
 
 
 def _draw_2_3(rng):
-    window_model, window_gpu = rng.choice(WINDOW_CASES)
-    room_model, room_gpu, room_bits = rng.choice(ROOM_CASES)
-    users = _steps(rng, 100, 400, 4)
-    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100), "room_model": room_model,
-            "room_gpu": room_gpu, "room_bits": room_bits, "fit_gpu": rng.choice(RENTED),
-            "context": _steps(rng, 1000, 6000, 100), "window_model": window_model, "window_gpu": window_gpu,
+    # Part 3's explorer reads out Llama 3 8B's room for caches and the users that fit on every GPU, at its lengths:
+    # no draw asks for Llama 3 8B's room, or its window, or its users at a length near one of those.
+    window_model, window_gpu = rng.choice([case for case in WINDOW_CASES if case[0] != "llama-3-8b"])
+    room_model, room_gpu, room_bits = rng.choice([case for case in ROOM_CASES if case[0] != "llama-3-8b"])
+    # Not lesson 1's 296 users, whose caches Part 3 prints at 3,000 tokens (a simple ratio from any other length);
+    # nor whole thousands of tokens for the users that fit, a simple ratio from the 1,000-token users it prints.
+    users = _steps(rng, 100, 400, 4, but=(296,))
+    lengths = lambda low, high, *more: _near("lesson_2.users_that_fit", "tokens", range(low, high + 1, 100)) + more
+    return {"bits": rng.choice((8, 4)), "bits_context": _steps(rng, 2000, 8000, 100, but=lengths(2000, 8000)),
+            "room_model": room_model, "room_gpu": room_gpu, "room_bits": room_bits, "fit_gpu": rng.choice(RENTED),
+            "context": _steps(rng, 1000, 6000, 100, but=lengths(1000, 6000, *range(1000, 6001, 1000))),
+            "window_model": window_model, "window_gpu": window_gpu,
             "users": users, "users_context": _steps(rng, 1000, 5000, 100),
             "users_intro": f"Say {users:,} users share each decode step.",
-            "big_gpu": rng.choice(("h200", "mi300x", "b200")), "big_context": _steps(rng, 2000, 8000, 100)}
+            "big_gpu": rng.choice(("h200", "mi300x", "b200")),
+            "big_context": _steps(rng, 2000, 8000, 100, but=lengths(2000, 8000))}
 
 
 def _derive_2_3(n):
@@ -624,11 +657,11 @@ def _derive_2_3(n):
 
 LESSON_2_PART_3 = Template(
     draw=_draw_2_3,
-    practice={"bits": 8, "bits_context": 7000, "room_model": "llama-3-8b", "room_gpu": "l40s", "room_bits": 16,
-              "fit_gpu": "h100-sxm", "context": 2000, "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm",
-              "users": 296, "users_context": 1000,
+    practice={"bits": 8, "bits_context": 7000, "room_model": "llama-2-7b", "room_gpu": "l40s", "room_bits": 16,
+              "fit_gpu": "h100-sxm", "context": 2300, "window_model": "llama-3.1-8b", "window_gpu": "h100-sxm",
+              "users": 296, "users_context": 1400,
               "users_intro": "Lesson 1 found decode turning compute-bound at 296 users.", "big_gpu": "h200",
-              "big_context": 8000},
+              "big_context": 7000},
     derive=_derive_2_3,
     statements={
         "3.1": "Store Llama 3 8B's cache in {bits} bits on the H100 SXM, keeping the weights in 16 bits. What is the "
@@ -665,11 +698,16 @@ def _fitting(rng, users, contexts, gpu="h100-sxm"):
 
 
 def _draw_2_4(rng):
+    # Off the settings of Part 4's explorer, which times and prices batches at 1,000, 3,000 and 8,000 tokens a user
+    # (so also off the wrap-up quiz's batches of 3,000 tokens) and reads out where the caches outweigh the weights.
+    def off(low, high, step, control="tokens"):
+        return low, high, step, _near("lesson_2.cached_batching", control, range(low, high + 1, step))
+
     drawn = {}
-    drawn["users"], drawn["context"] = _fitting(rng, (4, 16, 1), (1000, 6000, 100))
-    drawn["step_users"], drawn["step_context"] = _fitting(rng, (16, 64, 8), (2000, 8000, 100))
-    drawn["many"], drawn["many_context"] = _fitting(rng, (64, 160, 8), (1000, 4000, 100))
-    drawn.update({"match_context": _steps(rng, 2000, 8000, 100), "floor_context": _steps(rng, 1000, 8000, 100),
+    drawn["users"], drawn["context"] = _fitting(rng, off(4, 21, 1, "users"), off(1000, 6000, 100))
+    drawn["step_users"], drawn["step_context"] = _fitting(rng, off(16, 64, 8, "users"), off(2000, 8000, 100))
+    drawn["many"], drawn["many_context"] = _fitting(rng, off(64, 160, 8, "users"), off(1000, 4000, 100))
+    drawn.update({"match_context": _steps(rng, *off(2000, 8000, 100)), "floor_context": _steps(rng, 1000, 8000, 100),
                   "full_context": _steps(rng, 2000, 8000, 100)})
     return drawn
 
@@ -677,7 +715,7 @@ def _draw_2_4(rng):
 LESSON_2_PART_4 = Template(
     draw=_draw_2_4,
     practice={"users": 12, "context": 3000, "step_users": 48, "step_context": 4000, "many": 96, "many_context": 3000,
-              "match_context": 8000, "floor_context": 5500, "full_context": 8000},
+              "match_context": 7000, "floor_context": 5500, "full_context": 8000},
     derive=lambda n: {"h100_price": CATALOG["h100-sxm"].price_per_hour},
     statements={
         "4.1": "The H100 SXM at ${h100_price} an hour, {users} users in each pass, each holding {context} tokens. "

@@ -7,7 +7,7 @@ import math
 
 from .. import memory, models, units
 from ..charts import buttons, kit, menu, slider
-from ..hardware import CATALOG
+from ..hardware import CATALOG, ESTIMATED_PEAK, ESTIMATED_PEAKS
 from ..models import MODELS
 
 # The package refuses a case that cannot happen; a setting that raises one of these reads as its words.
@@ -64,11 +64,11 @@ find_model, find_gpu = _finder("model", MODELS), _finder("gpu", CATALOG)
 
 
 def gpu_menu(default, keys=None, priced=False):
-    """The GPUs of the catalog (or ``keys``), each with its price an hour if ``priced`` (then only those priced)."""
+    """The catalog's GPUs (or ``keys``), with the price an hour if ``priced`` (only those priced), or an estimated peak."""
     keys = [k for k in (keys or CATALOG) if not priced or CATALOG[k].price_per_hour is not None]
     find_gpu(default)
     return menu("gpu", "GPU", {k: f"{CATALOG[k].name}, {units.dollars(CATALOG[k].price_per_hour)} an hour" if priced
-                               else CATALOG[k].name for k in keys}, default)
+                               else CATALOG[k].name + f", {ESTIMATED_PEAK}" * (k in ESTIMATED_PEAKS) for k in keys}, default)
 
 
 def bits(name, label, default, choices=(16, 8, 4), site=True):
