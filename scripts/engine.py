@@ -42,11 +42,11 @@ BIN = BUILD / "bin"
 MODEL = CACHE / "engine-model-f16.gguf"
 MODEL_F32 = CACHE / "engine-model-f32.gguf"
 OUT = ROOT / "_build" / "engine"
-# Threads for the engine and for the lab's measurement beside it: one unless ENGINE_THREADS says more.
+# Threads for the engine and for the lab's measurement beside it: one, the case the lab's page explains.
 # llama.cpp's threads meet at a barrier after every operation, so on a machine shared with other work
 # (the course's own build machine has 2 cores and several other jobs) a step waits for whichever thread
 # was descheduled last; one thread runs at the pace of one core, steadily.
-THREADS = int(os.environ.get("ENGINE_THREADS", str(E.THREADS)))
+THREADS = E.THREADS
 # Token ids the replies may not use: <unk>, <s>, </s> and the byte pieces (a lone byte of a
 # multi-byte character would make the server hold a streamed token back until the character ends).
 BANNED = range(259)

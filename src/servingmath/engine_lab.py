@@ -46,9 +46,11 @@ ENGINE_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2
 ENGINE_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 ENGINE_COMMIT_DATE = "2026-10-01"
 TARGETS = ("llama-server", "llama-bench", "llama-batched-bench")
+# The processor's own kernels on every system: on macOS Metal and Accelerate are on by default, and the
+# engine would run on the GPU against the processor's floor.
 CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_OPENSSL=OFF",
-               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF")
+               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DGGML_METAL=OFF", "-DGGML_BLAS=OFF")
 
 # The model: Llama's layout (grouped-query attention, gated feed-forward block, RMSNorm), 8 layers of
 # width 1,024, its 8,192-token vocabulary shared by the input table and the output projection, so that
@@ -63,8 +65,9 @@ PROMPT_TOKENS = 128
 REPLY_TOKENS = 64
 CONCURRENCY = (1, 2, 4, 8)
 REQUESTS_PER_SLOT = 3
-# Threads the engine runs on, and jobs its build runs, unless ENGINE_THREADS (and JOBS) say more: llama.cpp's
-# threads meet after every operation, so on a machine shared with other work one thread runs steadiest.
+# Threads the engine runs on (and jobs its build runs, unless JOBS says more): llama.cpp's threads meet after
+# every operation, so on a machine shared with other work one thread runs steadiest, and the lab's page
+# explains the one-thread case.
 THREADS = 1
 BENCH_PROMPTS = (64, 128, 512)
 BATCHES = (1, 2, 4, 8)
