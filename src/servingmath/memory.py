@@ -573,7 +573,9 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       what one compiled log measured above its eager twin (an example, not a model); the two bound V1's count;
     - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
       ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE[engine]`` spans
-      that engine's logs);
+      that engine's logs). V1 releases before vLLM pull request 19312 (June 2025) also counted the CUDA context
+      as non-torch memory (``VLLM_V1_EARLY_CONTEXT_RANGE``): the default is the later releases' figure, so for
+      those pass ``non_torch_bytes=VLLM_V1_NON_TORCH_BYTES`` plus your card's context;
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
       ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
