@@ -584,7 +584,7 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       estimate until vLLM pull request 48526. From 0.22.0 (``engines.VLLM_V1_RUNNER_V2_FIRST``) vLLM moved models
       to Model Runner V2 family by family, and that runner estimated nothing until after 0.28.0: which a model
       ran on is not a rule the package can state, so ``cuda_graph_bytes`` must be given (the log's figure; 0
-      where it prints none, which leaves the graphs on top of the share).
+      where a release up to 0.28.0 prints none, which leaves the graphs on top of the share).
 
     What is left is cut into blocks of 16 tokens of ``kv_bits``-bit cache. A model with sliding-window
     layers: V0 gives every layer a page of every block (its sliding layers reuse theirs); V1 groups
@@ -644,8 +644,8 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
                 f"cuda_graph_bytes must be given for V1 from {_engines.VLLM_V1_RUNNER_V2_FIRST} (version {version!r}, "
                 f"{model.name}): from that release vLLM moved models to Model Runner V2 family by family, which took "
                 f"no CUDA graph memory out of the share until after {_engines.VLLM_V1_RUNNER_V2_UNMEASURED_LAST}; "
-                f"pass the log's 'Estimated CUDA graph "
-                f"memory' (0 where it prints none)")
+                f"pass the log's 'Estimated CUDA graph memory' (0 where a release up to "
+                f"{_engines.VLLM_V1_RUNNER_V2_UNMEASURED_LAST} prints none)")
         else:
             estimated = True
             graphs = VLLM_CUDA_GRAPH_EXAMPLE_BYTES if cuda_graph_bytes is None else float(
