@@ -29,15 +29,19 @@ def test_the_flags_table_is_one_row_an_idea_and_survives_markdown():
     assert table[0] == "| idea | vLLM | SGLang |" and len(table) == 2 + 4
     # A bar inside a cell would split it: every row has the header's three cells.
     assert all(line.count("|") == 4 for line in table)
-    assert "`--tensor-parallel-size` (0.8.3 docs; V1 engine)" in table[2] and "`--pp-size`" in table[3]
+    assert "`--tensor-parallel-size` (docs at commit f948f41e; V1 engine)" in table[2] and "`--pp-size`" in table[3]
 
 
-def test_every_vllm_row_names_the_version_it_was_read_at_and_the_engine_it_runs_on():
+def test_every_vllm_row_names_the_documentation_the_bibliography_cites_and_the_engine_it_runs_on():
     # The lessons run 0.9.2; 0.8.0 to 0.8.4 fell back to V0 on --kv-transfer-config, 0.8.5 opened V1's KV-connector
     # API (pull request 15960), 0.9.0 added NixlConnector; 0.9.2's V1 runs pipeline stages on multiprocessing too.
+    # Each row's documentation, by version or commit, is a page references.bib cites.
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
     for idea, engine, flags, read in engines.MULTI_GPU_FLAGS:
         if engine == "vLLM":
-            assert re.match(r"0\.\d+\.\d+ docs", read) and ("V1" in read or "V0" in read), read
+            docs = re.match(r"(\d+\.\d+\.\d+) docs|docs at commit ([0-9a-f]{7,})", read)
+            assert docs and ("V1" in read or "V0" in read), read
+            assert (f"{{vLLM}} {docs[1]} documentation" if docs[1] else f"commit {docs[2]}") in bib, read
     rows = {flags: read for _, engine, flags, read in engines.MULTI_GPU_FLAGS if engine == "vLLM"}
     assert "V1 from 0.8.5" in rows["--kv-transfer-config",] and "NixlConnector from 0.9.0" in rows["--kv-transfer-config",]
     assert "V0" not in rows["--kv-transfer-config",] and "only with Ray" not in rows["--pipeline-parallel-size",]

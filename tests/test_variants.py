@@ -158,7 +158,7 @@ def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
     """Problem 1.4's worked method (copies = max(1, GPUs ÷ KV heads)) holds for every case drawn: no latent attention."""
     from servingmath.models import MODELS
 
-    assert variants.KV_CASES and not any(MODELS[key].latent_attention for key, _ in variants.KV_CASES)
+    assert variants.kv_cases() and not any(MODELS[key].latent_attention for key, _ in variants.kv_cases())
     for student in STUDENTS[:200]:
         n = variants.numbers("lesson-4-part-1", student)
         model = MODELS[n["kv_model"]]
@@ -466,11 +466,28 @@ def test_no_lesson_4_part_1_or_2_draw_is_one_division_from_a_page_or_an_explorer
 
     assert variants.SHOWN_BATCH == max(lesson_4.BATCHES) == max(lesson_4.FINE_BATCHES)
     assert {key for key, _, _ in variants._splits()}.isdisjoint(lesson_4.MODELS_SHOWN)
-    assert {key for key, _ in variants.KV_CASES}.isdisjoint(variants.KV_SHOWN)
     for student in STUDENTS:
         one, two = variants.numbers("lesson-4-part-1", student), variants.numbers("lesson-4-part-2", student)
         assert variants.CACHED_SHOWN not in (one["context"], one["small_context"]), student
         assert min(one["ar_batch"], two["send_users"]) > variants.SHOWN_BATCH, student
+
+
+def test_no_lesson_4_part_1_cache_problem_draws_a_model_whose_cache_a_token_a_page_prints():
+    """Problem 1.4's answer is a model's cache a token over its GPUs' share: a model whose cache a token (in the bits
+    drawn) lesson 2's or Lesson 4's pages print, in bytes or KiB, is one division from it (Llama 3.3 70B's 327,680
+    bytes are Llama 3 70B's on Part 1, Mistral 7B's 131,072 Llama 3 8B's on lesson 2)."""
+    import json
+
+    from servingmath.leaks import figures
+    from servingmath.models import MODELS
+
+    pages = json.loads((ROOT / "src" / "servingmath" / "data" / "leaks.yaml").read_text(encoding="utf-8"))["lessons"]
+    printed = {value * size for lesson in ("lesson-2", "lesson-4") for text in pages[lesson].values()
+               for value, kind, size, *_ in figures(text) if kind == "bytes"}
+    assert {327680, 131072} <= printed
+    for student in STUDENTS:
+        n = variants.numbers("lesson-4-part-1", student)
+        assert MODELS[n["kv_model"]].kv_bytes_per_token(n["kv_bits"]) not in printed, (student, n["kv_model"])
 
 
 def test_lesson_4_part_1_all_reduce_is_worked_with_the_latency_among_the_drawn_gpus():

@@ -503,23 +503,26 @@ IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, "none: the roofline")
 # (tensorrt_llm/bench/benchmark/throughput.py), LMDeploy's ``--tp`` (TurbomindEngineConfig.tp).
 TENSOR_PARALLEL_FLAGS = {"vllm": "tensor_parallel_size", "sglang": "tp_size", "tensorrt-llm": "tp", "lmdeploy": "tp"}
 # Lesson 4's ideas as two engines' command lines name them: (idea, engine, flags, where they were read). vLLM's
-# documentation: "Distributed Inference and Serving" (0.8.3: tensor parallel within a node, pipeline parallel across
-# nodes), "Data Parallel Deployment" (0.12.0) and "Disaggregated Prefilling (experimental)" (0.8.0: two instances,
-# a KV producer and a KV consumer, joined by a connector named in --kv-transfer-config). SGLang's "Server Arguments"
-# (docs/advanced_features/server_arguments.md at commit 004813e): --tp-size, --pp-size, --dp-size with
+# documentation: "Parallelism and Scaling" (docs/serving/parallelism_scaling.md at commit f948f41e: tensor parallel
+# within a node, pipeline parallel across nodes), "Data Parallel Deployment" (docs/serving/data_parallel_deployment.md
+# at commit 624b7aff) and "Disaggregated Prefilling (experimental)" (0.9.0: two instances, a KV producer and a KV
+# consumer, joined by a connector named in --kv-transfer-config), as references.bib cites them. SGLang's "Server
+# Arguments" (docs/advanced_features/server_arguments.md at commit 004813e): --tp-size, --pp-size, --dp-size with
 # --load-balance-method, and --disaggregation-mode prefill or decode (transfer backend mooncake by default).
-# The lessons run vLLM 0.9.2; each vLLM row names the version its documentation was read at and the engine that
-# version runs the flag on. In 0.8.x, EngineArgs._is_v1_supported_oracle (vllm/engine/arg_utils.py) falls back to
+# The lessons run vLLM 0.9.2; each vLLM row names the documentation it was read in, by version or commit, and the
+# engine 0.9.2 runs the flag on. In 0.8.x, EngineArgs._is_v1_supported_oracle (vllm/engine/arg_utils.py) falls back to
 # V0 on --kv-transfer-config ("No Disaggregated Prefill so far"), and on --pipeline-parallel-size above 1 unless
 # the executor is Ray ("PP is supported on V1 with Ray distributed executor, but off for MP distributed executor").
 # 0.9.0 shipped V1's KV connectors, NixlConnector among them (ai-dynamo/dynamo pull request 1345: "NixlConnector got
 # released in 0.9.0"), so the 0.9.2 the lessons run takes --kv-transfer-config on V1.
 SGLANG_DOCS = "docs at commit 004813e"
+VLLM_PARALLELISM_DOCS = "docs at commit f948f41e"
+VLLM_DATA_PARALLEL_DOCS = "docs at commit 624b7aff"
 MULTI_GPU_FLAGS = (
-    ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), "0.8.3 docs; V1 engine"),
+    ("split each layer (Part 1)", "vLLM", ("--tensor-parallel-size",), f"{VLLM_PARALLELISM_DOCS}; V1 engine"),
     ("split the stack (Part 2)", "vLLM", ("--pipeline-parallel-size",),
-     "0.8.3 docs; V1 on Ray or multiprocessing by 0.9.1's code"),
-    ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), "0.12.0 docs; V1 engine"),
+     f"{VLLM_PARALLELISM_DOCS}; V1 on Ray or multiprocessing by 0.9.1's code"),
+    ("copies behind a router (Part 3)", "vLLM", ("--data-parallel-size",), f"{VLLM_DATA_PARALLEL_DOCS}; V1 engine"),
     ("prefill and decode apart (Part 4)", "vLLM", ("--kv-transfer-config",),
      "0.9.0 docs, experimental; V1 from 0.8.5, through its KV-connector API; NixlConnector from 0.9.0"),
     ("split each layer (Part 1)", "SGLang", ("--tp-size",), SGLANG_DOCS),

@@ -536,8 +536,8 @@ def _lesson_4_questions():
                       "One user's token keeps one stage busy at a time: the other three wait."),
         ),
         Question(
-            prompt="Eight copies of a model serve one stream of requests, below the copies' knee. Which router "
-                   "keeps the longest waits for a first token shortest, at the same load?",
+            prompt="Four copies of a model serve one stream of requests, near the copies' knee. Which router most "
+                   "often keeps the longest waits for a first token shortest, at the same load?",
             options=("Sending each request to the copies in turn.",
                      "Sending each request to a copy chosen at random.",
                      "One queue that every copy takes from when it has room.",
@@ -545,8 +545,8 @@ def _lesson_4_questions():
             correct=2,
             feedback=("Turns ignore load: a copy busy with long replies gets its turn all the same.",
                       "Chance can pile requests on one copy while another sits idle.",
-                      "No request waits while any copy has room; separate queues let one copy's line grow while "
-                      "another idles.",
+                      "In most draws of arrivals near the knee, as Part 3 finds: no request waits while any copy has "
+                      "room; separate queues let one copy's line grow while another idles.",
                       "The copies are identical; the lines in front of them are not."),
         ),
         Question(

@@ -1068,12 +1068,36 @@ CARDS = tuple(CARD_LINKS)
 # The tokens cached a user on Parts 1 and 2 and in their explorers: no draw of either part uses it, so no graded
 # answer can be read off a page's step or an explorer's readout.
 CACHED_SHOWN = 1000
-# Models whose cache a token Part 1 (Llama 3 70B) or lesson 2 (Llama 3 8B) prints: a share of it is one division away.
-KV_SHOWN = ("llama-3-70b", "llama-3-8b")
-# (model, GPUs) where the model splits that many ways and its 16-bit weights fit that many H100 SXM; models with
-# latent attention left out, since the part teaches only a cache kept per KV head; the practice problem's case too.
-KV_CASES = tuple((key, gpus) for key in MODELS if not MODELS[key].latent_attention and key not in KV_SHOWN
-                 for gpus in (2, 4, 8) if not _group_fits(key, "h100-sxm", gpus) and (key, gpus) != ("gemma-2b", 8))
+# The lessons whose pages print caches a token: lesson 2 teaches them, Lesson 4's Part 1 prints Llama 3 70B's.
+KV_PAGES = ("lesson-2", "lesson-4")
+# The bits Problem 1.4 draws for its cache.
+KV_BITS = (16, 8)
+
+
+@functools.cache
+def kv_shown() -> frozenset:
+    """Every figure in bytes that the ``KV_PAGES`` print, as a reader sees them (``data/leaks.yaml``)."""
+    from .leaks import figures
+
+    return frozenset(value * size for lesson in KV_PAGES for text in _seen()["lessons"][lesson].values()
+                     for value, kind, size, *_ in figures(text) if kind == "bytes")
+
+
+@functools.cache
+def kv_cases() -> tuple:
+    """(model, GPUs) for Problem 1.4: the model splits that many ways and its 16-bit weights fit that many H100 SXM.
+    Left out: models with latent attention, since the part teaches only a cache kept per KV head; models whose cache
+    a token, in any of ``KV_BITS``, the pages print (``kv_shown``), since a share of it is one division away; the practice
+    problem's case. Models with the same cache a token and KV heads give the same answer on as many GPUs: the first
+    stands for the rest, so that no answer is drawn more often for being shared."""
+    found = {}
+    for key, model in MODELS.items():
+        if model.latent_attention or not kv_shown().isdisjoint(model.kv_bytes_per_token(bits) for bits in KV_BITS):
+            continue
+        for gpus in (2, 4, 8):
+            if not _group_fits(key, "h100-sxm", gpus) and (key, gpus) != ("gemma-2b", 8):
+                found.setdefault((model.kv_bytes_per_token(16), model.kv_heads, gpus), (key, gpus))
+    return tuple(found.values())
 # Batches of Problems 1.3 and 2.3: above the explorers' largest (``explorers.lesson_4.BATCHES``), whose readouts of
 # all the all-reduces or sends are the answer times a count.
 SHOWN_BATCH = 256
@@ -1099,10 +1123,10 @@ def _draw_4_1(rng):
             break
     split = rng.choice(_splits())
     gpu, link, counts = rng.choice(LINKED)
-    kv = rng.choice(KV_CASES)
+    kv = rng.choice(kv_cases())
     return {**drawn, "split": split[0], "split_bits": split[1], "parts": split[2], "ar_gpu": gpu, "ar_link": link,
             "ar_count": rng.choice(counts), "ar_batch": _steps(rng, SHOWN_BATCH + 32, 2048, 32),
-            "kv_model": kv[0], "kv_gpus": kv[1], "kv_bits": rng.choice((16, 8)), **_small_case(rng)}
+            "kv_model": kv[0], "kv_gpus": kv[1], "kv_bits": rng.choice(KV_BITS), **_small_case(rng)}
 
 
 def _small_case(rng) -> dict:
