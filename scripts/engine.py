@@ -285,7 +285,7 @@ def check(record):
                      "engine": f"llama.cpp from {E.ENGINE_PACKAGE} {E.ENGINE_VERSION} (sdist SHA-256 {E.ENGINE_SHA256[:12]}...)",
                      "build": bench_rows[0]["build"], "threads": THREADS,
                      "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-                     "cpus": os.cpu_count()},
+                     "cpus": os.cpu_count(), "arch": platform.machine()},
         "machine": {"bandwidth": read.best, "flops": multiply.best, "memory_bytes": lab.machine_memory(),
                     "name": f"{cpu_name()} (measured)", "runs": len(read.runs),
                     "bandwidth_median": read.per_second, "flops_median": multiply.per_second},

@@ -50,7 +50,8 @@ TARGETS = ("llama-server", "llama-bench", "llama-batched-bench")
 # engine would run on the GPU against the processor's floor.
 CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_OPENSSL=OFF",
-               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DGGML_METAL=OFF", "-DGGML_BLAS=OFF")
+               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DGGML_METAL=OFF", "-DGGML_BLAS=OFF",
+               "-DGGML_ACCELERATE=OFF")
 
 # The model: Llama's layout (grouped-query attention, gated feed-forward block, RMSNorm), 8 layers of
 # width 1,024, its 8,192-token vocabulary shared by the input table and the output projection, so that
