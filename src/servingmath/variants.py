@@ -1087,17 +1087,25 @@ def kv_shown() -> frozenset:
 def kv_cases() -> tuple:
     """(model, GPUs) for Problem 1.4: the model splits that many ways and its 16-bit weights fit that many H100 SXM.
     Left out: models with latent attention, since the part teaches only a cache kept per KV head; models whose cache
-    a token, in any of ``KV_BITS``, the pages print (``kv_shown``), since a share of it is one division away; the practice
-    problem's model (Gemma 2B: one KV head, so its share is the same on any count of GPUs, the practice's answer or
-    half of it in 8 bits). Models with the same cache a token and KV heads give the same answer on as many GPUs: the
-    first stands for the rest, so that no answer is drawn more often for being shared."""
+    a token, in any of ``KV_BITS``, the pages print (``kv_shown``), since a share of it is one division away; cases
+    whose share a GPU, in any of ``KV_BITS``, is the practice's answer, half or twice it (Gemma 2B's one KV head
+    gives the practice's share on any count of GPUs). Models with the same cache a token and KV heads give the same
+    answer on as many GPUs: the first stands for the rest, so that no answer is drawn more often for being shared."""
+    from . import parallel
+
+    def shares(key, gpus, bits_drawn=KV_BITS):
+        model = MODELS[key]
+        return {model.kv_bytes_per_token(bits) * parallel.kv_share(model, gpus) for bits in bits_drawn}
+
+    practice = LESSON_4_PART_1.practice
+    (practice_share,) = shares(practice["kv_model"], practice["kv_gpus"], (practice["kv_bits"],))
+    near_practice = {practice_share / 2, practice_share, practice_share * 2}
     found = {}
     for key, model in MODELS.items():
-        if model.latent_attention or key == "gemma-2b" or not kv_shown().isdisjoint(
-                model.kv_bytes_per_token(bits) for bits in KV_BITS):
+        if model.latent_attention or not kv_shown().isdisjoint(model.kv_bytes_per_token(bits) for bits in KV_BITS):
             continue
         for gpus in (2, 4, 8):
-            if not _group_fits(key, "h100-sxm", gpus):
+            if not _group_fits(key, "h100-sxm", gpus) and near_practice.isdisjoint(shares(key, gpus)):
                 found.setdefault((model.kv_bytes_per_token(16), model.kv_heads, gpus), (key, gpus))
     return tuple(found.values())
 # Batches of Problems 1.3 and 2.3: above the explorers' largest (``explorers.lesson_4.BATCHES``), whose readouts of
