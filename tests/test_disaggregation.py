@@ -132,3 +132,67 @@ def test_the_users_a_decode_gpu_runs_is_the_median_of_its_steps():
     found = D.run(layout, 8, "long", "nvlink4")
     decoding = found.step_decodes[found.step_decodes > 0]
     assert D.decode_users(layout, 8) == float(np.median(decoding)) and decoding.size > 0
+
+
+# -- DistServe's first example ---------------------------------------------------------------------------------
+def test_the_published_example_reads_as_its_sources_state_it():
+    example = D.published()
+    assert dict(example.figures) == {"colocated": 1.6, "prefill": 5.6, "decode": 10.0, "split": 3.3}
+    # the paper's own arithmetic: two prefill GPUs feed one decode GPU, the slower stage sets the rate
+    assert example.split_total == min(2 * example.figures["prefill"], example.figures["decode"])
+    assert round(example.split_total / 3, 1) == example.figures["split"]
+    assert (example.prompt, example.reply, example.ttft, example.tpot) == (512, 64, 0.4, 0.04)
+    assert example.gpu is hardware.CATALOG["a100-80gb"]
+    assert example.sources["blog"]["commit"] in example.sources["blog"]["url"]
+
+
+def test_the_stand_in_has_the_shape_of_opt_13b_and_the_same_cache_a_token():
+    example = D.published()
+    stand_in = example.model
+    assert (stand_in.layers, stand_in.hidden, stand_in.heads, stand_in.kv_heads) == (40, 5120, 40, 40)
+    # OPT-13B's cache: keys and values for 40 layers of width 5,120, two bytes each
+    assert memory.kv_cache_bytes(stand_in, 1) == 2 * 40 * 5120 * 2
+    assert 0 < D.feed_forward_excess(example) < 0.02
+    assert 12.9e9 < stand_in.parameters < 13.1e9
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("figures", {"colocated": "1.7", "prefill": "5.6", "decode": "10", "split": "3.3"},
+     "figures.colocated must appear in paper_quote as published, got '1.7'"),
+    ("ttft", 0.5, "blog_quote must state 'TTFT as 0.5 second'"),
+    ("reply_tokens", 32, "blog_quote must state 'output length 32'"),
+    ("arrivals", "uniform", "blog_quote must state 'Uniform arrival'"),
+])
+def test_a_data_file_whose_figures_or_conditions_leave_their_sources_is_refused(tmp_path, field, value, message):
+    import yaml
+    data = yaml.safe_load(D.PUBLISHED.read_text(encoding="utf-8"))
+    data["example"][field] = value
+    path = tmp_path / "runs.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        D.published(path)
+
+
+def test_the_example_replayed_keeps_the_papers_order_and_its_gain_with_the_v0_profile():
+    example = D.published()
+    found = {version: {stage: D.example_goodput(example, (name, version), stage) for stage in D.STAGES}
+             for name, version in D.EXAMPLE_ENGINES}
+    for rates in found.values():
+        # as published: each phase alone beats a GPU doing both, and so does the split, per GPU
+        assert min(rates["prefill"], rates["decode"], rates["split"]) > rates["colocated"]
+        # the split's rate is its slower stage's, as in the paper's arithmetic, within the search's resolution
+        assert 3 * rates["split"] <= min(2 * rates["prefill"], rates["decode"]) * 1.05
+    v0, v1 = (found[version] for _, version in D.EXAMPLE_ENGINES)
+    published_gain = example.figures["split"] / example.figures["colocated"]
+    assert abs(v0["split"] / v0["colocated"] / published_gain - 1) < 0.15
+    assert v1["split"] / v1["colocated"] < v0["split"] / v0["colocated"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: D.example_goodput(D.published(), ("vllm", "0.6"), "both"), "stage must be one of"),
+    (lambda: D.example_goodput("distserve", ("vllm", "0.6"), "split"), "example"),
+    (lambda: D.feed_forward_excess(None), "example"),
+])
+def test_the_examples_bad_input_is_refused_naming_the_argument(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()

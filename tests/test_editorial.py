@@ -287,7 +287,7 @@ def test_each_page_has_the_budget_the_course_sets():
     assert bench.prose_budget("chapters/lesson-1/wrap-up") == 1800
     assert bench.prose_budget("chapters/plates/xxiii-1-prefill-and-decode") == 1400
     assert bench.prose_budget("chapters/lab/measure-your-machine") == 1800
-    assert bench.prose_budget("chapters/reality-check-multi-gpu") == 1400
+    assert bench.prose_budget("chapters/reality-check-multi-gpu") == 1600
     assert bench.prose_budget("chapters/lesson-1/index") is None and bench.prose_budget("chapters/glossary") is None
 
 

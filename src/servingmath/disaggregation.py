@@ -14,14 +14,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
+import yaml
 
 from . import _check, engines, load, simulator
 from ._kept import kept_arrays
+from .hardware import CATALOG, GPU
+from .models import Model
 from .simulator import cluster
 from .simulator.goodput import ATTAINMENT, highest_rate
-from .workload import SHAREGPT, LengthDistribution, poisson_workload
+from .workload import SHAREGPT, LengthDistribution, Workload, poisson_arrivals, poisson_workload, workload
 
 # Prompts ten times ShareGPT's mean and short replies, as summarizing a document asks: the course's choice of
 # means (DistServe's summarization load, LongBench, has long prompts and short replies too), geometric like ShareGPT's.
@@ -172,3 +178,109 @@ def best_split(prefill_rate, decode_rate, gpus) -> tuple[int, float]:
     rates = {p: min(p * prefill_rate, (gpus - p) * decode_rate) for p in range(1, gpus)}
     best = max(rates, key=lambda p: (rates[p], -p))
     return best, rates[best]
+
+
+# -- DistServe's first example, replayed ------------------------------------------------------------------------
+PUBLISHED = Path(__file__).with_name("data") / "disaggregation_runs.yaml"
+# Requests each rate of the example's searches sends: at ten a second, well over a minute and a half of traffic.
+EXAMPLE_REQUESTS = 1000
+# Prefill GPUs feeding the one decode GPU whose rate alone is asked: enough that prompts never wait
+# (each reads prompts faster than the decode GPU finishes them, at every profile tried).
+PLENTY = 8
+# The engine profiles the example is replayed with: vLLM's last engine that ran each prompt whole in steps
+# of its own (V0, as the vLLM the paper compared with did), and the profile lesson 4 runs (V1, prompts in chunks).
+EXAMPLE_ENGINES = (("vllm", "0.6"), ("vllm", load.ENGINE[1]))
+STAGES = ("colocated", "prefill", "decode", "split")
+
+
+@dataclass(frozen=True)
+class Published:
+    """DistServe's first example (``data/disaggregation_runs.yaml``): ``figures`` are requests a second per
+    GPU as published, by stage (``STAGES``); the rest are the run's conditions."""
+
+    model: Model
+    model_as_published: str
+    paper_model_ffn: int
+    gpu: GPU
+    prompt: int
+    reply: int
+    ttft: float
+    tpot: float
+    figures: Mapping[str, float]
+    split_total: float
+    baseline: str
+    sources: Mapping[str, Mapping[str, str]]
+    paper_quote: str
+    blog_quote: str
+    note: str
+
+
+def published(path=PUBLISHED) -> Published:
+    """The example as the data file states it, checked: each figure in the paper's quote, the conditions in the
+    blog's, the stand-in's config one the catalog's reader takes."""
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    row = data["example"]
+    for stage in STAGES:
+        if f" {row['figures'][stage]} r" not in row["paper_quote"]:
+            raise ValueError(f"figures.{stage} must appear in paper_quote as published, got {row['figures'][stage]!r}")
+    for said in (f"inputs of length {row['prompt_tokens']}", f"output length {row['reply_tokens']}",
+                 f"TTFT as {row['ttft']} second", f"TPOT as {row['tpot']} second", f"{row['arrivals'].title()} arrival"):
+        if said not in row["blog_quote"]:
+            raise ValueError(f"blog_quote must state {said!r}, as the example's conditions do")
+    return Published(
+        model=Model.from_hf_config(row["stand_in"]), model_as_published=row["model_as_published"],
+        paper_model_ffn=_check.count("paper_model_ffn_dim", row["paper_model_ffn_dim"]),
+        gpu=CATALOG[row["gpu"]], prompt=_check.count("prompt_tokens", row["prompt_tokens"]),
+        reply=_check.count("reply_tokens", row["reply_tokens"], minimum=2),
+        ttft=_check.positive("ttft", row["ttft"]), tpot=_check.positive("tpot", row["tpot"]),
+        figures=MappingProxyType({stage: float(row["figures"][stage]) for stage in STAGES}),
+        split_total=float(row["split_total"]), baseline=row["baseline"],
+        sources=MappingProxyType({key: MappingProxyType(dict(value)) for key, value in data["sources"].items()}),
+        paper_quote=row["paper_quote"], blog_quote=row["blog_quote"], note=row["note"])
+
+
+def feed_forward_excess(example: Published) -> float:
+    """How much larger the stand-in's feed-forward block is than OPT-13B's, a layer: gated (three matrices)
+    against plain (two, ``paper_model_ffn`` wide), at the same width of the model."""
+    _check.instance("example", example, Published)
+    stand_in = example.model
+    return stand_in._ffn_parameters(stand_in.ffn) / (2 * stand_in.hidden * example.paper_model_ffn) - 1
+
+
+def _example_work(example: Published, rate, reply=None) -> Workload:
+    """``EXAMPLE_REQUESTS`` requests of the example's fixed lengths (``reply`` tokens if given) at ``rate`` a second."""
+    arrival = poisson_arrivals(rate, EXAMPLE_REQUESTS, 0)
+    count = len(arrival)
+    return workload(arrival, np.full(count, example.prompt), np.full(count, reply or example.reply),
+                    f"{example.prompt}/{reply or example.reply} tokens, {rate:g} a second")
+
+
+def _p90_met(found, ttft=None, tpot=None) -> bool:
+    """90 % of requests within each target asked, as the example reads its P90 lines (each target on its own)."""
+    return all(found.attainment(**{name: target}) >= ATTAINMENT
+               for name, target in (("ttft", ttft), ("tpot", tpot)) if target is not None)
+
+
+def example_goodput(example: Published, engine_version, stage) -> float:
+    """Requests a second per GPU that ``stage`` of the example meets its targets at (P90 each), on GPUs running
+    ``engine_version``'s profile (an (engine, version) pair): ``colocated``, one GPU doing both; ``prefill``, one
+    GPU reading prompts (each to its first token, the TTFT target alone); ``decode``, one GPU writing replies
+    fed by ``PLENTY`` prefill GPUs (the TPOT target alone); ``split``, two prefill GPUs and one decode GPU
+    (both targets), divided by its three GPUs. Caches cross the card's fastest link."""
+    _check.instance("example", example, Published)
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+    each = engines.engine(*engine_version).server(example.model, example.gpu)
+
+    def meets(rate):
+        if stage == "colocated":
+            return _p90_met(cluster.simulate_cluster(each, _example_work(example, rate), 1), example.ttft, example.tpot)
+        if stage == "prefill":
+            return _p90_met(cluster.simulate_cluster(each, _example_work(example, rate, reply=1), 1), ttft=example.ttft)
+        prefills, targets = (PLENTY, {"tpot": example.tpot}) if stage == "decode" else (
+            2, {"ttft": example.ttft, "tpot": example.tpot})
+        return _p90_met(cluster.simulate_disaggregated(each, each, _example_work(example, rate), prefills, 1), **targets)
+
+    found, _ = highest_rate(lambda rate: (meets(rate), None), STEPS)
+    return found / (3 if stage == "split" else 1)
