@@ -182,6 +182,10 @@ def test_a_requests_start_cost_is_the_median_over_the_one_user_requests_timed_fr
     per_token, per_request = E.server_costs(run)
     table = E.step_table(run)
     assert per_request == max(0.0, float(np.median(waits)) - E.PROMPT_TOKENS * table.prefill_per_token - per_token)
+    # its parts, as the page shows them: the same token's cost, the median wait, the cost before it is held at 0
+    parts = E.server_cost_parts(run)
+    assert parts[:2] == (per_token, float(np.median(waits))) and per_request == max(0.0, parts[2])
+    assert parts[2] == pytest.approx(float(np.median(waits)) - E.PROMPT_TOKENS * table.prefill_per_token - per_token)
     # The server's own prompt step, timed by the server, agrees with the client's time from a free slot.
     assert waits == pytest.approx([r["timings"]["prompt_ms"] / 1e3 for r in served], abs=0.02)
 

@@ -404,16 +404,23 @@ def simulated(server, slots, sent=None):
     return {k: s[k] for k in ("ttft_p50", "ttft_p99", "tbt_p50", "tbt_p99", "tokens_per_second")}
 
 
-def server_costs(run):
-    """The server's own costs, from the load test at concurrency 1 set against the benches: a token's
-    cost beyond its decode step (the median time between tokens), and a request's beyond its prompt's
-    step and a token's cost (the median over the requests of ``times_from_free_slot``); each at least 0."""
+def server_cost_parts(run):
+    """What ``server_costs`` is made of, before a request's cost is held at 0: (a token's cost beyond its
+    decode step, at least 0; the median time from a free slot to the first token, ``times_from_free_slot``;
+    that time less the prompt's step and a token's cost, which may fall below 0)."""
     measured = load_summary(run["load"]["1"])
     table = step_table(run)
     per_token = max(0.0, measured["tbt_p50"] - table.decode_step(1))
     started = float(np.median(times_from_free_slot(run["load"]["1"])))
-    per_request = max(0.0, started - (PROMPT_TOKENS * table.prefill_per_token + per_token))
-    return per_token, per_request
+    return per_token, started, started - (PROMPT_TOKENS * table.prefill_per_token + per_token)
+
+
+def server_costs(run):
+    """The server's own costs, from the load test at concurrency 1 set against the benches: a token's
+    cost beyond its decode step (the median time between tokens), and a request's beyond its prompt's
+    step and a token's cost (the median over the requests of ``times_from_free_slot``); each at least 0."""
+    per_token, _, per_request = server_cost_parts(run)
+    return per_token, max(0.0, per_request)
 
 
 def times_from_free_slot(records):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import disaggregation, memory, parallel, replicas, units
+from .. import disaggregation, engines, load, memory, parallel, replicas, units
 from ..charts import Explorer, Layer, buttons, explorer, kit, slider
 from ..simulator import ATTAINMENT, ROUTERS
 from . import REFUSE, clock, counted, find_model, models_menu, ms
@@ -236,5 +236,5 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],
         readouts, [Layer(("rate", "lengths", "tpot", "link"), bars)], "", top + height + kit.BOTTOM + 20, slow=True,
         note=f"Grey dashed: {units.percent(ATTAINMENT)}. Purple: colocated; teal: split. Llama 3 8B, four H100 SXM, vLLM "
-             f"0.9.2's profile, its default {units.number(disaggregation.server().step_tokens)}-token steps (not Part 4's tuned "
+             f"{engines.engine(*load.ENGINE).asked}'s profile, its default {units.number(disaggregation.server().step_tokens)}-token steps (not Part 4's tuned "
              f"ones); {units.number(SPLIT_REQUESTS)} requests a run at random; first token within {units.ms(SPLIT_TTFT, 0)}.")
