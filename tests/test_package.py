@@ -260,6 +260,11 @@ def test_batching_uses_the_gpu_price_unless_told_and_refuses_no_price():
     (units.percent(0.9608), "96 %"),
     (units.times(12.05), "12×"),
     (units.number(750_000), "750,000"),
+    # a half rounds away from zero, as a reader rounds, where Python's format rounds it to even
+    (units.number(6.25, 1), "6.3"),
+    (units.number(1234.5), "1,235"),
+    (units.percent(0.125), "13 %"),
+    (units.number(-2.5), "-3"),
 ])
 def test_units_print_as_the_prose_does(shown, expected):
     assert shown == expected and repr(shown) == expected

@@ -262,16 +262,20 @@ def _p90_met(found, ttft=None, tpot=None) -> bool:
                for name, target in (("ttft", ttft), ("tpot", tpot)) if target is not None)
 
 
-def example_goodput(example: Published, engine_version, stage) -> float:
+def example_goodput(example: Published, engine_version, stage, overheads_of=None) -> float:
     """Requests a second per GPU that ``stage`` of the example meets its targets at (P90 each), on GPUs running
     ``engine_version``'s profile (an (engine, version) pair): ``colocated``, one GPU doing both; ``prefill``, one
     GPU reading prompts (each to its first token, the TTFT target alone); ``decode``, one GPU writing replies
     fed by ``PLENTY`` prefill GPUs (the TPOT target alone); ``split``, two prefill GPUs and one decode GPU
-    (both targets), divided by its three GPUs. Caches cross the card's fastest link."""
+    (both targets), divided by its three GPUs. Caches cross the card's fastest link. With ``overheads_of`` (an
+    (engine, version) pair), ``engine_version`` schedules as it does but pays that profile's overheads."""
     _check.instance("example", example, Published)
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-    each = engines.engine(*engine_version).server(example.model, example.gpu)
+    engine = engines.engine(*engine_version)
+    if overheads_of is not None:
+        engine = engine.with_overheads(engines.engine(*overheads_of).overheads)
+    each = engine.server(example.model, example.gpu)
 
     def meets(rate):
         if stage == "colocated":

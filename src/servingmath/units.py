@@ -8,6 +8,7 @@ without quotation marks.
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 from . import _check
 
@@ -20,8 +21,10 @@ class Shown(str):
 
 
 def _fixed(value, digits):
+    """``value`` at ``digits`` places, a half rounded away from zero as readers round (6.25 -> "6.3"), where
+    Python's own format rounds a half to even ("6.2")."""
     digits = int(_check.count("digits", digits))
-    return f"{value:,.{digits}f}"
+    return f"{Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,.{digits}f}"
 
 
 def _scaled(value, scale, suffix, digits, prefix=""):
