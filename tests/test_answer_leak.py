@@ -328,3 +328,32 @@ def test_no_problem_is_asked_at_a_stop_of_an_explorer_that_answers_it(notebook, 
     asked = [("practice", variants.practice(notebook))] + [(s, student_numbers(notebook, s)) for s in STUDENTS]
     found = [who for who, numbers in asked if all(_at_a_stop(numbers[name], stops[name]) for name in stops)]
     assert not found, f"{notebook} Problem {label} is asked at a stop of {explorer} for {found[:5]} ({len(found)})"
+
+
+@lru_cache(maxsize=None)
+def _workshop_crossings(gpu: str) -> tuple:
+    """The prompts from which plate XXIII.1's explorer reads a 16-bit prefill on ``gpu`` as compute-bound, under each
+    of the website's assumptions (none where the website does not offer the GPU)."""
+    from servingmath import explorers
+
+    made = explorers.plates.workshop()
+    menu = next(control for control in made.controls if control.name == "gpu")
+    if gpu not in menu.options:
+        return ()
+    return tuple(int(made.readouts_at(gpu=gpu, assumptions=assumptions)["arithmetic sets the time from"].split()[0])
+                 for assumptions in next(c for c in made.controls if c.name == "assumptions").options)
+
+
+def test_the_ridge_under_narrow_weights_is_not_the_plates_crossing_halved():
+    """Plate XXIII.1's explorer reads out where a 16-bit prefill turns compute-bound on each GPU it offers. Weights in
+    8 bits halve the bytes a token's pass reads and in 4 bits quarter them, so Problem 7's answer would be that
+    readout halved or quartered (to a token, either way rounded): the problem asks of a width that does neither."""
+    asked = [("practice", variants.practice("plate-xxiii-1"))] + \
+        [(student, student_numbers("plate-xxiii-1", student)) for student in STUDENTS]
+    found = []
+    for who, numbers in asked:
+        answer = graded_answer("plate-xxiii-1", "7", numbers)
+        found += [f"{who}: {answer} tokens on the {numbers['ridge_gpu']} in {numbers['ridge_bits']} bits, "
+                  f"{crossing} / {share}" for crossing in _workshop_crossings(numbers["ridge_gpu"])
+                  for share in (1, 2, 4) if abs(answer - crossing / share) <= 1]
+    assert not found, f"{len(found)} answers one step from the plate's readout:\n" + "\n".join(found[:10])

@@ -243,7 +243,7 @@ def test_the_plate_workshop_times_a_pass_only_where_it_can_happen():
 
 def test_a_machine_whose_peak_is_a_third_partys_estimate_says_so_in_the_gpu_menus():
     """Apple publishes no peak arithmetic rate: the catalog holds a third party's FP32 estimate, which sets a
-    prefill's time, a ridge and a share of the peak; every explorer's GPU menu marks those machines."""
+    prefill's time, a ridge and a share of the peak; a GPU menu marks those machines unless its explorer says not to."""
     from servingmath.explorers import gpu_menu
     from servingmath.hardware import ESTIMATED_PEAKS
 
@@ -251,3 +251,34 @@ def test_a_machine_whose_peak_is_a_third_partys_estimate_says_so_in_the_gpu_menu
     shown = gpu_menu("h100-sxm")
     for key, text in zip(shown.options, shown.texts):
         assert ("third party's FP32 estimate" in text) == (key in ESTIMATED_PEAKS), (key, text)
+
+
+# The explorers that offer the machines whose peak is an estimate (a priced menu offers none: Apple's are unpriced).
+MENUS_WITH_ESTIMATES = ["lesson_1:roofline", "lesson_1:request", "lesson_2:cache_saving", "lesson_2:users_that_fit",
+                        "plates:workshop", "plates:kv_workshop"]
+
+
+@pytest.mark.parametrize("name", MENUS_WITH_ESTIMATES)
+def test_the_estimated_peak_is_marked_only_where_the_peak_moves_what_the_explorer_shows(name, monkeypatch):
+    """A menu marks an estimated peak where a readout or a line moves with it (a time, a ridge), and not in an
+    explorer of memory alone (the users that fit), where the mark would qualify nothing shown."""
+    from servingmath import explorers
+    from servingmath.hardware import ESTIMATED_PEAK, ESTIMATED_PEAKS
+
+    module, function = name.split(":")
+    build = getattr(getattr(explorers, module), function)
+    menu = next(c for c in build().controls if c.name == "gpu")
+    machine = next(key for key in menu.options if key in ESTIMATED_PEAKS)
+
+    def shown(explorer):
+        return explorer.readouts_at(gpu=machine), explorer.layers_at(gpu=machine)
+
+    before = shown(build())
+    estimate = sm.CATALOG[machine]
+    doubled = estimate.with_changes(dense_flops={dtype: 2 * flops for dtype, flops in estimate.dense_flops.items()})
+    # The explorer finds its GPU by key: the same machine, its estimated peak doubled.
+    monkeypatch.setattr(getattr(explorers, module), "find_gpu",
+                        lambda key: doubled if key == machine else explorers.find_gpu(key))
+    moves = shown(build()) != before
+    marked = ESTIMATED_PEAK in menu.texts[menu.options.index(machine)]
+    assert marked == moves, (name, machine, "marked" if marked else "not marked", "moves" if moves else "does not move")

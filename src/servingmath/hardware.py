@@ -326,7 +326,8 @@ _ENTRIES = [
 # The chapter uses these machines only for decode steps of one user, which are memory-bound by
 # a factor of five or more, so an error in the estimate cannot move their floor; a test checks it.
 # The lessons' explorers offer them too, where a prefill is compute-bound and its time, its ridge
-# and its share of the peak move with the estimate: their GPU menus say so (``ESTIMATED_PEAKS``).
+# and its share of the peak move with the estimate: the GPU menus of those that use the peak say so
+# (``ESTIMATED_PEAKS``); those that show memory alone do not.
 ESTIMATED_PEAKS = ("m1-max", "m1-ultra", "m2-ultra")
 ESTIMATED_PEAK = "peak: a third party's FP32 estimate"
 _ENTRIES += [

@@ -63,12 +63,12 @@ def _finder(name, catalog):
 find_model, find_gpu = _finder("model", MODELS), _finder("gpu", CATALOG)
 
 
-def gpu_menu(default, keys=None, priced=False):
-    """The catalog's GPUs (or ``keys``), with the price an hour if ``priced`` (only those priced), or an estimated peak."""
+def gpu_menu(default, keys=None, priced=False, peak=True):
+    """The catalog's GPUs (or ``keys``): priced if ``priced``, else marked where the figures use an estimated peak."""
     keys = [k for k in (keys or CATALOG) if not priced or CATALOG[k].price_per_hour is not None]
     find_gpu(default)
     return menu("gpu", "GPU", {k: f"{CATALOG[k].name}, {units.dollars(CATALOG[k].price_per_hour)} an hour" if priced
-                               else CATALOG[k].name + f", {ESTIMATED_PEAK}" * (k in ESTIMATED_PEAKS) for k in keys}, default)
+                               else CATALOG[k].name + f", {ESTIMATED_PEAK}" * (peak and k in ESTIMATED_PEAKS) for k in keys}, default)
 
 
 def bits(name, label, default, choices=(16, 8, 4), site=True):

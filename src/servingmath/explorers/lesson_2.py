@@ -178,7 +178,7 @@ def users_that_fit(tokens: int = 8000, gpu: str = "h100-sxm", kv_bits: int = 16,
     return Explorer("users_that_fit", "Users whose caches fit on one GPU", [
         slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
                fine=sorted({*range(256, most + 1, 256), *lengths.tolist()})),
-        gpu_menu(gpu, [k for k, g in CATALOG.items() if max_batch(find_model(model), g, 256) > 0]),
+        gpu_menu(gpu, [k for k, g in CATALOG.items() if max_batch(find_model(model), g, 256) > 0], peak=False),
         bits("kv_bits", "bits a cached value", kv_bits), models_menu(model),
         bits("weight_bits", "bits a weight", weight_bits)],
         readouts, [Layer(("gpu", "model", "weight_bits"), lines),

@@ -143,7 +143,7 @@ def kv_workshop(tokens: int = 4000, gpu: str = "h100-sxm", kv_bits: int = 16, we
     return Explorer("kv_workshop", "Users whose caches fit on one GPU, three designs of attention", [
         slider("tokens", "tokens each user holds", lengths, tokens, tokens_text,
                fine=sorted({*lengths.tolist(), *range(256, most + 1, 256)})),
-        gpu_menu(gpu, gpus), bits("kv_bits", "bits a cached value", kv_bits),
+        gpu_menu(gpu, gpus, peak=False), bits("kv_bits", "bits a cached value", kv_bits),
         bits("weight_bits", "bits a weight", weight_bits, site=False),
         slider("reserve", "memory held back", [k / 100 for k in range(21)], reserve, units.percent, site=False)],
         readouts, [Layer(("gpu", "kv_bits", "weight_bits", "reserve"), lines),
