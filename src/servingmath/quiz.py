@@ -17,6 +17,7 @@ import ipywidgets as widgets
 from IPython.display import display
 
 from . import _check, units
+from . import load as _load
 from .hardware import CATALOG, H100_SXM
 from .models import LLAMA_3_8B
 from .passes import forward_pass, weight_bytes
@@ -551,8 +552,8 @@ def _lesson_4_questions():
         ),
         Question(
             prompt="Prefill runs on GPUs of its own and sends each prompt's cache to the decode GPUs. Against the "
-                   "same GPUs each doing both at vLLM 0.9.2's default budget a step, as Part 4 runs them, when does "
-                   "the split lose?",
+                   f"same GPUs each doing both at vLLM {_load.ENGINE[1]}'s default budget a step, as Part 4 runs them, "
+                   "when does the split lose?",
             options=("With long prompts whose caches cross a 400 Gb/s RoCE port between servers.",
                      "With short prompts and longer replies, or with a stage left idle: the GPUs each phase keeps to itself "
                      "cost more than the stalls they remove.",
