@@ -332,28 +332,40 @@ def test_no_problem_is_asked_at_a_stop_of_an_explorer_that_answers_it(notebook, 
 
 @lru_cache(maxsize=None)
 def _workshop_crossings(gpu: str) -> tuple:
-    """The prompts from which plate XXIII.1's explorer reads a 16-bit prefill on ``gpu`` as compute-bound, under each
-    of the website's assumptions (none where the website does not offer the GPU)."""
+    """(assumptions, the prompt from which plate XXIII.1's explorer reads a 16-bit prefill on ``gpu`` as
+    compute-bound) under each of the website's assumptions (none where the website does not offer the GPU)."""
     from servingmath import explorers
 
     made = explorers.plates.workshop()
     menu = next(control for control in made.controls if control.name == "gpu")
     if gpu not in menu.options:
         return ()
-    return tuple(int(made.readouts_at(gpu=gpu, assumptions=assumptions)["arithmetic sets the time from"].split()[0])
+    return tuple((assumptions, int(made.readouts_at(gpu=gpu, assumptions=assumptions)["arithmetic sets the time from"]
+                                   .split()[0]))
                  for assumptions in next(c for c in made.controls if c.name == "assumptions").options)
 
 
-def test_the_ridge_under_narrow_weights_is_not_the_plates_crossing_halved():
-    """Plate XXIII.1's explorer reads out where a 16-bit prefill turns compute-bound on each GPU it offers. Weights in
-    8 bits halve the bytes a token's pass reads and in 4 bits quarter them, so Problem 7's answer would be that
-    readout halved or quartered (to a token, either way rounded): the problem asks of a width that does neither."""
+def test_the_ridge_under_narrow_weights_is_not_one_scaling_of_the_plates_crossing():
+    """Plate XXIII.1's explorer reads out where a 16-bit prefill turns compute-bound on each GPU it offers, under the
+    plate's efficiencies and the lesson's. Weights in b bits scale the bytes a token's pass reads by b/16, and other
+    efficiencies move the ridge by the ratio of their ratios, so Problem 7's answer is about a readout scaled by both:
+    no single scaling (halved, quartered, by b/16 or by the efficiencies' ratio) may give it to a token."""
+    import servingmath as sm
+    from servingmath import explorers
+
+    reached = variants.RIDGE_REACHED[0] / variants.RIDGE_REACHED[1]
+    ratios = {"plate": sm.PLATE.compute_efficiency / sm.PLATE.bandwidth_efficiency,
+              "lesson": sm.LESSON.compute_efficiency / sm.LESSON.bandwidth_efficiency}
+    assert set(ratios) == set(next(c for c in explorers.plates.workshop().controls if c.name == "assumptions").options)
     asked = [("practice", variants.practice("plate-xxiii-1"))] + \
         [(student, student_numbers("plate-xxiii-1", student)) for student in STUDENTS]
     found = []
     for who, numbers in asked:
         answer = graded_answer("plate-xxiii-1", "7", numbers)
-        found += [f"{who}: {answer} tokens on the {numbers['ridge_gpu']} in {numbers['ridge_bits']} bits, "
-                  f"{crossing} / {share}" for crossing in _workshop_crossings(numbers["ridge_gpu"])
-                  for share in (1, 2, 4) if abs(answer - crossing / share) <= 1]
+        for assumptions, crossing in _workshop_crossings(numbers["ridge_gpu"]):
+            scalings = {"1": 1, "1/2": 1 / 2, "1/4": 1 / 4, "b/16": numbers["ridge_bits"] / 16,
+                        "the efficiencies' ratio": reached / ratios[assumptions]}
+            found += [f"{who}: {answer} tokens on the {numbers['ridge_gpu']} in {numbers['ridge_bits']} bits, "
+                      f"{crossing} ({assumptions}) x {name}" for name, factor in scalings.items()
+                      if abs(answer - crossing * factor) <= 1]
     assert not found, f"{len(found)} answers one step from the plate's readout:\n" + "\n".join(found[:10])

@@ -9,6 +9,7 @@ distinct set of the numbers it reads: a class shares a few simulations.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -110,7 +111,9 @@ ANSWERS = {
         "6": lambda n: math.ceil(sm.weight_bytes(L31.parameters, n["weight_bits"])
                                  / (n["share_users"] * L31.kv_bytes_per_token(n["kv_bits"]))),
         "7": lambda n: _first(sm.prefill(L3, sm.CATALOG[n["ridge_gpu"]], _prompts(), weight_bits=n["ridge_bits"],
-                                         assumptions=sm.PLATE).timing.compute_bound, _prompts()),
+                                         assumptions=replace(sm.PLATE, compute_efficiency=n["ridge_compute"] / 100,
+                                                             bandwidth_efficiency=n["ridge_memory"] / 100)
+                                         ).timing.compute_bound, _prompts()),
     },
 }
 

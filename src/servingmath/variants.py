@@ -419,9 +419,10 @@ def _draw_plate_1(rng):
             "prompt": _steps(rng, 1000, 8000, 100),
             "long_cache": rng.choice(_long_caches(gpu)), "weight_bits": weight_bits, "kv_bits": kv_bits,
             "share_users": _steps(rng, 2, 32, 1),
-            # Not 16 bits: the plate's explorer reads out where a 16-bit prefill turns compute-bound on every GPU; nor
-            # 8 or 4, whose answer is that readout halved or quartered.
-            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]), "ridge_bits": rng.choice((7, 6, 5, 3))}
+            # Not 16 bits: the plate's explorer reads out where a 16-bit prefill turns compute-bound on every GPU, and
+            # Problem 7's answer would be that readout moved by the ratio of its efficiencies alone.
+            "ridge_gpu": rng.choice([key for key in RENTED if key != "h100-sxm"]),
+            "ridge_bits": rng.choice((8, 6, 5, 4, 3))}
 
 
 @functools.cache
@@ -439,13 +440,20 @@ def _batches_that_fit() -> list:
             and memory.fit(MODELS["llama-3-8b"], CATALOG[gpu], 8001, users).fits]
 
 
+# Plate XXIII.1 Problem 7's shares of peak arithmetic and bandwidth, in per cent. Not the plate's 60 and 80: the
+# plate's explorer reads out where a 16-bit pass turns compute-bound under those, and the answer would be that
+# readout scaled by the bits alone.
+RIDGE_REACHED = (50, 90)
+
+
 def _derive_plate_1(n):
     same = n["weight_bits"] == n["kv_bits"]
     return {"short_window": MODELS["llama-3-8b"].context_window, "long_window": MODELS["llama-3.1-8b"].context_window,
             "both_bits": f"both in {n['kv_bits']} bits" if same else
             f"the weights in {n['weight_bits']} bits and the cache in {n['kv_bits']}",
             "ridge_weights": "16-bit weights" if n["ridge_bits"] == 16 else
-            f"the weights stored in {n['ridge_bits']} bits and widened to 16 for the arithmetic"}
+            f"the weights stored in {n['ridge_bits']} bits and widened to 16 for the arithmetic",
+            "ridge_compute": RIDGE_REACHED[0], "ridge_memory": RIDGE_REACHED[1]}
 
 
 def _outweighs(model_key: str, weight_bits: int, kv_bits: int) -> int:
@@ -462,7 +470,7 @@ PLATE_1_BITS = tuple(("llama-3.1-8b", weights, kv) for weights in (16, 8, 6, 5, 
 PLATE_XXIII_1 = Template(
     draw=_draw_plate_1,
     practice={"users": 4, "plate_gpu": "h100-sxm", "cache": 6000, "prompt": 6000, "long_cache": 32_000, "weight_bits": 16, "kv_bits": 16,
-              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 5},
+              "share_users": 4, "ridge_gpu": "h200", "ridge_bits": 6},
     derive=_derive_plate_1,
     statements={
         "1": "{users} users of Llama 3 8B share each decode step on the {plate_gpu_named}, weights and cache in 16 "
@@ -480,9 +488,11 @@ PLATE_XXIII_1 = Template(
              "the fewest whole tokens each user's cache can hold for the step to read at least as many bytes of cache "
              "as of weights, {both_bits}? Count the caches the step reads, not the new tokens' keys and values it "
              "writes.",
-        "7": "Under the plate's assumptions, with {ridge_weights}, what is the shortest prompt whose prefill pass on "
-             "the {ridge_gpu_named} is compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both "
-             "peaks are reached in full.",
+        "7": "Count the pass as the plate does, causal attention and the cache written included, but with kernels "
+             "that reach {ridge_compute} % of the GPU's peak arithmetic and {ridge_memory} % of its bandwidth. With "
+             "{ridge_weights}, what is the shortest prompt whose prefill pass on the {ridge_gpu_named} is "
+             "compute-bound? Compare it with the {ridge_gpu_short}'s ridge as the lesson counts it, where both peaks "
+             "are reached in full.",
     },
     sense=lambda n: (_within(n, "llama-3-8b", "cache", plus=1) + _within(n, "llama-3-8b", "prompt")
                      + _within(n, "llama-3.1-8b", "long_cache", plus=1)
