@@ -194,6 +194,9 @@ def test_the_laptops_gpu_cannot_hold_llama_3_8b_in_16_bits():
     laptop = sm.CATALOG["laptop"]
     assert laptop.listed_memory == "16 GB" and laptop.memory_bytes / 2**20 == pytest.approx(10_922.67, abs=0.01)
     assert "recommendedMaxWorkingSetSize" in laptop.source and units.gb(laptop.memory_bytes) == "11.45 GB"
+    # llama.cpp's log: true megabytes now (ggml-metal-device.m divides by 1e6), MiB in 2023's builds.
+    assert units.number(laptop.memory_bytes / 1e6, 2) == "11,453.25" and "11,453.25 MB" in laptop.source
+    assert "in MiB, 10,922.67" in laptop.source
     assert units.number(laptop.memory_bytes / 2**30, 2) == "10.67"      # GiB: two thirds of 16
     assert not sm.memory.fit(sm.LLAMA_3_8B, laptop).fits          # 16.06 GB of weights
     assert sm.memory.fit(sm.LLAMA_3_8B, laptop, 8000, weight_bits=8).fits

@@ -150,13 +150,15 @@ def metal_working_set(unified_bytes) -> float:
     """The bytes of a Mac's unified memory its GPU may use: Metal's recommendedMaxWorkingSetSize.
 
     The GPU shares the machine's memory, but Metal lets it keep only part of it at once, and
-    llama.cpp (Ollama's engine) stays within that. As llama.cpp prints it at start-up: two thirds
-    of the memory up to 32 GB (10,922.67 MiB on a 16 GB M1 MacBook Pro,
-    https://github.com/abetlen/llama-cpp-python/issues/687; 21,845.34 on a 32 GB M2 Max,
-    https://github.com/ollama/ollama/issues/434), three quarters above (49,152 on a 64 GB M2 Max,
-    https://github.com/ggml-org/llama.cpp/issues/1870; 73,728 on a 96 GB M2 Max,
-    https://github.com/ggml-org/llama.cpp/issues/3213). Later versions of macOS allow somewhat
-    more (11,453.25 MiB on a 16 GB M4); the catalog keeps the published, lower figures.
+    llama.cpp (Ollama's engine) stays within that and logs it at start-up: two thirds of the
+    memory up to 32 GB, three quarters above. Its 2023 builds divided by 1024², labelling the
+    result "MB" (late in the year "MiB"), so their logs are in MiB: 10,922.67 on a 16 GB M1 MacBook Pro
+    (https://github.com/abetlen/llama-cpp-python/issues/687), 21,845.34 on a 32 GB M2 Max
+    (https://github.com/ollama/ollama/issues/434), 49,152 on a 64 GB M2 Max
+    (https://github.com/ggml-org/llama.cpp/issues/1870), 73,728 on a 96 GB M2 Max
+    (https://github.com/ggml-org/llama.cpp/issues/3213). Current builds divide by 10⁶
+    (ggml_metal_device_init in ggml/src/ggml-metal/ggml-metal-device.m) and print true
+    megabytes: the same two thirds of 16 GB show as 11,453.25 MB.
     """
     unified_bytes = _check.positive("unified_bytes", unified_bytes)
     return unified_bytes * np.where(unified_bytes <= 32 * GiB, 2 / 3, 3 / 4)
@@ -314,8 +316,10 @@ _ENTRIES = [
         source="Apple M2 announcement: 100 GB/s unified memory (Apple's round figure, kept for the lessons' "
                "illustrations; its LPDDR5-6400 on 128 bits gives 102.4, which a floor against a measurement "
                "would use), 3.6 TFLOP/s GPU; of its 16 GB the GPU may use "
-               "what Metal's recommendedMaxWorkingSetSize allows, 10,922.67 MiB on a 16 GB Mac as llama.cpp "
-               "prints it (https://github.com/abetlen/llama-cpp-python/issues/687): 11.45 GB", as_of="2022-06",
+               "what Metal's recommendedMaxWorkingSetSize allows, two thirds: 11.45 GB, which llama.cpp prints as "
+               "11,453.25 MB (ggml/src/ggml-metal/ggml-metal-device.m, https://github.com/ggml-org/llama.cpp) and "
+               "its 2023 builds printed in MiB, 10,922.67 (labelled 'MB' in "
+               "https://github.com/abetlen/llama-cpp-python/issues/687)", as_of="2022-06",
         price_source="owned, not rented",
     ),
 ]
