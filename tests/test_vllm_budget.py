@@ -21,6 +21,7 @@ from servingmath.memory import (
     VLLM_COMPILED_EXTRA_BYTES,
     VLLM_NON_TORCH_BYTES,
     VLLM_NON_TORCH_RANGE,
+    VLLM_V1_EARLY_CONTEXT_RANGE,
     VLLM_V1_NON_TORCH_BYTES,
     fit,
     vllm_activation_bytes,
@@ -243,13 +244,17 @@ def test_v1_reads_each_versions_row_of_the_engines_table():
     l4, qwen = CATALOG["l4"], sm.MODELS["qwen3-0.6b"]
     assert vllm_profile_defaults(qwen, l4, "v1", version="0.8.0") == (2048, sm.engines.defaults("vllm", "0.8.0", gpu=l4).max_running) == (2048, 1024)
     assert vllm_profile_defaults(qwen, l4, "v1", version="0.8.4") == (2048, 256)
-    early = vllm_budget(qwen, l4, 0.85, max_model_len=1024, engine="v1", version="0.8.0")
+    # Before 0.9.1 V1 counted the CUDA context as non-torch memory: the L4's, as its logs show it.
+    l4_early = VLLM_V1_NON_TORCH_BYTES + VLLM_V1_EARLY_CONTEXT_RANGE[0]
+    early = vllm_budget(qwen, l4, 0.85, max_model_len=1024, engine="v1", version="0.8.0", non_torch_bytes=l4_early)
     assert early.max_num_seqs == 1024 and early.tokens < vllm_budget(qwen, l4, 0.85, max_model_len=1024, engine="v1",
-                                                                       version="0.8.4").tokens
+                                                                       version="0.8.4", non_torch_bytes=l4_early).tokens
     # The share: the row's, 0.9 before 0.21 and 0.92 from it, unless one is passed.
     for version, share in ((None, 0.9), ("0.8.0", 0.9), ("0.20.1", 0.9), ("0.21.0", 0.92), ("0.28.0", 0.92)):
         moe = sm.MODELS["qwen3-30b-a3b"]          # from 0.22 the graphs' figure is the log's: one is given
         graphs = {"cuda_graph_bytes": 0.5 * GiB} if version == "0.28.0" else {}
+        if version == "0.8.0":                    # before 0.9.1 the CUDA context is the caller's to give
+            graphs = {"non_torch_bytes": VLLM_V1_NON_TORCH_BYTES + VLLM_V1_EARLY_CONTEXT_RANGE[1]}
         assert vllm_budget(moe, CATALOG["h200"], engine="v1", version=version, **graphs).gpu_memory_utilization == share
         assert sm.engines.defaults("vllm", version or "0.20", gpu=H100).memory_fraction == share
     assert vllm_budget(LLAMA_3_8B, H100, 0.8, engine="v1", version="0.21.0").gpu_memory_utilization == 0.8
@@ -259,11 +264,31 @@ def test_v1_reads_each_versions_row_of_the_engines_table():
     for key in ("a100-80gb", "mi300x", "b200"):
         with pytest.raises(ValueError, match="pull request 17073"):
             vllm_budget(LLAMA_3_8B, CATALOG[key], engine="v1", version="0.8.5")
-        assert vllm_budget(LLAMA_3_8B, CATALOG[key], engine="v1", version="0.9").tokens > 0
+        assert vllm_budget(LLAMA_3_8B, CATALOG[key], engine="v1", version="0.9.1").tokens > 0
     with pytest.raises(ValueError, match=r"version must be 0\.8 or later for engine='v1'.*'0\.7\.3'"):
         vllm_budget(LLAMA_3_8B, H100, engine="v1", version="0.7.3")
     with pytest.raises(ValueError, match=r"version must be before 0\.11 for engine='v0'.*'0\.11\.0'"):
         vllm_budget(LLAMA_3_8B, H100, engine="v0", version="0.11.0")
+
+
+def test_v1_before_pull_request_19312_asks_for_its_non_torch_memory():
+    """V1 counted the CUDA context as non-torch memory until 0.9.1, the first release carrying pull request 19312
+    (PyPI's 0.9.0 and 0.9.1 sources): the context depends on the card, so an earlier version must say it."""
+    assert sm.engines.VLLM_V1_MEMORY_PROFILING_SINCE == "0.9.1"
+    l4 = CATALOG["l4"]
+    for version in ("0.8.0", "0.8.5", "0.9", "0.9.0"):
+        with pytest.raises(ValueError, match=rf"non_torch_bytes must be given for V1 before 0\.9\.1 "
+                                             rf"\(version '{re.escape(version)}'\).*pull request 19312.*0\.22 to 0\.49 GiB"):
+            vllm_budget(LLAMA_3_8B, l4, engine="v1", version=version, max_model_len=4096)
+    # Given, it is the L4's context on top of the later releases' figure: the page's 34,288 tokens against 36,080.
+    early = vllm_budget(LLAMA_3_8B, l4, engine="v1", version="0.9.0", max_model_len=4096,
+                        non_torch_bytes=VLLM_V1_NON_TORCH_BYTES + VLLM_V1_EARLY_CONTEXT_RANGE[0])
+    later = vllm_budget(LLAMA_3_8B, l4, engine="v1", version="0.9.1", max_model_len=4096)
+    assert (early.tokens, later.tokens) == (34_288, 36_080)
+    assert later.non_torch_bytes == VLLM_V1_NON_TORCH_BYTES == vllm_budget(LLAMA_3_8B, l4, engine="v1",
+                                                                           max_model_len=4096).non_torch_bytes
+    assert vllm_budget(LLAMA_3_8B, l4, engine="v0", version="0.9.0", max_model_len=4096).non_torch_bytes == \
+        VLLM_NON_TORCH_BYTES
 
 
 def test_v1_on_a_t4_is_refused_until_v0_was_removed():

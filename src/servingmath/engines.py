@@ -225,6 +225,13 @@ VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunk
 # --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
 # (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
 VLLM_SWAP_SPACE_REMOVED = "0.18"
+# vLLM pull request 19312 ("[V1] Reuse V0's memory_profiling util for gpu worker memory profiling", opened
+# 2025-06-07) stopped V1 counting the CUDA context, and other processes' memory, as its own non-torch memory. First
+# released in 0.9.1, as the two releases' source distributions on PyPI show: in 0.9.0,
+# vllm/v1/worker/gpu_worker.py's determine_available_memory still takes everything in use outside PyTorch's
+# tensors (total less free, less torch's own allocations); in 0.9.1 it measures with vllm.utils.memory_profiling
+# from the MemorySnapshot taken at start-up (init_snapshot), as 0.9.2 does.
+VLLM_V1_MEMORY_PROFILING_SINCE = "0.9.1"
 # The version from which V1 gives the A100 80 GB the small cards' profiling pass again (pull request 17885):
 # between pull requests 17073 and 17885 its 80 GB earned it the H100's figures.
 VLLM_V1_A100_SMALL_SINCE = "0.9"

@@ -271,11 +271,12 @@ VLLM_NON_TORCH_BYTES = 0.16 * 2**30
 VLLM_V1_NON_TORCH_BYTES = 0.02 * 2**30
 # Each engine's range across its published logs: V0's from 0.16 to 1.79 GiB, V1's 0.02 in every one.
 VLLM_NON_TORCH_RANGE = {"v0": (0.16 * 2**30, 1.79 * 2**30), "v1": (0.02 * 2**30, 0.02 * 2**30)}
-# Before vLLM pull request 19312 (June 2025), V1 counted as non-torch memory everything on the card outside
-# PyTorch's tensors, the CUDA context included (vllm/v1/worker/gpu_worker.py, determine_available_memory, as
-# pull request 14419 describes it). The V1 logs of data/vllm_startup_logs.yaml show that context before loading:
-# 0.22 GiB on the L4 (21.81 of 22.03 GiB free) and 0.49 GiB on the L40S (43.9 of 44.39). Those releases'
-# non-torch memory is the 0.02 GiB above plus about that much; pass it as non_torch_bytes.
+# Before vLLM pull request 19312 (first released in 0.9.1, engines.VLLM_V1_MEMORY_PROFILING_SINCE), V1 counted as
+# non-torch memory everything on the card outside PyTorch's tensors, the CUDA context included
+# (vllm/v1/worker/gpu_worker.py, determine_available_memory, as pull request 14419 describes it). The V1 logs of
+# data/vllm_startup_logs.yaml show that context before loading: 0.22 GiB on the L4 (21.81 of 22.03 GiB free) and
+# 0.49 GiB on the L40S (43.9 of 44.39). Those releases' non-torch memory is the 0.02 GiB above plus about that
+# much, which depends on the card: the budget asks for it (non_torch_bytes) for an earlier V1 version.
 VLLM_V1_EARLY_CONTEXT_RANGE = (0.22 * 2**30, 0.49 * 2**30)
 # What compiling adds to the profiling pass's peak: vLLM 0.10.2 on an L40S measured 1.19 GiB for Qwen3 8B compiled
 # (torch.compile and CUDA graphs, the default) against 0.53 GiB for the same pass eager (--enforce-eager): the two
@@ -573,9 +574,11 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
       what one compiled log measured above its eager twin (an example, not a model); the two bound V1's count;
     - non-torch memory, ``non_torch_bytes`` (default: ``VLLM_NON_TORCH_BYTES`` for V0 and
       ``VLLM_V1_NON_TORCH_BYTES`` for V1, each read from that engine's logs; ``VLLM_NON_TORCH_RANGE[engine]`` spans
-      that engine's logs). V1 releases before vLLM pull request 19312 (June 2025) also counted the CUDA context
-      as non-torch memory (``VLLM_V1_EARLY_CONTEXT_RANGE``): the default is the later releases' figure, so for
-      those pass ``non_torch_bytes=VLLM_V1_NON_TORCH_BYTES`` plus your card's context;
+      that engine's logs). V1 releases before 0.9.1 (``engines.VLLM_V1_MEMORY_PROFILING_SINCE``, the first to
+      carry vLLM pull request 19312) also counted the CUDA context as non-torch memory
+      (``VLLM_V1_EARLY_CONTEXT_RANGE``, which depends on the card): for such a ``version`` the budget refuses
+      to guess, and ``non_torch_bytes`` must be given (``VLLM_V1_NON_TORCH_BYTES`` plus your card's context);
+      without a version it takes the later releases' figure;
     - for V1 from 0.21.0, its estimate of CUDA graphs' memory, ``cuda_graph_bytes`` (default
       ``VLLM_CUDA_GRAPH_EXAMPLE_BYTES``, one log's figure from a start that captured graphs only up to a batch
       of 16, so likely low beside vLLM's default capture sizes: read your own log's). Earlier V1 versions capture
@@ -606,8 +609,6 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     engine = _engine(engine)
     if compiled is not True and compiled is not False:
         raise TypeError(f"compiled must be True or False, got {compiled!r}")
-    if non_torch_bytes is None:
-        non_torch_bytes = VLLM_V1_NON_TORCH_BYTES if engine == "v1" else VLLM_NON_TORCH_BYTES
     parsed = _version(version)
     if engine == "v0" and parsed is not None and parsed >= _version(_engines.VLLM_V0_REMOVED):
         raise ValueError(f"version must be before {_engines.VLLM_V0_REMOVED} for engine='v0' (vLLM removed V0 "
@@ -619,7 +620,6 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
     utilization = _check.fraction("gpu_memory_utilization", _check.single("gpu_memory_utilization",
                                                                           gpu_memory_utilization))
     kv_bits = _check.single("kv_bits", _check.finite("kv_bits", kv_bits, above=0))
-    non_torch = float(_check.single("non_torch_bytes", _check.number("non_torch_bytes", non_torch_bytes, minimum=0)))
     _runs_vllm(gpu)
     window = model.context_window
     if max_model_len is None:
@@ -632,6 +632,16 @@ def vllm_budget(model: Model, gpu: GPU, gpu_memory_utilization=None,
         default_tokens, default_seqs = vllm_profile_defaults(model, gpu, engine, max_model_len, version)
     tokens = default_tokens if max_num_batched_tokens is None else max_num_batched_tokens
     seqs = default_seqs if max_num_seqs is None else max_num_seqs
+    if non_torch_bytes is None:
+        if engine == "v1" and parsed is not None and parsed < _version(_engines.VLLM_V1_MEMORY_PROFILING_SINCE):
+            low, high = VLLM_V1_EARLY_CONTEXT_RANGE
+            raise ValueError(
+                f"non_torch_bytes must be given for V1 before {_engines.VLLM_V1_MEMORY_PROFILING_SINCE} (version "
+                f"{version!r}): until vLLM pull request 19312 V1 counted the CUDA context as non-torch memory, "
+                f"{low / 2**30:.2f} to {high / 2**30:.2f} GiB in the logs, by card; pass "
+                f"VLLM_V1_NON_TORCH_BYTES plus your card's context")
+        non_torch_bytes = VLLM_V1_NON_TORCH_BYTES if engine == "v1" else VLLM_NON_TORCH_BYTES
+    non_torch = float(_check.single("non_torch_bytes", _check.number("non_torch_bytes", non_torch_bytes, minimum=0)))
     activation = vllm_activation_bytes(model, tokens, seqs) + (VLLM_COMPILED_EXTRA_BYTES if compiled else 0.0)
     graphs, outside, estimated = 0.0, False, False
     if engine == "v1":
