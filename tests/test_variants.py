@@ -440,7 +440,7 @@ def test_no_student_is_set_a_case_whose_answer_the_page_prints():
 def test_no_lesson_4_part_2_draw_uses_the_pages_and_explorers_cached_tokens():
     """Parts 1 and 2 and their explorers fix every user's cache at 1,000 tokens and print or read out the step for
     it: a graded 2.1, 2.4 or 2.5 drawn at that cache could be read off the page (2.4's four stages of four
-    micro-batches of 64 users is the page's 5,287 tokens a second)."""
+    micro-batches of 64 users is the page's 5,152 tokens a second)."""
     from servingmath.explorers import lesson_4
 
     assert variants.CACHED_SHOWN == lesson_4.CACHED == 1000

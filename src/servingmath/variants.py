@@ -1271,7 +1271,7 @@ LESSON_4_PART_2 = Template(
     draw=_draw_4_2,
     practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "qwen2.5-72b",
               "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
-              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
+              "send_model": "llama-3-70b", "send_users": 32, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
               "flight_context": 1500, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
               "cmp_context": 2000},
     derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
@@ -1287,8 +1287,8 @@ LESSON_4_PART_2 = Template(
                "stage's weights as its layers' share of the whole model's.",
         "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
                '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
-               "take to send the next the activations of a micro-batch of {send_users} users, one new token each, "
-               "in 16 bits?",
+               "take to send the next the hidden states and residuals of a micro-batch of {send_users} users, one new "
+               "token each, in 16 bits?",
         "2.4": "{flight_stages} H100 SXM joined by NVLink hold Llama 3 70B in 16 bits as {flight_stages} stages. "
                "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
                "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "
