@@ -1159,8 +1159,8 @@ LESSON_4_PART_1 = Template(
     derive=lambda n: {"ar_link_name": LINK_NAMES[n["ar_link"]], "card_link": CARD_LINKS[n["card"]],
                       "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]],
                       # a sliding window's layers keep a token only while it is within the window
-                      "kv_window": (", while the token is within every layer's sliding window"
-                                    if MODELS[n["kv_model"]].sliding_layers else "")},
+                      "kv_token": "token a user holds" + (", while it is within every layer's sliding window"
+                                                          if MODELS[n["kv_model"]].sliding_layers else "")},
     statements={
         "1.1": "Store Llama 3 70B's weights in {bits} bits, its KV cache in 16, on {gpus} H100 SXM joined by NVLink. "
                "{users} users each have {context} tokens cached. How many milliseconds does a decode step take?",
@@ -1172,7 +1172,7 @@ LESSON_4_PART_1 = Template(
                "The all-reduce's fixed cost among {ar_count} GPUs is the link's `.latency_for({ar_count})`. "
                "How many microseconds does the all-reduce take?",
         "1.4": '{kv_model_name} (`sm.MODELS["{kv_model}"]`) is split over {kv_gpus} GPUs. How many bytes of '
-               "{kv_bits}-bit KV cache does each GPU keep for every token a user holds{kv_window}?",
+               "{kv_bits}-bit KV cache does each GPU keep for every {kv_token}?",
         "1.5": '{small_name} (`sm.MODELS["{small}"]`) runs on {card_short} cards (`sm.CATALOG["{card}"]`), '
                "{small_users} users each with {small_context} tokens cached. How many times as long as on one card is "
                'a decode step on {cards} cards joined by {card_link_name} alone (`"{card_link}"`)? Below 1, more cards are '
