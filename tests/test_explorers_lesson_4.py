@@ -96,10 +96,10 @@ def staged(gpus, link="nvlink", batch=1, micro=1, model="llama-3-70b"):
 
 def test_pipeline_parallel_shows_example_2_1_and_follows_every_control():
     made = lesson_4.pipeline_parallel()
-    assert made.readouts_at() == {"between a user's tokens": "42.2 ms", "of it, the sends": "0.0181 ms",
-                                  "tokens a second, all users": "24", "each GPU idle": "75 %",
+    assert made.readouts_at() == {"between a user's tokens": "42.2 ms", "of it, the sends": "0.0182 ms",
+                                  "tokens a second, all users": "24", "busiest GPU idle": "74 %",
                                   "each GPU holds": "weights 35.28 GB, caches 0.08 GB"}
-    assert made.readouts_at(micro=4, batch=64)["tokens a second, all users"] == "5,287"
+    assert made.readouts_at(micro=4, batch=64)["tokens a second, all users"] == "5,152"
     assert set(made.readouts_at(gpus=1).values()) == {"does not fit"}
     for gpus, link, batch, micro, model in [(2, "pcie", 64, 2, "llama-3-8b"), (8, "pcie", 128, 8, "llama-3-70b"),
                                             (1, "nvlink", 16, 1, "llama-3.2-1b"), (8, "nvlink", 32, 4, "qwen3-235b-a22b")]:
@@ -114,7 +114,8 @@ def test_pipeline_parallel_shows_example_2_1_and_follows_every_control():
 @pytest.mark.parametrize("key", lesson_4.MODELS_SHOWN)
 def test_part_2_s_claims_hold_for_every_model_the_explorer_offers(key):
     """More stages never bring one user's token sooner; micro-batches in flight, up to the stages, serve that many
-    times the users for one send more between tokens; each GPU holds about 1/N of the weights."""
+    times the users for one send more between tokens and the slowest stage's lag behind the average; each GPU holds
+    about 1/N of the weights."""
     fitting = {}
     for gpus in (1, 2, 4, 8):
         try:
@@ -127,7 +128,10 @@ def test_part_2_s_claims_hold_for_every_model_the_explorer_offers(key):
     for gpus, s in fitting.items():
         filled = staged(gpus, micro=gpus, model=key)
         assert filled.idle == pytest.approx(0, abs=1e-12)
-        assert filled.interval == pytest.approx(s.interval + s.send_time * (gpus > 1), rel=1e-9)
+        assert filled.interval == pytest.approx(gpus * s.slot, rel=1e-12)
+        lag = gpus * s.stage.time - sum(p.time for p in s.passes)
+        assert filled.interval == pytest.approx(s.interval + s.send_time * (gpus > 1) + lag, rel=1e-9)
+        assert lag >= 0
         one = parallel.fit(MODELS[key], parallel.group("h100-sxm", 1), pipeline_parallel=1).weight_bytes
         held = parallel.fit(MODELS[key], parallel.group("h100-sxm", gpus), pipeline_parallel=gpus).weight_bytes
         assert held >= one / gpus and held < 1.1 * one / gpus
@@ -135,9 +139,10 @@ def test_part_2_s_claims_hold_for_every_model_the_explorer_offers(key):
 
 def test_at_the_same_users_a_split_gives_more_decode_tokens_over_the_explorers_menus_but_for_many_users_or_a_small_model():
     """Part 2's verdict on decode, over every setting of the live pipeline explorer, its finer steps of users
-    included: stages beat Part 1's split for the same users only for Llama 3 70B from 760 users (eight micro-batches
-    of 95) on eight PCIe cards, never for Qwen3-235B-A22B, for Llama 3 8B from 304 users, and for Llama 3.2 1B over
-    PCIe from one user; every model loses somewhere. The site's powers of two first reach 1,024 and 512."""
+    included: stages beat Part 1's split for the same users only over PCIe: for Llama 3 70B from 848 users (eight
+    micro-batches of 106) on eight cards, for Llama 3 8B from 338 users, and for Llama 3.2 1B from one user; never
+    for Qwen3-235B-A22B, nor over NVLink, where the last stage's output head keeps the split ahead; every model loses
+    somewhere. The site's powers of two first reach 1,024 and 512."""
     assert set(lesson_4.FINE_BATCHES) >= set(lesson_4.BATCHES) and lesson_4.FINE_BATCHES == tuple(range(1, 257))
     won, lost, swept = [], set(), set()
     for key, link, users, staged, split in stage_sweep.settings():
@@ -153,12 +158,12 @@ def test_at_the_same_users_a_split_gives_more_decode_tokens_over_the_explorers_m
     assert swept == set(lesson_4.FINE_BATCHES)
     assert lost == set(lesson_4.MODELS_SHOWN)
     assert {w[1:3] for w in won if w[0] == "llama-3-70b"} == {("pcie", 8)}
-    assert min(w[3:] for w in won if w[0] == "llama-3-70b") == (8, 760)
+    assert min(w[3:] for w in won if w[0] == "llama-3-70b") == (8, 848)
     assert not [w for w in won if w[0] == "qwen3-235b-a22b"]
-    assert min(w[4] for w in won if w[0] == "llama-3-8b") == 304
+    assert min(w[4] for w in won if w[0] == "llama-3-8b") == 338 and {w[1] for w in won} == {"pcie"}
     assert min(w[4] for w in won if w[0] == "llama-3.2-1b" and w[1] == "pcie") == 1
-    assert stage_sweep.stages_ahead() == {"llama-3-70b": {"pcie": 760}, "llama-3-8b": {"nvlink": 1912, "pcie": 304},
-                                       "llama-3.2-1b": {"nvlink": 904, "pcie": 1}}
+    assert stage_sweep.stages_ahead() == {"llama-3-70b": {"pcie": 848}, "llama-3-8b": {"pcie": 338},
+                                       "llama-3.2-1b": {"pcie": 1}}
     # At the site's settings, powers of two, the stages first win at 1,024 and 512 users.
     site = [w for w in won if w[4] // w[3] in lesson_4.BATCHES]
     assert (min(w[4] for w in site if w[0] == "llama-3-70b"), min(w[4] for w in site if w[0] == "llama-3-8b")) \
@@ -166,14 +171,14 @@ def test_at_the_same_users_a_split_gives_more_decode_tokens_over_the_explorers_m
 
 
 def test_the_sends_are_a_sliver_of_each_bar_for_llama_3_70b():
-    """The legend's red segments: at most 0.54 % of a bar for the page's model, two pixels of the panel's width."""
+    """The legend's red segments: at most 0.95 % of a bar for the page's model, four pixels of the panel's width."""
     from servingmath.charts import kit
 
     width = kit.Panel.make((0, 1), (0, 1), kit.TOP, 220).x
     for key in lesson_4.MODELS_SHOWN:
         shares = [(s.stages - 1) * s.send_time / s.interval for k, *_, s, _ in stage_sweep.settings() if k == key]
         assert stage_sweep.sends_most(key) == max(shares)
-    assert stage_sweep.sends_most("llama-3-70b") * (width.end - width.start) < 2.1
+    assert stage_sweep.sends_most("llama-3-70b") * (width.end - width.start) < 4
     assert stage_sweep.sends_most("qwen3-235b-a22b") < 0.01 < stage_sweep.sends_most("llama-3.2-1b")
     with pytest.raises(ValueError, match="model must be one of the explorer's .* got 'gpt-5'"):
         stage_sweep.sends_most("gpt-5")

@@ -9,9 +9,11 @@ from servingmath import hardware, parallel
 from servingmath.hardware import CATALOG, GPU_LINKS, INTERCONNECTS
 from servingmath.memory import DoesNotFit
 from servingmath.models import MODELS
+from servingmath.passes import forward_pass
 
 L70 = MODELS["llama-3-70b"]
 H100 = CATALOG["h100-sxm"]
+PASS = forward_pass(L70, 1, 1000)
 
 
 # -- the catalog's links ----------------------------------------------------------------------------
@@ -198,9 +200,11 @@ def test_pipeline_stages_bubbles_and_one_users_time():
     grp = parallel.group(H100, 8)
     step = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8, micro_batches=4)
     assert step.stage.tensor_parallel == 2 and parallel.stage_layers(L70, 4) == 20
-    assert step.token_time == pytest.approx(4 * step.stage.time + 3 * step.send_time, rel=1e-12)
+    assert step.token_time == pytest.approx(sum(s.time for s in step.passes) + 3 * step.send_time, rel=1e-12)
+    assert step.time == pytest.approx(step.token_time + 3 * step.slot, rel=1e-12)
     assert step.bubble == pytest.approx(3 / 7)
-    assert step.send_time == pytest.approx(6e-6 + 2 * 8192 * 2 / 450e9)
+    # two micro-batch tokens' hidden states and residuals, 16 bits each
+    assert step.send_time == pytest.approx(6e-6 + 2 * 2 * 8192 * 2 / 450e9)
     one = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8, micro_batches=1)
     assert one.time == pytest.approx(one.token_time, rel=1e-12)
     # stages do not shorten one user's time between tokens: 2 stages of TP 2 against TP 2 alone
@@ -219,11 +223,43 @@ def test_a_servers_steady_pipeline_idles_until_a_micro_batch_fills_each_stage():
         assert step.interval == pytest.approx(max(micro * step.slot, step.token_time), rel=1e-12)
         assert step.idle == pytest.approx(1 - micro * step.slot / step.interval, rel=1e-12)
         # below as many micro-batches as stages a user waits for its token to cross them; from there, its turn
-        assert step.idle == (pytest.approx(0, abs=1e-12) if micro >= 4 else pytest.approx((4 - micro) / 4, abs=1e-3))
+        # (the slowest stage, with the input table or the head, a little less than (p - m) / p)
+        assert step.idle == (pytest.approx(0, abs=1e-12) if micro >= 4 else pytest.approx((4 - micro) / 4 - 0.01, abs=0.01))
     one = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=8)
     four = parallel.pipeline_parallel_step(L70, grp, 4, cached_tokens=CACHED, batch=32, micro_batches=4)
-    # four micro-batches of 8 in flight: four times the users, one micro-batch's time between tokens and a send more
-    assert four.interval == pytest.approx(one.interval + one.send_time, rel=1e-12)
+    # four micro-batches of 8 in flight: four times the users, four turns of the slowest stage between tokens
+    assert four.interval == pytest.approx(4 * one.slot, rel=1e-12)
+    assert one.interval == pytest.approx(one.token_time, rel=1e-12) and one.interval < four.interval
+
+
+def test_the_last_stage_reads_the_output_head_and_sets_the_pace():
+    # Llama 3.2 1B, tied embeddings: 16 layers in four stages of 4; the last reads the 128,256 x 2,048 table as its head
+    small = MODELS["llama-3.2-1b"]
+    assert small.tied_embeddings and parallel.stage_split(small, 4) == (4, 4, 4, 4)
+    step = parallel.pipeline_parallel_step(small, parallel.group(H100, 4), 4, cached_tokens=CACHED, batch=64,
+                                           micro_batches=4)
+    first, *middle, last = (s.time for s in step.passes)
+    head = (128256 * 2048 + 2048) * 2 / H100.memory_bandwidth
+    assert first == pytest.approx(middle[0], rel=1e-12) and last == pytest.approx(first + head, rel=1e-9)
+    average = sum(s.time for s in step.passes) / 4
+    assert last - average == pytest.approx(head * 3 / 4, rel=1e-9)
+    assert step.stage is step.passes[-1] and step.slot == pytest.approx(last + step.send_time, rel=1e-12)
+    assert step.interval == pytest.approx(4 * (last + step.send_time), rel=1e-12)
+    # one stage is the whole pass, and the stages' passes add up to it
+    whole = parallel.tensor_parallel_step(small, "h100-sxm", cached_tokens=CACHED, batch=16)
+    assert sum(s.cost.bytes for s in step.passes) == pytest.approx(whole.cost.bytes, rel=1e-12)
+    assert sum(s.cost.flops for s in step.passes) == pytest.approx(whole.cost.flops, rel=1e-12)
+    # Llama 3 70B, untied: the first stage holds the input table, the last the head, each 128,256 x 8,192
+    ends = [s.cost.weight_bytes for s in parallel.pipeline_parallel_step(L70, parallel.group(H100, 8), 8,
+                                                                        cached_tokens=CACHED).passes]
+    assert ends[0] == pytest.approx(ends[-1] - 8192 * 2, rel=1e-12)
+    assert ends[0] - ends[1] == pytest.approx(128256 * 8192 * 2, rel=1e-9)
+
+
+def test_layers_left_over_go_to_the_stages_before_the_last_as_vllm_puts_them():
+    assert parallel.stage_split(MODELS["qwen3-235b-a22b"], 4) == (23, 24, 24, 23)
+    assert parallel.stage_split(L70, 3) == (27, 27, 26) and parallel.stage_layers(L70, 3) == 27
+    assert parallel.stage_split(L70, 80) == (1,) * 80
 
 
 # -- bad input -------------------------------------------------------------------------------------
@@ -248,6 +284,8 @@ def test_a_servers_steady_pipeline_idles_until_a_micro_batch_fills_each_stage():
      r"at most Llama 3 70B's 80 layers, got 81"),
     (lambda: parallel.pipeline_parallel_step(L70, parallel.group(H100, 4), 2, batch=6, micro_batches=4), ValueError,
      r"micro_batches must divide the batch of 6, got 4"),
+    (lambda: parallel.shard(PASS, L70, 2, 4, 4), ValueError, r"stage must be below the 4 stages \(0 the first\), got 4"),
+    (lambda: parallel.shard(PASS, L70, 2, 4, -1), ValueError, r"stage must be at least 0, got -1"),
     (lambda: parallel.allreduce_time(-1, 2, INTERCONNECTS["nvlink4"]), ValueError, r"bytes must be at least 0, got -1"),
     (lambda: parallel.allreduce_time(1, 2, "nvlink4"), TypeError, r"link must be a Interconnect"),
     (lambda: parallel.activation_bytes(L70, 1.5), ValueError, r"tokens must be a whole number"),

@@ -155,7 +155,8 @@ def test_variant_answers_agree_with_the_worked_arithmetic():
 
 
 def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
-    """Problem 1.4's worked method (copies = max(1, GPUs ÷ KV heads)) holds for every case drawn: no latent attention."""
+    """Problem 1.4's worked method (copies = max(1, GPUs ÷ KV heads)) holds for every case drawn: no latent attention,
+    and a model with sliding windows asked for a token within every layer's window."""
     from servingmath.models import MODELS
 
     assert variants.kv_cases() and not any(MODELS[key].latent_attention for key, _ in variants.kv_cases())
@@ -164,6 +165,9 @@ def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
         model = MODELS[n["kv_model"]]
         by_hand = model.kv_bytes_per_token(n["kv_bits"]) * max(1, n["kv_gpus"] // model.kv_heads) / n["kv_gpus"]
         assert variant_answers.expected("lesson-4-part-1", "1.4", student) == pytest.approx(by_hand, rel=1e-12)
+        # every layer counted: for a sliding window's layers, the statement asks for a token within the window
+        said = variants.statement("lesson-4-part-1", "1.4", student)
+        assert said.endswith("within every layer's sliding window?" if model.sliding_layers else "a user holds?")
 
 
 def test_lesson_4_part_4_split_answers_agree_with_the_worked_method():
@@ -440,7 +444,7 @@ def test_no_student_is_set_a_case_whose_answer_the_page_prints():
 def test_no_lesson_4_part_2_draw_uses_the_pages_and_explorers_cached_tokens():
     """Parts 1 and 2 and their explorers fix every user's cache at 1,000 tokens and print or read out the step for
     it: a graded 2.1, 2.4 or 2.5 drawn at that cache could be read off the page (2.4's four stages of four
-    micro-batches of 64 users is the page's 5,287 tokens a second)."""
+    micro-batches of 64 users is the page's 5,152 tokens a second)."""
     from servingmath.explorers import lesson_4
 
     assert variants.CACHED_SHOWN == lesson_4.CACHED == 1000

@@ -96,7 +96,7 @@ def _allreduce_slips(n):
 def _stage_slips(n):
     """Lesson 4 Problem 2.1's slips: the sends left out, one stage's pass, the weights in 16 bits."""
     step = _stages_4_2(n)
-    found = {"the sends left out": (step.stages * step.stage.time * 1e3,
+    found = {"the sends left out": ((step.token_time - (step.stages - 1) * step.send_time) * 1e3,
                                     "a token's activations cross every border between stages."),
              "one stage's pass": (step.stage.time * 1e3, "the token goes through every stage in turn.")}
     if parallel.fit(sm.MODELS["llama-3-70b"], parallel.group("h100-sxm", n["stages"], n["link"]), n["context"] + 1,
@@ -107,11 +107,13 @@ def _stage_slips(n):
 
 
 def _send_slips(n):
-    """Lesson 4 Problem 2.3's slips: the latency left out, the listed bandwidth of both directions."""
+    """Lesson 4 Problem 2.3's slips: the latency left out, the listed bandwidth of both directions (or the residual
+    left out, which halves the time past the latency alike)."""
     link, size = hardware.link(n["send_gpu"], n["send_link"]), _send_bytes(n)
     return {"the latency left out": (size / link.bandwidth * 1e6, "every send pays the link's fixed cost first."),
             "the listed bandwidth of both directions": ((link.latency + size / (2 * link.bandwidth)) * 1e6,
-                                                        "a send goes one way, at the one-way rate.")}
+                                                        "a send goes one way, at the one-way rate, and carries each "
+                                                        "token's residual with its hidden state.")}
 
 # A problem whose solution names slips of its own: the same slips, for the student's numbers.
 SLIPS = {

@@ -335,7 +335,7 @@ def _stages_4_2(n, **changes):
 
 
 def _send_bytes(n):
-    return parallel.activation_bytes(sm.MODELS[n["send_model"]], n["send_users"])
+    return parallel.SENT_PER_TOKEN * parallel.activation_bytes(sm.MODELS[n["send_model"]], n["send_users"])
 
 
 def _in_flight(n):

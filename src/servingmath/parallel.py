@@ -24,7 +24,13 @@ to the next. A decode step crosses every stage in turn, so one user's time betwe
 the sum of the stages; with the batch in m micro-batches the stages work on different ones at
 once, and a batch pushed through and drained leaves the pipeline idle a share (p-1)/(m+p-1) of
 the time (the bubble). A server's decode steps follow one another: with as many micro-batches in
-flight as stages, each stage works on one while the others work on the rest, and none waits.
+flight as stages, each stage works on one while the others work on the rest, and the slowest
+stage sets the pace. The layers are split as vLLM splits them (``get_pp_indices`` in
+vllm/distributed/utils.py): evenly, any left over one each on the stages just before the last;
+the first stage holds the input embedding table, the last the final norm and the output head
+(with tied embeddings the same matrix, read there as the head). Each stage sends the next its
+micro-batch's hidden state and residual (vLLM's ``IntermediateTensors`` in
+vllm/model_executor/models/llama.py), hidden x 2 bytes each a token in 16 bits.
 
 Every figure comes from ``passes.forward_pass``, ``memory.kv_cache_bytes``/``weight_bytes`` and
 ``roofline.pass_time``, shared out among the GPUs here.
@@ -47,6 +53,7 @@ from .roofline import Assumptions, PassTime, pass_time
 FLOOR = Assumptions(attention="causal", kv_cache=True,
                     label="floor: 100 % of peak, no overhead, causal attention and the cache counted")
 ALLREDUCES_PER_LAYER = 2      # after attention, after the MLP (Megatron-LM, section 3)
+SENT_PER_TOKEN = 2            # vectors a stage sends the next for each token: the hidden state and the residual
 ACTIVATION_BITS = 16          # activations travel in 16 bits, whatever the weights' format
 
 
@@ -152,10 +159,26 @@ def _stages(model: Model, stages) -> int:
     return stages
 
 
+def stage_split(model: Model, stages) -> tuple[int, ...]:
+    """Layers in each of ``stages`` consecutive stages, first to last, as vLLM splits them (``get_pp_indices``):
+    layers ÷ stages each, any left over one more each on the stages just before the last, which holds the head."""
+    stages = _stages(model, stages)
+    split = [model.layers // stages] * stages
+    for k in range(model.layers % stages):
+        split[-2 - k] += 1
+    return tuple(split)
+
+
 def stage_layers(model: Model, stages) -> int:
     """Layers in the largest of ``stages`` consecutive stages: ⌈layers ÷ stages⌉."""
-    stages = _stages(model, stages)
-    return -(-model.layers // stages)
+    return max(stage_split(model, stages))
+
+
+def _ends(model: Model) -> tuple[int, int]:
+    """Parameters outside the layers: the input embedding table's, counted as the course counts every weight
+    (none of its own when tied: the head's matrix, counted there), and the output head's with the final norm's."""
+    table = 0 if model.tied_embeddings else model.vocab * model.hidden
+    return table, model.vocab * model.hidden + model.hidden
 
 
 def _degrees(model: Model, grp: GPUGroup, pipeline_parallel) -> tuple[int, int]:
@@ -165,23 +188,38 @@ def _degrees(model: Model, grp: GPUGroup, pipeline_parallel) -> tuple[int, int]:
     return check_tensor_parallel(model, grp.count // stages), stages
 
 
-def shard(cost: PassCost, model: Model, tensor_parallel, layer_share=1.0) -> PassCost:
-    """One GPU's part of ``cost`` (a whole pass of ``model``): the weights but the norms, the
-    arithmetic and the cache divided among ``tensor_parallel`` GPUs (the cache by ``kv_share``),
-    the norms read whole; all of it times ``layer_share``, the share of the layers a pipeline
-    stage holds (the input and output layers counted as if spread evenly over the layers)."""
+def shard(cost: PassCost, model: Model, tensor_parallel, stages=1, stage=0) -> PassCost:
+    """One GPU's part of ``cost`` (a whole pass of ``model``) in stage ``stage`` (0 the first) of ``stages``:
+    the stage's layers' share of the layers' weights, arithmetic and cache (``stage_split``), the input
+    embedding table on the first stage, the output head and final norm on the last (``_ends``); the weights
+    but the norms, the arithmetic and the cache then divided among ``tensor_parallel`` GPUs (the cache by
+    ``kv_share``), the norms read whole. One stage (the default) is the whole pass."""
     _check.instance("cost", cost, PassCost)
     degree = check_tensor_parallel(model, tensor_parallel)
-    layer_share = _check.number("layer_share", layer_share, above=0, maximum=1)
-    whole = replicated_parameters(model) * (cost.weight_bytes / model.parameters_read(cost.tokens))
+    split = stage_split(model, stages)
+    stage = int(_check.single("stage", _check.count("stage", stage)))
+    if stage >= len(split):
+        raise ValueError(f"stage must be below the {len(split)} stages (0 the first), got {stage}")
+    layers = split[stage] / model.layers
+    table, head = _ends(model)
+    left = (0 if stage == 0 else table) + (0 if stage == len(split) - 1 else head)   # ends another stage holds
+
+    def kept(parameters):
+        """The share of ``parameters`` (every weight the pass reads or computes with) this stage holds."""
+        return 1 - ((parameters - table - head) * (1 - layers) + left) / parameters
+
+    read = model.parameters_read(cost.tokens)
+    norms = (replicated_parameters(model) - (model.layers - split[stage]) * model.norms_per_layer * model.hidden
+             - (0 if stage == len(split) - 1 else model.hidden)) * (cost.weight_bytes / read)
+    weights = cost.weight_bytes * kept(read)
     cache = kv_share(model, degree)
     return PassCost(
         tokens=cost.tokens,
-        linear_flops=cost.linear_flops / degree * layer_share,
-        attention_flops=cost.attention_flops / degree * layer_share,
-        weight_bytes=((cost.weight_bytes - whole) / degree + whole) * layer_share,
-        kv_read_bytes=cost.kv_read_bytes * cache * layer_share,
-        kv_write_bytes=cost.kv_write_bytes * cache * layer_share,
+        linear_flops=cost.linear_flops * kept(model.active_parameters) / degree,
+        attention_flops=cost.attention_flops / degree * layers,
+        weight_bytes=(weights - norms) / degree + norms,
+        kv_read_bytes=cost.kv_read_bytes * cache * layers,
+        kv_write_bytes=cost.kv_write_bytes * cache * layers,
     )
 
 
@@ -284,17 +322,21 @@ class TensorParallelStep:
         return self.communication / self.time
 
 
-def _tensor_step(model, grp, tp, layer_share, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
-                 assumptions, activation_bits, layers, compute="16-bit"):
+def _tensor_step(model, grp, tp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, assumptions,
+                 activation_bits, compute="16-bit", stages=1):
+    """Each stage's pass (one stage: the whole model) on one of its GPUs, first to last."""
     cost = forward_pass(model, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
                         attention=assumptions.attention, kv_cache=assumptions.kv_cache)
-    mine = shard(cost, model, tp, layer_share)
-    timing = pass_time(mine.flops, mine.bytes, grp.gpu.flops(compute), grp.gpu.memory_bandwidth, assumptions)
     message = activation_bytes(model, cost.tokens, activation_bits)
     each = allreduce_time(message, tp, grp.link) if tp > 1 else 0.0 * message
-    return TensorParallelStep(group=grp, tensor_parallel=tp, cost=mine, compute=timing,
-                              allreduces=ALLREDUCES_PER_LAYER * layers if tp > 1 else 0,
-                              allreduce_bytes=message, allreduce_time=each)
+    steps = []
+    for stage, layers in enumerate(stage_split(model, stages)):
+        mine = shard(cost, model, tp, stages, stage)
+        timing = pass_time(mine.flops, mine.bytes, grp.gpu.flops(compute), grp.gpu.memory_bandwidth, assumptions)
+        steps.append(TensorParallelStep(group=grp, tensor_parallel=tp, cost=mine, compute=timing,
+                                        allreduces=ALLREDUCES_PER_LAYER * layers if tp > 1 else 0,
+                                        allreduce_bytes=message, allreduce_time=each))
+    return tuple(steps)
 
 
 def _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, pp):
@@ -321,8 +363,8 @@ def tensor_parallel_step(model: Model, grp, new_tokens=1, cached_tokens=0, batch
     _check.instance("assumptions", assumptions, Assumptions)
     tp = check_tensor_parallel(model, grp.count)
     _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, 1)
-    return _tensor_step(model, grp, tp, 1.0, new_tokens, cached_tokens, batch, weight_bits, kv_bits,
-                        assumptions, activation_bits, model.layers, compute)
+    return _tensor_step(model, grp, tp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, assumptions,
+                        activation_bits, compute)[0]
 
 
 @dataclass(frozen=True)
@@ -331,24 +373,30 @@ class PipelineStep:
 
     stages: int
     micro_batches: int
-    stage: TensorParallelStep   # the largest stage's pass over one micro-batch
-    send_bytes: object          # one micro-batch's activations sent from a stage to the next
+    passes: tuple               # each stage's pass over one micro-batch, first to last (a TensorParallelStep each)
+    send_bytes: object          # one micro-batch's hidden states and residuals sent from a stage to the next
     send_time: object
 
     @property
+    def stage(self) -> TensorParallelStep:
+        """The slowest stage's pass (at its longest, when swept), which sets the pace."""
+        return max(self.passes, key=lambda step: np.max(step.time))
+
+    @property
     def slot(self):
-        """One stage's turn on one micro-batch: its pass, then its send to the next stage."""
-        return self.stage.time + self.send_time
+        """The slowest stage's turn on one micro-batch: its pass, then its send to the next stage."""
+        return np.max([step.time for step in self.passes], axis=0) + self.send_time
 
     @property
     def token_time(self):
         """One micro-batch through every stage in turn: a user's time between tokens."""
-        return self.stages * self.stage.time + (self.stages - 1) * self.send_time
+        return sum(step.time for step in self.passes) + (self.stages - 1) * self.send_time
 
     @property
     def time(self):
-        """The whole batch: (m + p − 1) slots, less the last stage's send (GPipe's schedule)."""
-        return (self.micro_batches + self.stages - 1) * self.slot - self.send_time
+        """The whole batch pushed through and drained (GPipe's schedule): one micro-batch through every stage, then
+        each of the others a slot of the slowest stage later."""
+        return self.token_time + (self.micro_batches - 1) * self.slot
 
     @property
     def bubble(self):
@@ -365,8 +413,8 @@ class PipelineStep:
 
     @property
     def idle(self):
-        """The share of the steady state each stage waits idle: 1 − m × slot ÷ ``interval``, about (p − m) ÷ p
-        below p micro-batches in flight and none from p on."""
+        """The share of the steady state the slowest stage waits idle: 1 − m × slot ÷ ``interval``, about
+        (p − m) ÷ p below p micro-batches in flight and none from p on (the others wait a little more)."""
         return 1 - self.micro_batches * self.slot / self.interval
 
 
@@ -375,7 +423,7 @@ def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, c
                            activation_bits=ACTIVATION_BITS, reserve=RESERVE, compute="16-bit") -> PipelineStep:
     """A pass of ``batch`` sequences through ``pipeline_parallel`` stages of consecutive layers, each
     stage count ÷ stages GPUs in tensor parallelism, the batch split into ``micro_batches`` equal parts.
-    The largest stage (⌈layers ÷ stages⌉ layers) sets every stage's time."""
+    Each stage is timed with what it holds (``shard``); the slowest sets the pace."""
     _check.instance("model", model, Model)
     grp = _group(grp)
     _check.instance("assumptions", assumptions, Assumptions)
@@ -387,9 +435,8 @@ def pipeline_parallel_step(model: Model, grp, pipeline_parallel, new_tokens=1, c
     if pp > 1 and grp.link is None:
         raise ValueError(f"link must be given for {pp} stages, got None")
     _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bits, reserve, pp)
-    layers = stage_layers(model, pp)
-    stage = _tensor_step(model, grp, tp, layers / model.layers, new_tokens, cached_tokens, batch // micro_batches,
-                         weight_bits, kv_bits, assumptions, activation_bits, layers, compute)
-    sent = activation_bytes(model, stage.cost.tokens, activation_bits)
-    return PipelineStep(stages=pp, micro_batches=micro_batches, stage=stage, send_bytes=sent,
+    passes = _tensor_step(model, grp, tp, new_tokens, cached_tokens, batch // micro_batches, weight_bits, kv_bits,
+                          assumptions, activation_bits, compute, pp)
+    sent = SENT_PER_TOKEN * activation_bytes(model, passes[0].cost.tokens, activation_bits)
+    return PipelineStep(stages=pp, micro_batches=micro_batches, passes=passes, send_bytes=sent,
                         send_time=send_time(sent, grp.link) if pp > 1 else 0.0 * sent)

@@ -529,7 +529,7 @@ def _lesson_4_questions():
                      "It is the same: both split the weights four ways.",
                      "It is twice as long: half the stages wait."),
             correct=0,
-            feedback=(f"Each stage's turn takes {clock(pipeline.stage.time)}, and a token crosses all four: "
+            feedback=(f"Each stage's turn takes up to {clock(pipeline.stage.time)}, and a token crosses all four: "
                       f"{clock(pipeline.token_time)}, against {clock(tensor.time)} with tensor parallelism. Stages "
                       "raise throughput when several micro-batches are in flight, not one user's speed.",
                       "Each stage works on the token only after the stage before it has finished.",

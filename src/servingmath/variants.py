@@ -1168,7 +1168,10 @@ LESSON_4_PART_1 = Template(
               "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 2,
               "card": "h100-pcie", "cards": 2},
     derive=lambda n: {"ar_link_name": LINK_NAMES[n["ar_link"]], "card_link": CARD_LINKS[n["card"]],
-                      "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]]},
+                      "card_link_name": LINK_NAMES[CARD_LINKS[n["card"]]],
+                      # a sliding window's layers keep a token only while it is within the window
+                      "kv_token": "token a user holds" + (", while it is within every layer's sliding window"
+                                                          if MODELS[n["kv_model"]].sliding_layers else "")},
     statements={
         "1.1": "Store Llama 3 70B's weights in {bits} bits, its KV cache in 16, on {gpus} H100 SXM joined by NVLink. "
                "{users} users each have {context} tokens cached. How many milliseconds does a decode step take?",
@@ -1180,7 +1183,7 @@ LESSON_4_PART_1 = Template(
                "The all-reduce's fixed cost among {ar_count} GPUs is the link's `.latency_for({ar_count})`. "
                "How many microseconds does the all-reduce take?",
         "1.4": '{kv_model_name} (`sm.MODELS["{kv_model}"]`) is split over {kv_gpus} GPUs. How many bytes of '
-               "{kv_bits}-bit KV cache does each GPU keep for every token a user holds?",
+               "{kv_bits}-bit KV cache does each GPU keep for every {kv_token}?",
         "1.5": '{small_name} (`sm.MODELS["{small}"]`) runs on {card_short} cards (`sm.CATALOG["{card}"]`), '
                "{small_users} users each with {small_context} tokens cached. How many times as long as on one card is "
                'a decode step on {cards} cards joined by {card_link_name} alone (`"{card_link}"`)? Below 1, more cards are '
@@ -1282,7 +1285,7 @@ LESSON_4_PART_2 = Template(
     draw=_draw_4_2,
     practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "qwen2.5-72b",
               "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
-              "send_model": "llama-3-70b", "send_users": 64, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
+              "send_model": "llama-3-70b", "send_users": 32, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
               "flight_context": 1500, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
               "cmp_context": 2000},
     derive=lambda n: {"link_name": LINK_NAMES[n["link"]], "send_link_name": LINK_NAMES[n["send_link"]],
@@ -1298,8 +1301,8 @@ LESSON_4_PART_2 = Template(
                "stage's weights as its layers' share of the whole model's.",
         "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
                '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
-               "take to send the next the activations of a micro-batch of {send_users} users, one new token each, "
-               "in 16 bits?",
+               "take to send the next the hidden states and residuals of a micro-batch of {send_users} users, one new "
+               "token each, in 16 bits?",
         "2.4": "{flight_stages} H100 SXM joined by NVLink hold Llama 3 70B in 16 bits as {flight_stages} stages. "
                "{flight_micro} micro-batches of {flight_users} users, each user with {flight_context} tokens cached, "
                "are in flight; each micro-batch starts its next token as soon as its last leaves the final stage. How "

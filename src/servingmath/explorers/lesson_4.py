@@ -125,7 +125,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
     top = kit.TOP + 8
 
     def bars(link, batch, micro, model):
-        rows = {n: s and (s.stages * s.stage.time + s.interval - s.token_time, s.interval)
+        rows = {n: s and (s.interval - (s.stages - 1) * s.send_time, s.interval)
                 for n, s in _pipelines(link, batch, micro, model).items()}
         return _bars(top, rows, ("between a user's tokens (ms)", "the stages' passes, and waits for a turn", "the sends"))
 
@@ -138,7 +138,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         held = parallel.fit(find_model(model), s.stage.group, CACHED + 1, batch * micro, pipeline_parallel=gpus)
         return {"between a user's tokens": ms(s.interval), "of it, the sends": ms((s.stages - 1) * s.send_time),
                 "tokens a second, all users": units.number(batch * micro / s.interval),
-                "each GPU idle": units.percent(s.idle),
+                "busiest GPU idle": units.percent(s.idle),
                 "each GPU holds": f"weights {units.gb(held.weight_bytes)}, caches {units.gb(held.cache_bytes)}"}
 
     return Explorer("pipeline_parallel", "A decode step through stages of layers", [
@@ -151,7 +151,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
-             "sheet's peaks, then its send; a micro-batch starts again once its token leaves the last stage (the "
+             "sheet's peaks (the last also reads the output head), then its send; a micro-batch starts again once its token leaves the last stage (the "
              "token's way back left out); each send takes a small two-GPU all-reduce's measured latency, more than it pays.")
 
 
