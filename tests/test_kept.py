@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servingmath import _kept, engines, load, replicas, simulator
+from servingmath import _kept, engines, load, multi_runs, replicas, simulator
 
 
 @pytest.fixture
@@ -88,6 +88,18 @@ def test_copies_behind_a_router_are_kept_as_their_figures(results, monkeypatch):
         again = replicas.routed(6, count=300)
     assert again == found and again.policy == "chunked" and found.ttft_p99 > 0
     assert [type(getattr(again, name)) for name in ("rate", "ttft_p99", "preemptions")] == [float, float, int]
+
+
+def test_a_published_rows_replay_is_kept_as_the_figures_it_gives(results, monkeypatch):
+    runs = multi_runs.load()
+    row = next(run for run in runs if run.engine in engines.PROFILED and run.arrivals["kind"] == "poisson")
+    multi_runs._REPLAYED.clear()
+    found = multi_runs.predict(row, requests=200, runs=runs)
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        patched.setattr(multi_runs, "_REPLAYED", {})
+        again = multi_runs.predict(row, requests=200, runs=runs)
+    assert again == found and found.value > 0 and kept_files(results, "run")
 
 
 def test_a_goodput_no_rate_meets_is_kept_too(results, monkeypatch):
