@@ -5,15 +5,18 @@ import pytest
 # with the simulator): in one process, each student is drawn and each answer computed once (``servingmath.variants``
 # and ``servingmath.answers`` keep them), where each module in a process of its own would do it all again.
 A_THOUSAND_STUDENTS = ("tests/test_answer_leak.py", "tests/test_coursegrader_marking.py", "tests/test_variants.py")
-# Started first, one a process: the students, and every simulator setting they are drawn from. Most of the run's
-# simulations are theirs, kept on disk as they are made (``servingmath._kept``), so the two processes share them out.
-FIRST = ("a thousand students", "tests/test_variant_settings.py")
+# Started first: the students, and every simulator setting they are drawn from, each kind of setting a unit of its
+# own (so that no one long test holds a process to the end). Most of the run's simulations are theirs, kept on disk
+# as they are made (``servingmath._kept``), so the processes share them out.
+SETTINGS = "tests/test_variant_settings.py"
+FIRST = ("a thousand students", SETTINGS)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadscope`` (each module's tests in one process), with the modules above in one process together,
-    and the scopes in ``FIRST`` handed out first."""
+    each test of ``SETTINGS`` a scope of its own, and the scopes in ``FIRST`` (or, for ``SETTINGS``, its tests)
+    handed out first."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -21,11 +24,13 @@ def pytest_xdist_make_scheduler(config, log):
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             module = nodeid.split("::", 1)[0]
+            if module == SETTINGS:
+                return nodeid
             return "a thousand students" if module in A_THOUSAND_STUDENTS else super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node):
-            for scope in reversed(FIRST):
-                if scope in self.workqueue:
+            for first in reversed(FIRST):
+                for scope in [scope for scope in reversed(self.workqueue) if scope.startswith(first)]:
                     self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servingmath import _kept, engines, load, simulator
+from servingmath import _kept, engines, load, multi_runs, replicas, simulator
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def results(tmp_path, monkeypatch):
 
 
 def clear():
-    for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput):
+    for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput, replicas._figures):
         cache.cache_clear()
 
 
@@ -38,7 +38,8 @@ def refuse(*args, **kwargs):
 def no_simulation(monkeypatch):
     """Every way to a simulation refused: what follows must come from the folder."""
     clear()   # a new process: only the folder remembers
-    for module, name in ((load, "simulate"), (simulator, "simulate"), (simulator, "at_rate"), (simulator, "goodput")):
+    for module, name in ((load, "simulate"), (simulator, "simulate"), (simulator, "at_rate"), (simulator, "goodput"),
+                         (simulator, "simulate_cluster")):
         monkeypatch.setattr(module, name, refuse)
 
 
@@ -77,6 +78,28 @@ def test_an_engines_run_and_goodput_are_kept_under_the_engine_too(results, monke
     assert again.goodput.rate == mine.goodput.rate == found.goodput.rate > 0
     same_run(my_run, run_again)
     same_run(mine.goodput.run, again.goodput.run)
+
+
+def test_copies_behind_a_router_are_kept_as_their_figures(results, monkeypatch):
+    found = replicas.routed(6, count=300)
+    assert [p.name.split("-")[0] for p in kept_files(results)] == ["run"]
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        again = replicas.routed(6, count=300)
+    assert again == found and again.policy == "chunked" and found.ttft_p99 > 0
+    assert [type(getattr(again, name)) for name in ("rate", "ttft_p99", "preemptions")] == [float, float, int]
+
+
+def test_a_published_rows_replay_is_kept_as_the_figures_it_gives(results, monkeypatch):
+    runs = multi_runs.load()
+    row = next(run for run in runs if run.engine in engines.PROFILED and run.arrivals["kind"] == "poisson")
+    multi_runs._REPLAYED.clear()
+    found = multi_runs.predict(row, requests=200, runs=runs)
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        patched.setattr(multi_runs, "_REPLAYED", {})
+        again = multi_runs.predict(row, requests=200, runs=runs)
+    assert again == found and found.value > 0 and kept_files(results, "run")
 
 
 def test_a_goodput_no_rate_meets_is_kept_too(results, monkeypatch):

@@ -273,11 +273,16 @@ def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the
     assert imported.stdout.strip() == "False"
 
 
-def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_others_keep_to_their_modules():
+def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_others_keep_to_their_modules(
+        monkeypatch):
     """`make unit` (``--dist loadscope``) gives each module's tests to one process, the three modules that draw a
-    thousand students to one process together, and starts them beside the simulator settings they are drawn from
-    (tests/conftest.py): each module named is there, none left out unnoticed."""
-    from conftest import A_THOUSAND_STUDENTS, FIRST, pytest_xdist_make_scheduler
+    thousand students to one process together, and starts them beside the simulator settings they are drawn from,
+    each test of those a unit of its own, in their order (tests/conftest.py): each module named is there, none left
+    out unnoticed."""
+    from collections import OrderedDict
+
+    from conftest import A_THOUSAND_STUDENTS, FIRST, SETTINGS, pytest_xdist_make_scheduler
+    from xdist.scheduler import LoadScopeScheduling
 
     class Config:
         def getvalue(self, name):
@@ -289,4 +294,15 @@ def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_
         "a thousand students"}
     assert scheduler._split_scope("tests/test_load.py::test_x[1]") == "tests/test_load.py"
     assert FIRST[0] == "a thousand students" and all((ROOT / scope).is_file() for scope in FIRST[1:])
+    assert FIRST[1] == SETTINGS and scheduler._split_scope(f"{SETTINGS}::test_a") == f"{SETTINGS}::test_a"
+    # The order the units are handed out in: the students, then each settings test as collected, then the rest.
+    given = []
+    monkeypatch.setattr(LoadScopeScheduling, "_assign_work_unit",
+                        lambda self, node: given.append(self.workqueue.popitem(last=False)[0]))
+    scheduler.workqueue = OrderedDict((scope, {}) for scope in (
+        "tests/test_load.py", f"{SETTINGS}::test_a", "tests/test_memory.py", "a thousand students", f"{SETTINGS}::test_b"))
+    while scheduler.workqueue:
+        scheduler._assign_work_unit(None)
+    assert given == ["a thousand students", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
+                     "tests/test_memory.py"]
     assert "JOBS ?= 2" in MAKEFILE and "--dist loadscope" in MAKEFILE

@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from . import _check, parallel, units
+from ._kept import kept_arrays
 from . import runs as _runs
 from .runs import _DATE, CatalogRow
 from .hardware import CATALOG, INTERCONNECTS, Interconnect, link as _link
@@ -507,6 +508,8 @@ def _profile(run: MultiRun):
     return found.with_overheads(held[found.group]), f"the one-GPU runs but {publisher}'s"
 
 
+# Each replay, kept in the process; the figure each row reads off it is kept on disk too (``_kept``), as the book's
+# page and the tests replay the same rows.
 _REPLAYED: dict = {}
 
 
@@ -520,8 +523,6 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
     under the same conditions share one simulation."""
     from . import engines
     from .calibration import REPLAY_REQUESTS
-    from .simulator import simulate, simulate_cluster
-    from .workload import workload
     found, fit = _profile(run)
     if found is None:
         return None
@@ -547,6 +548,24 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
     fixed, dist, said = lengths(run, runs)
     key = (server, kind, run.arrivals["rate"], run.replicas, count, seed, fixed,
            None if dist is None else (dist.mean_prompt, dist.mean_reply))
+    stem = run.metric.replace("_median", "_p50") if run.metric in TIMES else "output_throughput"
+    replayed = {name: array.item() for name, array in kept_arrays(
+        "run", ("replay", ROUTER, stem) + key, lambda: _replay(key, stem, run, server, kind, count, seed, fixed, dist)
+    ).items()}
+    if run.metric in TIMES:
+        value = replayed["figure"] / SECONDS[run.unit]
+    else:
+        value = {"output_throughput": replayed["figure"] * replayed["copies"], "decode_rate": replayed["figure"]}[run.metric]
+    return Prediction(run, found, MappingProxyType(flags), float(value), said, count, fit, replayed["tokens"],
+                      replayed["decodes"], replayed["held"])
+
+
+def _replay(key, stem, run: MultiRun, server, kind, count, seed, fixed, dist) -> dict:
+    """``run`` replayed on ``server`` (once a process for each ``key``): the benchmark's figure ``stem``, the copies
+    its throughput counts, the median step's tokens and sequences, and the requests held at once."""
+    from .simulator import simulate, simulate_cluster
+    from .workload import workload
+
     if key not in _REPLAYED:
         if fixed is not None:
             prompt, reply = np.full(count, fixed[0]), np.full(count, fixed[1])
@@ -566,12 +585,8 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
         held = float(np.mean(bench.e2els)) * bench.request_throughput / (run.replicas if copies == 1 else 1)
         _REPLAYED[key] = (bench, copies, float(np.median(sim.step_tokens)), float(np.median(sim.step_decodes)), held)
     bench, copies, tokens, decodes, held = _REPLAYED[key]
-    if run.metric in TIMES:
-        stem = run.metric.replace("_median", "_p50")
-        value = getattr(bench, stem) / SECONDS[run.unit]
-    else:
-        value = {"output_throughput": bench.output_throughput * copies, "decode_rate": bench.output_throughput}[run.metric]
-    return Prediction(run, found, MappingProxyType(flags), float(value), said, count, fit, tokens, decodes, held)
+    return {name: np.array(value) for name, value in {"figure": getattr(bench, stem), "copies": copies, "tokens": tokens,
+                                                      "decodes": decodes, "held": held}.items()}
 
 
 def predictions(runs=None, requests=None) -> list:

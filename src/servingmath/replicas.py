@@ -4,15 +4,19 @@ fixed set of GPUs cut into copies of tensor-parallel groups.
 Every copy is the server vLLM 0.9.2's profile makes (``engines``: its caps, chunked prefill and fitted
 overheads); ``simulator.simulate_cluster`` serves ShareGPT-like requests arriving as a Poisson stream
 (``simulator.poisson_requests``) on the copies, and the figures are read off the run as lesson 3
-reads one server's (``load.figures``). Runs are kept in the process once made, so an explorer moved
-back to a setting answers at once.
+reads one server's (``load.figures``). A run's figures are kept in the process once made, so an explorer
+moved back to a setting answers at once, and on disk (``_kept``), so the book's build, the tests and the
+JupyterLab kernels that ask for the same run read it back.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from . import _check, engines, load, simulator
+from ._kept import kept_arrays
 from .hardware import CATALOG
 from .models import MODELS
 
@@ -36,8 +40,14 @@ def server(model=ROUTED[0], gpu=ROUTED[1], tensor_parallel=1) -> simulator.Serve
 
 
 @lru_cache(maxsize=256)
-def _run(copy: simulator.Server, rate, copies, router, count, seed) -> simulator.ClusterSimulation:
-    return simulator.simulate_cluster(copy, simulator.poisson_requests(copy, rate, count, seed=seed), copies, router)
+def _figures(copy: simulator.Server, rate, copies, router, count, seed) -> load.RunFigures:
+    def run():   # the figures' numbers (the policy and the memory are the copy's)
+        found = load.figures(simulator.simulate_cluster(copy, simulator.poisson_requests(copy, rate, count, seed=seed),
+                                                        copies, router), rate)
+        return {name: np.array(value) for name, value in vars(found).items() if not isinstance(value, str)}
+
+    kept = kept_arrays("run", ("replicas", copy, rate, copies, router, count, seed), run)
+    return load.RunFigures(copy.policy, copy.memory, **{name: array.item() for name, array in kept.items()})
 
 
 def routed(rate, copies=4, router="one-queue", model=ROUTED[0], gpu=ROUTED[1], tensor_parallel=1, count=REQUESTS,
@@ -48,7 +58,7 @@ def routed(rate, copies=4, router="one-queue", model=ROUTED[0], gpu=ROUTED[1], t
     copies = simulator._whole("copies", copies, 1)
     simulator._choice("router", router, simulator.ROUTERS)
     count = simulator._whole("count", count, 1)
-    return load.figures(_run(server(model, gpu, tensor_parallel), rate, copies, router, count, seed), rate)
+    return _figures(server(model, gpu, tensor_parallel), rate, copies, router, count, seed)
 
 
 def routers(rate, copies=4, model=ROUTED[0], gpu=ROUTED[1], count=REQUESTS, seed=0) -> dict[str, load.RunFigures]:

@@ -33,10 +33,23 @@ class Engine:
             if scheduler.idle:
                 now = scheduler.next_arrival
                 continue
-            if clock.linear and scheduler.only_decoding:   # most steps: next tokens only, till something changes
-                step, now, blocked = _decode_steps(scheduler, clock, log, step, now)
-                if not blocked:
-                    continue
+            decoding = scheduler.decoding
+            if clock.linear and decoding.users and not scheduler.prefilling:
+                # Most steps: next tokens only, till something changes. With no one waiting, till someone
+                # arrives; with the line closed to the one at its head, arrivals change nothing till someone
+                # finishes (each such step timed as ``clock.step`` times it when the loop below runs it).
+                if not scheduler.waiting:
+                    step, now, blocked = _decode_steps(scheduler, clock.decode_only(decoding.users), log, step, now,
+                                                       min(until, scheduler.next_arrival))
+                    if not blocked:
+                        continue
+                elif scheduler.admits_no_one():
+                    users, mixed = decoding.users, server.mixed_steps
+                    step, now, blocked = _decode_steps(
+                        scheduler, lambda cached: clock.step(users, users, cached, tuple, (), 0.0, mixed), log, step,
+                        now, until)
+                    if not blocked:
+                        continue
             batch = scheduler.schedule(step)                # who runs, preempting for room where needed
             decoding = scheduler.decoding
             tokens = decoding.users + sum(piece[1] for piece in batch.pieces)
@@ -62,19 +75,19 @@ class Engine:
         self.step, self.now = step, now
 
 
-def _decode_steps(scheduler: Scheduler, clock: StepClock, log: StepLog, step, now):
-    """Steps of next tokens only, until someone arrives, finishes or needs a block that is not free: the
-    loop's steps with nothing else in them (most of an hour's steps), run with their sums held in locals.
-    Returns the next step, the time, and whether a step was blocked for want of a block (the loop's next
-    step then preempts someone)."""
+def _decode_steps(scheduler: Scheduler, seconds_of, log: StepLog, step, now, until):
+    """Steps of next tokens only, each ``seconds_of(cached)`` long (the users' caches' tokens in all), until
+    ``until`` (the next arrival where anyone arriving may join), someone finishes or someone needs a block that
+    is not free: the loop's steps with nothing else in them (most of an hour's steps), run with their sums held
+    in locals. Returns the next step, the time, and whether a step was blocked for want of a block (the loop's
+    next step then preempts someone)."""
     decoding, blocks = scheduler.decoding, scheduler.blocks
     users, cached, pre_cached = decoding.users, decoding.cached, scheduler.pre_cached
-    seconds_of = clock.decode_only(users)
-    next_arrival = scheduler.next_arrival
-    finishing = decoding.finishing
+    last = decoding.finishing[0][0]          # the step of the next last token: no one else finishes before it
     due = blocks.per_step if blocks.paged else None
     block_tokens, total, free = blocks.block_tokens, blocks.total, blocks.free
-    ends, times, decodes, held, used = log.end, log.time, log.decodes, log.held, log.used
+    end, time, decodes, held, used = (log.end.append, log.time.append, log.decodes.append, log.held.append,
+                                      log.used.append)
     blocked = False
     while True:
         if due is not None:
@@ -85,19 +98,19 @@ def _decode_steps(scheduler: Scheduler, clock: StepClock, log: StepLog, step, no
             free -= need
         seconds = seconds_of(cached)
         now += seconds
-        ends.append(now)
-        times.append(seconds)
-        decodes.append(users)
+        end(now)
+        time(seconds)
+        decodes(users)
         cached += users
-        if finishing[0][0] <= step:
+        if last <= step:
             blocks.free, decoding.cached = free, cached
             scheduler.retire(step, now)
             log.memory(blocks.held_tokens(), decoding.cached + scheduler.pre_cached)
             return step + 1, now, False
-        held.append((total - free) * block_tokens)
-        used.append(cached + pre_cached)
+        held((total - free) * block_tokens)
+        used(cached + pre_cached)
         step += 1
-        if next_arrival <= now:
+        if until <= now:
             break
     blocks.free, decoding.cached = free, cached
     return step, now, blocked

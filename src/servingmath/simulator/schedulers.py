@@ -89,10 +89,23 @@ class Scheduler:
         """Whether the engine has nothing to do till the next arrival."""
         return not self.decoding.users and not self.prefilling and not self.waiting
 
-    @property
-    def only_decoding(self):
-        """Whether the coming steps carry next tokens only, until someone arrives or finishes."""
-        return self.decoding.users and not self.waiting and not self.prefilling
+    def step_budget(self):
+        """Tokens a step may take in beyond the next tokens it must carry."""
+        return self.budget_cap
+
+    def blocks_to_admit(self, r: Request):
+        """Blocks ``r`` takes as it is admitted: its cache copied back from the host, or its next prefill's."""
+        return self.blocks.of(r.start_len) if r.state == SWAPPED else self.blocks.to_admit(r)
+
+    def admits_no_one(self):
+        """Whether no one waiting is admitted until someone finishes or is preempted, while the users decoding
+        only grow their caches: the places, the step's budget or the memory the request at the head of the
+        line needs are taken (first come first served), and growing caches only take more. (The first request a
+        step admits is held to these alone under every policy but static, which overrides this.)"""
+        if self.running >= self.max_running or self.step_budget() <= 0:
+            return True
+        r = self.requests[self.waiting[0]]
+        return not self.blocks.fits(self.blocks_to_admit(r), self.running)
 
     def admit(self, batch: Batch, step):
         """Admit waiting requests while places, memory and the budget allow (with ``admit_every`` above 1,
@@ -101,8 +114,7 @@ class Scheduler:
         while (self.waiting and self.running < self.max_running and batch.budget > 0
                and (decoding.users == 0 or step % self.admit_every == 0)):
             r = requests[self.waiting[0]]
-            swapped = r.state == SWAPPED
-            blocks = self.blocks.of(r.start_len) if swapped else self.blocks.to_admit(r)
+            blocks = self.blocks_to_admit(r)
             if not self.fits(r, blocks, batch):
                 break
             self.waiting.popleft()
@@ -111,7 +123,7 @@ class Scheduler:
             self.admitted.append((r.index, r.version))
             self.running += 1
             r.held = blocks
-            if swapped:
+            if r.state == SWAPPED:
                 self.swap_in(r, batch, step)
             else:
                 r.state, r.prefilled = PREFILLING, 0
@@ -251,7 +263,7 @@ class Static(Scheduler):
 
     def schedule(self, step) -> Batch:
         """The batch's next step; a new batch, when the last is over."""
-        batch = Batch(math.inf)
+        batch = Batch(self.step_budget())
         if not self.decoding.users and not self.prefilling:
             # The batch is over: its users leave and their memory is free for the next one.
             self.blocks.free += self.kept_blocks
@@ -261,6 +273,14 @@ class Static(Scheduler):
             self.admit(batch, step)
         self.make_room(batch, step)
         return batch
+
+    def step_budget(self):
+        """No cap: a batch's prompts are read in its first step."""
+        return math.inf
+
+    def admits_no_one(self):
+        """While a batch runs, always: the next forms when it is over."""
+        return True
 
     def fits(self, r: Request, blocks, batch: Batch):
         """Under paged memory, whether ``r``'s whole conversation fits beside those promised room already."""
@@ -290,7 +310,7 @@ class Continuous(Scheduler):
 
     def schedule(self, step) -> Batch:
         """Everyone's next token, and whole prompts joining as places, memory and the budget allow."""
-        batch = Batch(self.budget_cap)
+        batch = Batch(self.step_budget())
         self.admit(batch, step)
         self.make_room(batch, step)
         return batch
@@ -311,7 +331,7 @@ class Chunked(Scheduler):
 
     def schedule(self, step) -> Batch:
         """Everyone's next token, then the prompts begun, then new ones, till the budget is spent."""
-        batch = Batch(self.budget_cap - (self.decoding.users if self.decodes_in_budget else 0))
+        batch = Batch(self.step_budget())
         for i in self.prefilling:
             if batch.budget <= 0:
                 break
@@ -320,6 +340,10 @@ class Chunked(Scheduler):
         self.admit(batch, step)
         self.make_room(batch, step)
         return batch
+
+    def step_budget(self):
+        """The token budget less the next tokens, where they count in it."""
+        return self.budget_cap - (self.decoding.users if self.decodes_in_budget else 0)
 
     def first_piece(self, r: Request, batch: Batch):
         """As much of ``r``'s prompt as the budget leaves room for; the rest in the steps after."""
