@@ -256,6 +256,32 @@ def test_the_last_stage_reads_the_output_head_and_sets_the_pace():
     assert ends[0] - ends[1] == pytest.approx(128256 * 8192 * 2, rel=1e-9)
 
 
+def test_each_stage_is_checked_for_memory_with_what_it_holds():
+    # Llama 3 70B on four H100 SXM stages of 20 layers: the last holds the output head and final norm on top of its
+    # layers, so 4 x 140 users at 1,001 tokens overflow it though the average stage would hold them
+    four = parallel.group(H100, 4, "nvlink4")
+    held = [parallel.stage_parameters(L70, 4, s) for s in range(4)]
+    assert sum(held) == pytest.approx(L70.parameters, rel=1e-12)
+    assert held[0] - held[1] == 128256 * 8192 and held[3] - held[0] == 8192
+    crowded = parallel.fit(L70, four, CACHED + 1, 4 * 140, pipeline_parallel=4)
+    assert not crowded.fits and crowded.weight_bytes == pytest.approx(held[3] * 2, rel=1e-12)
+    assert sum(held) / 4 * 2 + crowded.cache_bytes < crowded.usable_bytes
+    assert "each GPU of the fullest stage holds weights 36.33 GB" in crowded.message
+    with pytest.raises(DoesNotFit, match=r"fullest stage holds weights 36\.33 GB"):
+        parallel.pipeline_parallel_step(L70, four, 4, cached_tokens=CACHED, batch=4 * 140, micro_batches=4)
+    # with tied embeddings the first and the last stage each keep the matrix (vLLM's embed_tokens on both)
+    small = MODELS["llama-3.2-1b"]
+    ends = [parallel.stage_parameters(small, 2, s) for s in range(2)]
+    assert ends[1] - ends[0] == 2048 and sum(ends) == pytest.approx(small.parameters + 128256 * 2048, rel=1e-12)
+    assert parallel.stage_parameters(small, 1, 0) == small.parameters
+    # swept, each setting's fullest stage: Qwen2.5 72B's 80 layers in six stages (13, 13, 13, 14, 14, 13), the head
+    # outweighing a layer until the fourteen-layer stages' cache overtakes it
+    qwen = MODELS["qwen2.5-72b"]
+    swept = parallel.fit(qwen, parallel.group(H100, 6), [1, 32001], 16, pipeline_parallel=6)
+    assert swept.weight_bytes[0] == pytest.approx(2 * parallel.stage_parameters(qwen, 6, 5), rel=1e-12)
+    assert swept.weight_bytes[1] == pytest.approx(2 * parallel.stage_parameters(qwen, 6, 4), rel=1e-12)
+
+
 def test_layers_left_over_go_to_the_stages_before_the_last_as_vllm_puts_them():
     assert parallel.stage_split(MODELS["qwen3-235b-a22b"], 4) == (23, 24, 24, 23)
     assert parallel.stage_split(L70, 3) == (27, 27, 26) and parallel.stage_layers(L70, 3) == 27

@@ -170,6 +170,25 @@ def test_lesson_4_part_1_cache_problem_draws_only_caches_kept_per_kv_head():
         assert said.endswith("within every layer's sliding window?" if model.sliding_layers else "a user holds?")
 
 
+def test_lesson_4_part_2_stage_weights_agree_with_the_worked_method():
+    """Problem 2.2's worked method (the layers as vLLM splits them, an equal share each, the input table on the first
+    stage, the output head and final norm on the last, the fullest stage's) holds for every case drawn: none tied."""
+    from servingmath import parallel
+    from servingmath.models import MODELS
+
+    assert variants._stage_splits() and not any(MODELS[key].tied_embeddings for key, _, _ in variants._stage_splits())
+    for student in STUDENTS[:200]:
+        n = variants.numbers("lesson-4-part-2", student)
+        model = MODELS[n["split"]]
+        table = model.vocab * model.hidden
+        layer = (model.parameters - 2 * table - model.hidden) / model.layers
+        held = [count * layer for count in parallel.stage_split(model, n["parts"])]
+        held[0] += table
+        held[-1] += table + model.hidden
+        by_hand = max(held) * n["split_bits"] / 8 / 1e9
+        assert variant_answers.expected("lesson-4-part-2", "2.2", student) == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_lesson_4_part_4_split_answers_agree_with_the_worked_method():
     """Problems 4.3 and 4.4 by hand (every split tried, the slower stage's rate), and 4.1's trip as latency +
     bytes ÷ bandwidth, for every student drawn."""

@@ -138,9 +138,12 @@ SLIPS = {
         "one card against two": (one.time / more.time, "the question asks the cards' step over one card's.")})(
         *_small_steps(n)),
     ("lesson-4-part-2", "2.1"): lambda n: _stage_slips(n),
-    ("lesson-4-part-2", "2.2"): lambda n: {"the layers shared out evenly": (
-        sm.weight_bytes(sm.MODELS[n["split"]].parameters, n["split_bits"]) / n["parts"] / 1e9,
-        "a stage holds whole layers: the fullest takes one more than the average.")},
+    ("lesson-4-part-2", "2.2"): lambda n: (lambda model: {
+        "the layers shared out evenly": (sm.weight_bytes(model.parameters, n["split_bits"]) / n["parts"] / 1e9,
+                                         "a stage holds whole layers, and the end stages the table or the head."),
+        "the most layers, no table or head": (
+            sm.weight_bytes(model.parameters, n["split_bits"]) * parallel.stage_layers(model, n["parts"]) / model.layers
+            / 1e9, "the first stage also holds the input table, the last the output head.")})(sm.MODELS[n["split"]]),
     ("lesson-4-part-2", "2.3"): lambda n: _send_slips(n),
     ("lesson-4-part-2", "2.4"): lambda n: (lambda step, users: {
         "one micro-batch's users": (n["flight_users"] / step.interval, "every micro-batch in flight gets a token each turn."),

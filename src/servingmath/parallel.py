@@ -181,6 +181,35 @@ def _ends(model: Model) -> tuple[int, int]:
     return table, model.vocab * model.hidden + model.hidden
 
 
+def _stage(split, stage) -> int:
+    stage = int(_check.single("stage", _check.count("stage", stage)))
+    if stage >= len(split):
+        raise ValueError(f"stage must be below the {len(split)} stages (0 the first), got {stage}")
+    return stage
+
+
+def _stage_norms(model: Model, split, stage) -> int:
+    """Norm parameters stage ``stage`` of ``split`` keeps whole under tensor parallelism: its layers' and, on the
+    last stage, the final norm."""
+    return (replicated_parameters(model) - (model.layers - split[stage]) * model.norms_per_layer * model.hidden
+            - (0 if stage == len(split) - 1 else model.hidden))
+
+
+def stage_parameters(model: Model, stages, stage) -> float:
+    """Parameters stage ``stage`` (0 the first) of ``stages`` keeps in memory: its layers' share of the layers' own
+    (``stage_split``), the input embedding table on the first stage, the output head and final norm on the last.
+    With tied embeddings the first and the last stage each keep the matrix (vLLM builds ``embed_tokens`` where
+    ``is_first_rank or (tie_word_embeddings and is_last_rank)``); one stage keeps it once."""
+    _check.instance("model", model, Model)
+    split = stage_split(model, stages)
+    stage = _stage(split, stage)
+    table, head = _ends(model)
+    first, last = stage == 0, stage == len(split) - 1
+    matrix = model.vocab * model.hidden
+    ends = (matrix if first else 0) + (head if last else 0) - (matrix if model.tied_embeddings and first and last else 0)
+    return (model.parameters - table - head) * split[stage] / model.layers + ends
+
+
 def _degrees(model: Model, grp: GPUGroup, pipeline_parallel) -> tuple[int, int]:
     stages = _stages(model, pipeline_parallel)
     if grp.count % stages:
@@ -197,9 +226,7 @@ def shard(cost: PassCost, model: Model, tensor_parallel, stages=1, stage=0) -> P
     _check.instance("cost", cost, PassCost)
     degree = check_tensor_parallel(model, tensor_parallel)
     split = stage_split(model, stages)
-    stage = int(_check.single("stage", _check.count("stage", stage)))
-    if stage >= len(split):
-        raise ValueError(f"stage must be below the {len(split)} stages (0 the first), got {stage}")
+    stage = _stage(split, stage)
     layers = split[stage] / model.layers
     table, head = _ends(model)
     left = (0 if stage == 0 else table) + (0 if stage == len(split) - 1 else head)   # ends another stage holds
@@ -209,8 +236,7 @@ def shard(cost: PassCost, model: Model, tensor_parallel, stages=1, stage=0) -> P
         return 1 - ((parameters - table - head) * (1 - layers) + left) / parameters
 
     read = model.parameters_read(cost.tokens)
-    norms = (replicated_parameters(model) - (model.layers - split[stage]) * model.norms_per_layer * model.hidden
-             - (0 if stage == len(split) - 1 else model.hidden)) * (cost.weight_bytes / read)
+    norms = _stage_norms(model, split, stage) * (cost.weight_bytes / read)
     weights = cost.weight_bytes * kept(read)
     cache = kv_share(model, degree)
     return PassCost(
@@ -226,7 +252,8 @@ def shard(cost: PassCost, model: Model, tensor_parallel, stages=1, stage=0) -> P
 # -- memory -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GroupFit(Fit):
-    """``memory.Fit`` for one GPU of a group: its share of the weights and the cache against its memory."""
+    """``memory.Fit`` for one GPU of a group: its share of the weights and the cache against its memory (with
+    stages, a GPU of the fullest stage's)."""
 
     group: GPUGroup | None = None
     tensor_parallel: int = 1
@@ -234,11 +261,15 @@ class GroupFit(Fit):
 
     @property
     def message(self) -> str:
+        holder = "each GPU" if self.pipeline_parallel == 1 else "each GPU of the fullest stage"
         if np.ndim(self.needed_bytes) or np.ndim(self.usable_bytes):
-            return super().message
+            fits = np.asarray(self.fits)
+            return (f"{self.model.name} on {self.group.name}: {int(fits.sum())} of {fits.size} settings fit "
+                    f"({holder} holds weights up to {units.gb(np.max(self.weight_bytes))} and up to "
+                    f"{units.gb(np.max(self.cache_bytes))} of KV cache, against {units.gb(np.min(self.usable_bytes))} usable)")
         verdict = "fits" if self.fits else "does not fit"
         return (f"{self.model.name} {verdict} on {self.group.name} (tensor parallel {self.tensor_parallel}, "
-                f"pipeline parallel {self.pipeline_parallel}): each GPU holds weights {units.gb(self.weight_bytes)} "
+                f"pipeline parallel {self.pipeline_parallel}): {holder} holds weights {units.gb(self.weight_bytes)} "
                 f"+ KV cache {units.gb(self.cache_bytes)} = {units.gb(self.needed_bytes)}, against "
                 f"{units.gb(self.usable_bytes)} usable of the {units.gb(self.gpu.memory_bytes)} it holds "
                 f"({units.percent(self.reserve)} held back for activations and the runtime)")
@@ -248,14 +279,19 @@ def fit(model: Model, grp, context_tokens=0, batch=1, weight_bits=16, kv_bits=16
         pipeline_parallel=1) -> GroupFit:
     """Does each GPU of ``grp`` hold its share of ``model``'s weights and of the KV cache of ``batch``
     users at ``context_tokens``? Tensor parallelism over count ÷ ``pipeline_parallel`` GPUs, the
-    layers in ``pipeline_parallel`` stages (the largest stage's share counted)."""
+    layers in ``pipeline_parallel`` stages, each stage checked with what it keeps (``stage_parameters``,
+    its layers' share of the cache); the answer is the fullest stage's (weights + cache), at each setting when swept."""
     _check.instance("model", model, Model)
     grp = _group(grp)
     tp, pp = _degrees(model, grp, pipeline_parallel)
-    share = stage_layers(model, pp) / model.layers
-    whole = replicated_parameters(model)
-    weights = weight_bytes((model.parameters - whole) / tp + whole, weight_bits) * share
-    cache = kv_cache_bytes(model, context_tokens, batch, kv_bits) * kv_share(model, tp) * share
+    split = stage_split(model, pp)
+    cache = kv_cache_bytes(model, context_tokens, batch, kv_bits) * kv_share(model, tp)
+    held = [(weight_bytes((stage_parameters(model, pp, s) - _stage_norms(model, split, s)) / tp
+                          + _stage_norms(model, split, s), weight_bits), cache * layers / model.layers)
+            for s, layers in enumerate(split)]
+    fullest = np.argmax(np.stack(np.broadcast_arrays(*(w + c for w, c in held))), axis=0)
+    weights, cache = (np.choose(fullest, np.broadcast_arrays(*part)) for part in zip(*held))
+    weights, cache = (float(part) if part.ndim == 0 else part for part in (weights, cache))
     return GroupFit(model=model, gpu=grp.gpu, weight_bytes=weights, cache_bytes=cache,
                     usable_bytes=usable_memory(grp.gpu, reserve), reserve=_check.number("reserve", reserve, minimum=0),
                     group=grp, tensor_parallel=tp, pipeline_parallel=pp)

@@ -1163,7 +1163,7 @@ def _small_case(rng) -> dict:
 
 LESSON_4_PART_1 = Template(
     draw=_draw_4_1,
-    practice={"bits": 8, "gpus": 4, "users": 16, "context": 2000, "split": "qwen2.5-72b", "split_bits": 16, "parts": 4,
+    practice={"bits": 8, "gpus": 4, "users": 16, "context": 2000, "split": "mixtral-8x7b", "split_bits": 16, "parts": 4,
               "ar_gpu": "h100-sxm", "ar_link": "nvlink4", "ar_count": 8, "ar_batch": 384, "kv_model": "gemma-2b",
               "kv_gpus": 8, "kv_bits": 16, "small": "gemma-2-2b", "small_context": 2000, "small_users": 2,
               "card": "h100-pcie", "cards": 2},
@@ -1226,9 +1226,10 @@ COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
 @functools.cache
 def _stage_splits() -> list:
     """(model, bits, stages) for Problem 2.2: a model whose layers do not divide into so many stages, its weights in so
-    many bits held by that many H100 SXM."""
+    many bits held by that many H100 SXM; none with tied embeddings, whose one matrix both end stages keep."""
     return [(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
-            if MODELS[key].layers % parts and not _stages_fit(key, "h100-sxm", parts, bits=bits)]
+            if MODELS[key].layers % parts and not MODELS[key].tied_embeddings
+            and not _stages_fit(key, "h100-sxm", parts, bits=bits)]
 
 
 @functools.cache
@@ -1296,9 +1297,10 @@ LESSON_4_PART_2 = Template(
                "weights in {bits} bits and its KV cache in 16. One micro-batch of {users} users, each with {context} "
                "tokens cached, goes through. How many milliseconds pass between two of a user's tokens?",
         "2.2": '{split_name} (`sm.MODELS["{split}"]`), its {split_layers} layers in {split_bits} bits, is cut into '
-               "{parts} stages of consecutive layers, one a GPU; where they do not divide evenly, some stages take one "
-               "layer more. How many gigabytes (1e9 bytes) of weights does a GPU with the most layers hold? Count a "
-               "stage's weights as its layers' share of the whole model's.",
+               "{parts} stages of consecutive layers, one a GPU, as vLLM cuts it: where they do not divide evenly, the "
+               "stages just before the last take one layer more each. The first stage also holds the input embedding "
+               "table, the last the final norm and the output head. How many gigabytes (1e9 bytes) of weights does the "
+               "fullest GPU hold? Count each layer's weights as an equal share of all the layers'.",
         "2.3": '{send_model_name} (`sm.MODELS["{send_model}"]`) runs as stages on {send_gpu_short} joined by '
                '{send_link_name} (`hardware.link("{send_gpu}", "{send_link}")`). How many microseconds does a stage '
                "take to send the next the hidden states and residuals of a micro-batch of {send_users} users, one new "

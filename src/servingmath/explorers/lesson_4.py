@@ -139,7 +139,7 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         return {"between a user's tokens": ms(s.interval), "of it, the sends": ms((s.stages - 1) * s.send_time),
                 "tokens a second, all users": units.number(batch * micro / s.interval),
                 "busiest GPU idle": units.percent(s.idle),
-                "each GPU holds": f"weights {units.gb(held.weight_bytes)}, caches {units.gb(held.cache_bytes)}"}
+                "the fullest GPU holds": f"weights {units.gb(held.weight_bytes)}, caches {units.gb(held.cache_bytes)}"}
 
     return Explorer("pipeline_parallel", "A decode step through stages of layers", [
         buttons("gpus", "GPUs, one stage each", {g: str(g) for g in GPUS}, gpus),
@@ -151,7 +151,8 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
-             "sheet's peaks (the last also reads the output head), then its send; a micro-batch starts again once its token leaves the last stage (the "
+             "sheet's peaks, the first reading the whole input table (the course counts every weight as read), the last "
+             "the output head, then its send; a micro-batch starts again once its token leaves the last stage (the "
              "token's way back left out); each send takes a small two-GPU all-reduce's measured latency, more than it pays.")
 
 
