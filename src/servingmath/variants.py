@@ -1223,13 +1223,31 @@ SEND_MODELS = ("llama-3-70b", "llama-3-8b", "qwen2.5-72b", "mixtral-8x22b", "lla
 COMPARED = tuple(row for row in LINKED if row[1] != "nvlink-bridge-h100")
 
 
+# How far each of Problem 2.2's slips must land from its answer, so that the check, whose tolerance is 2 %, can say
+# which slip it was instead of marking it right.
+SLIP_APART = 0.04
+
+
+def _stage_slips_apart(key, bits, parts) -> bool:
+    """Whether Problem 2.2's two slips (the weights shared out evenly; the most layers without table or head) both
+    land at least ``SLIP_APART`` from the fullest stage's weights."""
+    from . import parallel
+
+    model = MODELS[key]
+    held = parallel.fit(model, parallel.group("h100-sxm", parts), weight_bits=bits, pipeline_parallel=parts).weight_bytes
+    whole = memory.weight_bytes(model.parameters, bits)
+    slips = (whole / parts, whole * parallel.stage_layers(model, parts) / model.layers)
+    return all(abs(slip - held) >= SLIP_APART * held for slip in slips)
+
+
 @functools.cache
 def _stage_splits() -> list:
     """(model, bits, stages) for Problem 2.2: a model whose layers do not divide into so many stages, its weights in so
-    many bits held by that many H100 SXM; none with tied embeddings, whose one matrix both end stages keep."""
-    return [(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8) for parts in (2, 3, 4, 5, 6, 8)
+    many bits held by that many H100 SXM, each slip far enough from the answer to be told apart; none with tied
+    embeddings, whose one matrix both end stages keep."""
+    return [(key, bits, parts) for key in SPLIT_MODELS for bits in (16, 8, 4) for parts in (2, 3, 4, 5, 6, 8)
             if MODELS[key].layers % parts and not MODELS[key].tied_embeddings
-            and not _stages_fit(key, "h100-sxm", parts, bits=bits)]
+            and not _stages_fit(key, "h100-sxm", parts, bits=bits) and _stage_slips_apart(key, bits, parts)]
 
 
 @functools.cache
@@ -1284,8 +1302,8 @@ def _compared_case(rng) -> dict:
 
 LESSON_4_PART_2 = Template(
     draw=_draw_4_2,
-    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "qwen2.5-72b",
-              "split_bits": 16, "parts": 6, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
+    practice={"bits": 8, "stages": 4, "link": "infiniband-ndr", "users": 32, "context": 2000, "split": "deepseek-llm-67b",
+              "split_bits": 16, "parts": 8, "send_gpu": "h100-sxm", "send_link": "infiniband-ndr",
               "send_model": "llama-3-70b", "send_users": 32, "flight_stages": 4, "flight_micro": 4, "flight_users": 48,
               "flight_context": 1500, "cmp_model": "llama-3-70b", "cmp_gpu": "h100-pcie", "cmp_link": "pcie5", "cmp_gpus": 4, "cmp_per": 16,
               "cmp_context": 2000},

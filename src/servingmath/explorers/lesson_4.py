@@ -144,16 +144,15 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
     return Explorer("pipeline_parallel", "A decode step through stages of layers", [
         buttons("gpus", "GPUs, one stage each", {g: str(g) for g in GPUS}, gpus),
         buttons("link", "cards and link", MACHINE_NAMES, link),
-        slider("batch", "users in a micro-batch", BATCHES, batch, lambda b: counted(b, "user", "users"),
-               fine=FINE_BATCHES),
+        slider("batch", "users in a micro-batch", BATCHES, batch, lambda b: counted(b, "user", "users"), fine=FINE_BATCHES),
         buttons("micro", "micro-batches in flight", {m: str(m) for m in GPUS}, micro),
         models_menu(model, MODELS_SHOWN)],
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
              "sheet's peaks, the first reading the whole input table (the course counts every weight as read), the last "
-             "the output head, then its send; a micro-batch starts again once its token leaves the last stage (the "
-             "token's way back left out); each send takes a small two-GPU all-reduce's measured latency, more than it pays.")
+             "the output head (a tied one counted once, there), then its send; a micro-batch starts again once its token "
+             "leaves the last stage (its way back left out); each send takes a small two-GPU all-reduce's latency, more than it pays.")
 
 
 ROUTER_RATES = (4, 6, 7, 8, 9, 10)
