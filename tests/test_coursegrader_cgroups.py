@@ -11,8 +11,9 @@ from coursegrader import cgroups, exports, running, sandbox
 
 HERE = cgroups.problem()
 MIB = sandbox.MIB
-needs_cgroup = pytest.mark.skipif(bool(HERE or sandbox.sandbox_problem()),
-                                  reason=f"no sandbox or no cgroup here: {HERE or sandbox.sandbox_problem()}")
+NO_SANDBOX = sandbox.sandbox_problem()
+needs_cgroup = pytest.mark.skipif(bool(HERE or NO_SANDBOX),
+                                  reason=f"no sandbox or no cgroup here: {HERE or NO_SANDBOX}")
 
 
 def test_the_graders_own_cgroups_are_read_from_proc():
@@ -39,6 +40,7 @@ def test_v2_without_its_controllers_delegated_is_refused_in_one_line(tmp_path):
                                                                   f"cgroup v2 under {tmp_path / 'nothing'}")
 
 
+@pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox here: {NO_SANDBOX}")
 def test_the_kernel_enters_its_cgroup_before_it_starts(tmp_path):
     group = cgroups.KernelGroup([tmp_path / "a", tmp_path / "b"], 2**30, 64)
     argv = sandbox.sandbox_argv(tmp_path, {}, enter=group.enter_argv())
