@@ -136,7 +136,7 @@ def test_v1_became_vllm_s_default_at_its_first_row():
 
 def test_vllm_version_boundaries_the_pages_name_agree_with_the_rows():
     assert E.row("vllm", "V0").until == E.VLLM_V0_REMOVED
-    assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) < E._parse(E.VLLM_V0_REMOVED) < E._parse(E.VLLM_SWAP_SPACE_REMOVED)
+    assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) <= E._parse(E.VLLM_V0_REMOVED) < E._parse(E.VLLM_SWAP_SPACE_REMOVED)
     assert E.row("vllm", E.VLLM_V1_CHUNKING_FORCED_LAST).name == "vLLM V1"
     assert E.defaults("vllm", "V1", gpu=sm.H100_SXM).chunked_prefill is True
 
@@ -449,3 +449,12 @@ def test_where_prompts_have_steps_of_their_own_the_whole_chunk_budget_is_theirs(
                        one_prompt)
     # The 3,000-token prompt in chunks of 1,024 beside 8 users decoding: 3 steps apart, 3 or more mixed (1,016 a step).
     assert max(apart.step_tokens) - 8 == 1024 and max(mixed.step_tokens) == 1024
+
+
+def test_vllm_v1_chunks_whatever_the_flag_says_up_to_the_last_version_read():
+    # vLLM 0.9.2's _set_default_args_v1 and 0.11.0's _set_default_args set enable_chunked_prefill = True for a
+    # generation model, whatever --no-enable-chunked-prefill asked: the flag is taken and changes nothing there.
+    for version in ("0.8.5", "0.9.2", "0.11.0"):
+        asked = E.engine("vllm", version).server(M, G, enable_chunked_prefill=False)
+        assert (asked.policy, asked.step_tokens) == ("chunked", E.engine("vllm", version).server(M, G).step_tokens)
+    assert E._parse(E.VLLM_V1_CHUNKING_FORCED_LAST) == (0, 11)

@@ -221,7 +221,10 @@ _V1_FROM_0_28 = {**_V1_FROM_0_21, "step_tokens": Cell(
 # Version boundaries the pages name, each with where it was read.
 VLLM_V1_SHARE_RAISED = "0.21"            # --gpu-memory-utilization 0.9 -> 0.92 (pull request 38284)
 VLLM_V0_REMOVED = "0.11"                 # the "vLLM V0" rows end here; SchedulerConfig then has no preemption_mode
-VLLM_V1_CHUNKING_FORCED_LAST = "0.10"    # _set_default_args_v1 set enable_chunked_prefill = True whatever the flag
+# V1 turns chunked prefill on whatever --no-enable-chunked-prefill says: _set_default_args_v1 did to 0.10, and
+# 0.11.0's EngineArgs._set_default_args still sets enable_chunked_prefill = True for every model that is not a
+# pooling one (vllm/engine/arg_utils.py of the 0.11.0 release). The last version read; later ones are not claimed.
+VLLM_V1_CHUNKING_FORCED_LAST = "0.11"
 # --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
 # (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
 VLLM_SWAP_SPACE_REMOVED = "0.18"
@@ -767,6 +770,9 @@ def _schedule(engine_, d, gpu, model, flags, fields):
         if steps > 1 and v1:
             raise ValueError(f"num_scheduler_steps is V0's multi-step scheduling, gone in {engine_.label}, got {steps!r}")
         chunked = flags.get("enable_chunked_prefill", d.chunked_prefill)
+        from .runs import version_key
+        if v1 and version_key(engine_.asked.lstrip("v"))[:2] <= _parse(VLLM_V1_CHUNKING_FORCED_LAST):
+            chunked = True      # these V1 versions chunk whatever the flag says
         if "enable_chunked_prefill" not in flags and not v1 and model.context_window > d.chunked_past:
             chunked = True      # V0 splits the prompts of a long window by itself (every profiled V0 version)
         out["policy"] = "chunked" if chunked else "continuous"

@@ -1312,7 +1312,7 @@ LESSON_4_PART_2 = Template(
                       "cmp_users": n["cmp_gpus"] * n["cmp_per"]},
     statements={
         "2.1": "Cut Llama 3 70B into {stages} stages on {stages} H100 SXM joined by {link_name} (`\"{link}\"`), its "
-               "weights in {bits} bits and its KV cache in 16. One micro-batch of {users} users, each with {context} "
+               "weights in {bits} bits (the table and head too) and its KV cache in 16. One micro-batch of {users} users, each with {context} "
                "tokens cached, goes through. How many milliseconds pass between two of a user's tokens?",
         "2.2": '{split_name} (`sm.MODELS["{split}"]`), its {split_layers} layers, every weight in {split_bits} bits (the table and head too), is cut into '
                "{parts} stages of consecutive layers, one a GPU, as vLLM cuts it: where they do not divide evenly, the "

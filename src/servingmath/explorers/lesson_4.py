@@ -150,9 +150,9 @@ def pipeline_parallel(gpus: int = 4, link: str = "nvlink", batch: int = 1, micro
         readouts, [Layer(("link", "batch", "micro", "model"), bars), Layer(("gpus", "link", "batch", "micro", "model"), labels)],
         "", top + 220 + kit.BOTTOM + 50, refuse=REFUSE,
         note=f"Each user holds {units.number(CACHED)} tokens; 16-bit weights and caches; each stage's pass at the spec "
-             "sheet's peaks, the first reading the whole input table (the course counts every weight as read), the last "
+             "sheet's peaks, the ends placed as vLLM places Llama's: the first reading the whole input table (the course counts every weight as read), the last "
              "the output head (a tied one counted once, there), then its send; a micro-batch starts again once its token "
-             "leaves the last stage (its way back left out); each send takes a small two-GPU all-reduce's latency, more than it pays.")
+             "leaves the last stage (its way back left out); each send is charged a small two-GPU all-reduce's latency and its bytes.")
 
 
 ROUTER_RATES = (4, 6, 7, 8, 9, 10)
