@@ -107,11 +107,11 @@ def _stage_slips(n):
 
 
 def _send_slips(n):
-    """Lesson 4 Problem 2.3's slips: the latency left out, the listed bandwidth of both directions (or the residual
-    left out, which halves the time past the latency alike)."""
+    """Lesson 4 Problem 2.3's slips: the latency left out; the residual left out, or the listed bandwidth of both
+    directions, which halve the time past the latency alike."""
     link, size = hardware.link(n["send_gpu"], n["send_link"]), _send_bytes(n)
     return {"the latency left out": (size / link.bandwidth * 1e6, "every send pays the link's fixed cost first."),
-            "the listed bandwidth of both directions": ((link.latency + size / (2 * link.bandwidth)) * 1e6,
+            "the residual left out, or both directions' bandwidth": ((link.latency + size / (2 * link.bandwidth)) * 1e6,
                                                         "a send goes one way, at the one-way rate, and carries each "
                                                         "token's residual with its hidden state.")}
 
