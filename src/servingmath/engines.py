@@ -158,6 +158,11 @@ _V0 = {
                                    "log of vllm-project/vllm issue 10517 peaks at 0.06 GiB of activations)"),
 }
 
+# V1 turns chunked prefill on whatever --no-enable-chunked-prefill says: _set_default_args_v1 did to 0.10, and
+# 0.11.0's EngineArgs._set_default_args still sets enable_chunked_prefill = True for every model that is not a
+# pooling one (vllm/engine/arg_utils.py of the 0.11.0 release). The last version read; later ones are not claimed.
+VLLM_V1_CHUNKING_FORCED_LAST = "0.11"
+
 _V1 = {
     "block_tokens": Cell("--block-size", 16, "vllm-project/vllm, vllm/platforms/cuda.py, check_and_update_config"),
     "max_running": Cell("--max-num-seqs", ByCard(((0, {"serve": 256, "llm": 256}), (70, {"serve": 1024, "llm": 1024})),
@@ -175,10 +180,10 @@ _V1 = {
     "chunked_prefill": Cell("--enable-chunked-prefill", True, "vllm-project/vllm v0.8, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_args_v1; vllm-project/vllm, vllm/engine/arg_utils.py, "
                             "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
-                            "on by default: forced on from 0.8 to 0.10 (_set_default_args_v1 sets it whatever the "
-                            "flag says); later versions take the default from the model "
-                            "(ModelConfig.is_chunked_prefill_supported, true for a decoder-only model such as "
-                            "Llama) and obey --no-enable-chunked-prefill", "by default"),
+                            f"forced on from 0.8 to {VLLM_V1_CHUNKING_FORCED_LAST} at least, whatever the flag says "
+                            "(_set_default_args_v1 to 0.10, _set_default_args in 0.11.0 for every model that is not a "
+                            "pooling one); later versions are not claimed here",
+                            f"forced to {VLLM_V1_CHUNKING_FORCED_LAST} at least"),
     "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
                         "one token budget a step, running users first, then waiting prompts"),
     "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
@@ -221,10 +226,6 @@ _V1_FROM_0_28 = {**_V1_FROM_0_21, "step_tokens": Cell(
 # Version boundaries the pages name, each with where it was read.
 VLLM_V1_SHARE_RAISED = "0.21"            # --gpu-memory-utilization 0.9 -> 0.92 (pull request 38284)
 VLLM_V0_REMOVED = "0.11"                 # the "vLLM V0" rows end here; SchedulerConfig then has no preemption_mode
-# V1 turns chunked prefill on whatever --no-enable-chunked-prefill says: _set_default_args_v1 did to 0.10, and
-# 0.11.0's EngineArgs._set_default_args still sets enable_chunked_prefill = True for every model that is not a
-# pooling one (vllm/engine/arg_utils.py of the 0.11.0 release). The last version read; later ones are not claimed.
-VLLM_V1_CHUNKING_FORCED_LAST = "0.11"
 # --swap-space did nothing in V1 (num_cpu_blocks is 0; vllm-project/vllm issue 27984) and left EngineArgs in 0.18.0
 # (pull request 36216; pull request 48549: "swap_space is deprecated from v0.18.0").
 VLLM_SWAP_SPACE_REMOVED = "0.18"
