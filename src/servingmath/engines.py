@@ -183,7 +183,7 @@ _V1 = {
                             f"forced on from 0.8 to {VLLM_V1_CHUNKING_FORCED_LAST} at least, whatever the flag says "
                             "(_set_default_args_v1 to 0.10, _set_default_args in 0.11.0 for every model that is not a "
                             "pooling one); later versions are not claimed here",
-                            f"forced to {VLLM_V1_CHUNKING_FORCED_LAST} at least"),
+                            f"forced on, to {VLLM_V1_CHUNKING_FORCED_LAST} at least"),
     "mixed_steps": Cell("", True, "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler.schedule",
                         "one token budget a step, running users first, then waiting prompts"),
     "preemption": Cell("", "recompute", "vllm-project/vllm, vllm/v1/core/sched/scheduler.py, Scheduler._preempt_request",
@@ -211,7 +211,10 @@ _V1 = {
 _V1_FROM_0_21 = {**_V1, "memory_fraction": Cell(
     "--gpu-memory-utilization", 0.92, "vllm-project/vllm pull request 38284; vllm/config/cache.py, "
     "CacheConfig.gpu_memory_utilization", "0.9 before 0.21.0, raised with the CUDA graphs' estimate",
-    "0.9 before 0.21")}
+    "0.9 before 0.21"),
+    # Past the last version read as forcing it, the table claims only the default.
+    "chunked_prefill": Cell("--enable-chunked-prefill", True, _V1["chunked_prefill"].source, _V1["chunked_prefill"].note,
+                            "by default")}
 
 # vLLM pull request 51726 ("[Config] Update default `_max_num_batched_tokens` from 8192 to 16384", merged
 # 2026-08-10; first released in 0.28.0, 2026-08-26) adds a tier to get_batch_defaults above the 70 GiB one:
