@@ -289,6 +289,7 @@ EVERY_CALL = [
     (units.percent, dict(fraction=0.5, digits=0), dict(fraction=REAL, digits=WHOLE)),
     (units.round_to, dict(value=123.0, significant=2), dict(value=REAL, significant=WHOLE_FROM_1)),
     (units.ms_significant, dict(value=0.1, significant=3), dict(value=NOT_NEGATIVE, significant=WHOLE_FROM_1)),
+    (units.us_significant, dict(value=0.1, significant=3), dict(value=NOT_NEGATIVE, significant=WHOLE_FROM_1)),
 ]
 # Values not bad for that argument: batching(price_per_hour=None) takes the GPU's price;
 # positions_attended(window=None) has no window; GPU.with_changes(price_per_hour=None) is a GPU nobody rents.

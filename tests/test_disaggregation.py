@@ -119,12 +119,20 @@ def test_the_runs_mean_lengths_are_their_requests_cut_to_the_window():
         D.mean_lengths("chat")
 
 
-def test_the_split_beats_the_default_budget_over_every_link_an_h100_has():
-    """Part 4's long prompts at its targets: one prefill and three decode GPUs serve more than four colocated at the
-    engine's default budget whichever link of an H100 SXM carries the caches; the trip costs little on each."""
+def test_the_best_split_beats_the_default_budget_over_every_link_an_h100_has_and_the_others_lose():
+    """Part 4's long prompts at its targets: two prefill and two decode GPUs serve the most, more than four colocated
+    at the engine's default budget whichever link of an H100 SXM carries the caches (the trip costs little on each).
+    One prefill GPU cannot feed three decode GPUs, whose steps run far fewer users than the target allows, and one
+    decode GPU caps three prefill GPUs: both serve less than the colocated GPUs."""
     colocated = D.goodput(D.Layout(0, 4), 0.4, 0.015, "long")
+    found = {layout: D.goodput(layout, 0.4, 0.015, "long") for layout in D.layouts(4)[1:]}
+    assert max(found, key=found.get) == D.Layout(2, 2)
     for link in hardware.links("h100-sxm"):
-        assert D.goodput(D.Layout(1, 3), 0.4, 0.015, "long", link.key) > colocated, link.key
+        assert D.goodput(D.Layout(2, 2), 0.4, 0.015, "long", link.key) > colocated, link.key
+    assert max(found[D.Layout(1, 3)], found[D.Layout(3, 1)]) < colocated
+    floor, each = D.decode_cost()
+    most = (0.015 - floor) // each
+    assert D.decode_users(D.Layout(1, 3), found[D.Layout(1, 3)]) < D.decode_users(D.Layout(2, 2), found[D.Layout(2, 2)]) < most
 
 
 def test_the_users_a_decode_gpu_runs_is_the_median_of_its_steps():

@@ -242,6 +242,47 @@ def test_a_phased_step_is_its_phases_summed_and_never_shorter_than_the_overlappe
     assert phased.time([500] * 256, [(256, 0)]) > 1.2 * overlap.time([500] * 256, [(256, 0)])
 
 
+def test_a_step_of_many_users_waits_for_the_streaming_process_and_a_step_of_few_does_not():
+    base = dataclasses.replace(S.Server(M, G), clock="phases")
+    streaming = S.StepClock(dataclasses.replace(base, stream_time=100e-6))
+    plain = S.StepClock(base)
+    # Four users: their 0.4 ms of streaming runs beside a step of several milliseconds.
+    assert streaming.time([500] * 4) == plain.time([500] * 4)
+    assert streaming.phases([500] * 4)["streaming wait"] == 0
+    # A thousand users: 100 ms of streaming outlasts the step, which then takes that long.
+    assert plain.time([500] * 1000) < 0.1
+    assert streaming.time([500] * 1000) == pytest.approx(0.1)
+    parts = streaming.phases([500] * 1000)
+    assert parts["streaming wait"] > 0 and sum(parts.values()) == pytest.approx(0.1)
+    # The simulator's loop reads the same: a saturated run's steps take the streaming time.
+    work = W.workload(np.zeros(300), np.full(300, 100), np.full(300, 50))
+    run = S.simulate(dataclasses.replace(base, stream_time=1e-3, max_running=256), work)
+    assert run.step_time[run.step_decodes == 256].min() >= 0.256 - 1e-12
+    with pytest.raises(ValueError, match="need clock='phases'"):
+        S.Server(M, G, stream_time=1e-5)
+    with pytest.raises(ValueError, match="stream_time"):
+        dataclasses.replace(base, stream_time=-1.0)
+
+
+def test_a_named_engine_looks_up_an_untied_input_table_and_the_lessons_count_it_whole():
+    untied, tied = sm.LLAMA_3_8B, sm.MODELS["llama-3.2-1b"]
+    assert not untied.tied_embeddings and tied.tied_embeddings
+    table = untied.vocab * untied.hidden
+    for model, left_out in ((untied, table), (tied, 0)):
+        lessons = S.StepClock(S.Server(model, G))
+        engine = S.StepClock(dataclasses.replace(S.Server(model, G), input_table="looked up"))
+        assert lessons.weights(1) == model.parameters * 2                    # 16-bit weights, the table's too
+        assert engine.weights(1) == (model.parameters - left_out) * 2
+        assert lessons.flops_per_token - engine.flops_per_token == 2 * left_out
+    assert E.engine("vllm", "0.9.2").server(untied, G).input_table == "looked up"
+    # In a tensor-parallel group each GPU leaves out its share of the table.
+    group = S.Server(untied, G, tensor_parallel=2)
+    whole = S.StepClock(group).weights(1)
+    assert S.StepClock(dataclasses.replace(group, input_table="looked up")).weights(1) == pytest.approx(whole - table * 2 / 2)
+    with pytest.raises(ValueError, match="input_table must be one of"):
+        dataclasses.replace(group, input_table="skipped")
+
+
 # -- the benchmark's definitions on a run small enough to check by hand ------------------------------
 
 def _flat_server():

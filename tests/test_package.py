@@ -265,6 +265,10 @@ def test_batching_uses_the_gpu_price_unless_told_and_refuses_no_price():
     (units.number(1234.5), "1,235"),
     (units.percent(0.125), "13 %"),
     (units.number(-2.5), "-3"),
+    (units.ms_significant(0.028367), "28.4 ms"),
+    (units.us_significant(0.0000912, 2), "91 µs"),
+    (units.us_significant(5.53e-6, 2), "5.5 µs"),
+    (units.us_significant(0.0009996), "1,000 µs"),
 ])
 def test_units_print_as_the_prose_does(shown, expected):
     assert shown == expected and repr(shown) == expected

@@ -13,31 +13,52 @@ def test_one_copy_behind_any_router_is_one_server_s_run():
 
 
 def test_near_the_knee_one_queue_keeps_the_tail_shortest_and_past_it_no_router_does():
-    near, past = replicas.routers(9), replicas.routers(10)
-    assert near["one-queue"].ttft_p99 < near["least-loaded"].ttft_p99 < near["round-robin"].ttft_p99
+    """Four L4s: near the knee (9 and 10 a second) one queue keeps the shortest tail, a count in flight the next; below
+    it (6) the routers' tails lie within a tenth of one another; past it (11) every router's tail runs to seconds."""
+    below, near, nearer, past = (replicas.routers(rate) for rate in (6, 9, 10, 11))
+    for at in (near, nearer):
+        assert at["one-queue"].ttft_p99 < at["least-loaded"].ttft_p99 < at["round-robin"].ttft_p99
     assert near["one-queue"].ttft_p99 < 0.5 < near["round-robin"].ttft_p99 / 10
+    assert nearer["one-queue"].ttft_p99 < 0.5 < nearer["least-loaded"].ttft_p99 / 10
+    assert max(f.ttft_p99 for f in below.values()) < 1.1 * min(f.ttft_p99 for f in below.values())
     assert min(figures.ttft_p99 for figures in past.values()) > 10
 
 
-def test_the_cuts_of_eight_h100s_are_those_that_fit_and_the_middle_wins_under_load():
-    light, heavy = replicas.layouts(4), replicas.layouts(24)
+def test_the_cuts_of_eight_h100s_are_those_that_fit_and_under_load_only_the_group_of_eight_falls_behind():
+    """Part 3: the group of eight has the shortest gaps at a light load and the shortest tail at 12 a second; at 24,
+    pairs preempt yet keep up, groups of four keep the shortest tail, and the group of eight alone is past its knee."""
+    light, fair, heavy = replicas.layouts(4), replicas.layouts(12), replicas.layouts(24)
     assert sorted(heavy) == [2, 4, 8] and [heavy[d].copies for d in (2, 4, 8)] == [4, 2, 1]
     assert light[8].run.tbt_p50 < light[4].run.tbt_p50 < light[2].run.tbt_p50
-    assert heavy[4].run.ttft_p99 < min(heavy[2].run.ttft_p99, heavy[8].run.ttft_p99) / 10
+    assert fair[8].run.ttft_p99 < fair[4].run.ttft_p99 < fair[2].run.ttft_p99
+    assert heavy[4].run.ttft_p99 < heavy[2].run.ttft_p99 < 0.2 < 10 < heavy[8].run.ttft_p99
+    assert heavy[8].run.ttft_p99 > 40 * fair[8].run.ttft_p99
     assert heavy[2].tokens_held_in_all < heavy[4].tokens_held_in_all < heavy[8].tokens_held_in_all
-    assert heavy[2].run.preemptions > 0 == heavy[4].run.preemptions
+    assert heavy[2].run.preemptions > 0 == heavy[4].run.preemptions == heavy[8].run.preemptions
 
 
-def test_the_group_of_eight_loses_under_load_by_the_engine_s_charge_a_user_alone():
-    """The page: the group of eight's loss at 24 a second rests on the profile's processor time a user each step;
-    without that charge (an engine that hid it behind the GPU's step) the group would have the shortest tail."""
+def test_the_group_of_eight_loses_under_load_by_its_one_api_servers_streaming_alone():
+    """The page: the group of eight's loss at 24 a second rests on the profile's streaming cost, its one API server's
+    time to turn each token into text and send it. That server streams at most 1 / stream_time tokens a second, so
+    the group's gaps are its users' streaming; without the charge the group would have the shortest tail, and the
+    processor's time a user in series with the GPU (user_time) alone would not sink it."""
     import dataclasses
 
+    import numpy as np
+
     heavy, group = replicas.layouts(24), replicas.server("llama-3-70b", "h100-sxm", 8)
-    assert group.user_time > 0 and replicas.ENGINE == ("vllm", "0.9.2")
-    free = dataclasses.replace(group, user_time=0.0)
-    run = simulator.simulate_cluster(free, simulator.poisson_requests(free, 24, replicas.REQUESTS), 1, "one-queue")
-    assert run.summary()["ttft_p99"] < heavy[4].run.ttft_p99 < heavy[8].run.ttft_p99
+    assert group.stream_time > 0 and replicas.ENGINE == ("vllm", "0.9.2")
+    work = simulator.poisson_requests(group, 24, replicas.REQUESTS)
+    run = simulator.simulate_cluster(group, work, 1, "one-queue")
+    assert run.summary()["ttft_p99"] == heavy[8].run.ttft_p99
+    assert run.summary()["tokens_per_second"] < 1 / group.stream_time
+    users = float(np.median(np.repeat(run.step_decodes, run.step_decodes)))     # the step the median token leaves in
+    assert abs(heavy[8].run.tbt_p50 / (users * group.stream_time) - 1) < 0.01
+    free = dataclasses.replace(group, stream_time=0.0)
+    unstreamed = simulator.simulate_cluster(free, simulator.poisson_requests(free, 24, replicas.REQUESTS), 1, "one-queue")
+    assert unstreamed.summary()["ttft_p99"] < heavy[4].run.ttft_p99 < heavy[2].run.ttft_p99 < heavy[8].run.ttft_p99
+    # Each copy streams through its own server: two groups of four share the tokens and keep up.
+    assert heavy[4].run.ttft_p99 < 0.2
 
 
 @pytest.mark.parametrize("call, message", [
@@ -64,14 +85,21 @@ def test_a_copys_cache_is_the_simulators_room_more_than_vllms_start_up_count():
     assert (units.gb(copy.cache_room), units.gb(started.cache_bytes, 1)) == ("5.68 GB", "4.7 GB")
 
 
-def test_the_profiles_charge_a_user_is_fitted_to_single_gpu_runs_of_vllm_0_8_5_to_0_11():
-    """Part 3's 91 µs a user a step: the V1 group's fit, on runs of one GPU each, vLLM 0.8.5 to 0.11.0."""
-    from servingmath import calibration, engines, runs
+def test_the_profiles_streaming_cost_is_set_by_gpustacks_thousand_requests_at_once_alone():
+    """Part 3's 210 µs a token streamed: the V1 group's fit, which only GPUStack's runs of vLLM 0.9.2 (1,000 requests
+    sent at once to one H100) set; the fit without GPUStack's runs leaves it at its starting value, 20 µs."""
+    from servingmath import calibration, engines, runs, units
 
     group = engines.engine(*replicas.ENGINE).group
-    fitted = [run for run in runs.load_runs() if run.id in calibration.results()["rows"]
-              and engines.engine(run.engine, run.version).group == group]
-    versions = sorted({run.version for run in fitted}, key=runs.version_key)
-    assert group == "vllm-v1" and (versions[0], versions[-1]) == ("0.8.5", "0.11.0")
-    assert {run.tensor_parallel for run in fitted} == {1}
-    assert replicas.server().user_time == calibration.fitted_overheads()[group].user_time
+    kept = calibration.results()
+    theirs = [run for run in runs.load_runs() if run.source_group == "gpustack" and run.id in kept["rows"]
+              and engines.engine(run.engine, run.version).group == group and run.id not in kept["left_out"]]
+    binding = [run for run in theirs if run.arrivals.kind == "all-at-once"]
+    assert group == "vllm-v1" and binding
+    assert {(run.version, run.gpu, run.num_prompts, run.tensor_parallel) for run in binding} == {("0.9.2", "h100-sxm", 1000, 1)}
+    assert all(run.arrivals.concurrency <= 4 for run in theirs if run not in binding)
+    held = calibration.held_out_overheads("gpustack")[group].stream_time
+    assert held == calibration.PER_GROUP["stream_time"][0] and units.us_significant(held, 2) == "20 µs"
+    stream_time = replicas.server().stream_time
+    assert stream_time == calibration.fitted_overheads()[group].stream_time
+    assert units.us_significant(stream_time, 2) == "210 µs" and units.number(round(1 / stream_time, -2)) == "4,800"

@@ -176,6 +176,19 @@ def test_a_misread_row_is_refused(change, message):
     assert "'sglang060-a100-llama31-8b-sglang-rps4'" in str(caught.value)
 
 
+def test_a_source_that_divides_by_summed_latencies_must_be_a_closed_loop():
+    document = raw_document()
+    first = document["runs"][0]
+    document["sources"][first["source"]]["duration"] = "latency-sum"
+    with pytest.raises(ValueError, match="a closed loop"):
+        runs.parse(document)
+    document["sources"][first["source"]]["duration"] = "elapsed"
+    with pytest.raises(ValueError, match="duration must be one of"):
+        runs.parse(document)
+    # The one source that does: inference-bench's summary, rebuilt by its reaggregate.py.
+    assert {r.source.key for r in runs.load_runs() if r.source.duration != "wall"} == {"inference-bench-l4"}
+
+
 def test_a_repeated_id_is_refused():
     document = raw_document()
     document["runs"].append(copy.deepcopy(document["runs"][0]))
@@ -195,7 +208,7 @@ def test_the_files_header_explains_every_field_metric_and_conversion():
     header = "\n".join(line for line in runs.DATA.read_text(encoding="utf-8").splitlines()
                        if line.startswith("#"))
     words = set(re.findall(r"[a-z_]+", header))
-    fields = set(runs._RUN_FIELDS) | set(runs._SOURCE_FIELDS) | {"commit"}
+    fields = set(runs._RUN_FIELDS) | set(runs._SOURCE_FIELDS) | {"commit", "duration"}
     assert fields <= words, fields - words
     for prefix in ("request_throughput", "output_throughput", "total_token_throughput",
                    "ttft_", "tpot_", "itl_", "e2e_", "_mean", "_median", "_p95", "_p99"):

@@ -31,16 +31,20 @@ from .runs import Run, load_runs
 from .workload import SHAREGPT, LengthDistribution, workload
 
 FIT_FILE = Path(__file__).with_name("data") / "engine_fit.json"
-# Requests a replay simulates at most: enough for its medians, few enough to fit in seconds. A run
-# sent all at once keeps at least four times its batch cap, so that its steady state, not its ramp
-# down, sets its throughput.
+# Requests a replay of fixed lengths simulates at most: enough for its medians, few enough to fit in
+# seconds; at least four times its batch cap, so that its steady state, not its ramp down, sets its
+# throughput. A replay of drawn lengths, or of Poisson arrivals, sends every request the run sent.
 REPLAY_REQUESTS = 400
 # The metrics a replay predicts and the fit weighs (throughput first; latencies where published).
 THROUGHPUTS = ("output_throughput", "request_throughput", "total_token_throughput")
 LATENCIES = ("tpot_median", "ttft_median", "tpot_mean", "ttft_mean", "itl_median")
-# TensorRT-LLM's runs in NVIDIA's performance overview are measured by trtllm-bench, in process:
-# no API server stands between the requests and the engine.
-IN_PROCESS_CLIENTS = ("trtllm-bench",)
+# Clients that drive the engine in their own process, with no API server between the requests and the
+# engine, and the costs they do not pay: TensorRT-LLM's trtllm-bench (NVIDIA's performance overview) sends
+# token ids and turns no token into text (tensorrt_llm/bench/benchmark/throughput.py: "post_proc_params =
+# None  # No detokenization"); LMDeploy 0.1's benchmark/profile_throughput.py calls TurboMind's
+# stream_infer from its threads, which decode each new token (tokenizer.decode) as it streams.
+IN_PROCESS_CLIENTS = {"trtllm-bench": ("request_time", "stream_time"),
+                      "python3 benchmark/profile_throughput.py": ("request_time",)}
 # Vidur (agrawal2024vidur, abstract): latency "with less than 9% error", its operators profiled on the card.
 VIDUR_ERROR = 0.09
 # Rows that repeat a figure measurements.yaml already holds (set against lesson 3 in the reality
@@ -78,7 +82,7 @@ class Replay:
     work: object
     concurrency: int | None
     lengths: str
-    in_process: bool
+    in_process: tuple     # the costs its in-process client does not pay (IN_PROCESS_CLIENTS), else ()
     cache: str
 
 
@@ -125,12 +129,13 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     server = found.server(run.shape, run.gpu_spec, **flags)
     dist, fixed, said = _lengths(run)
     kind = run.arrivals.kind
-    count = min(run.num_prompts, requests)
-    if kind == "poisson":    # every request sent: past saturation the queue, and so the wait, grows with their number
-        count = run.num_prompts
-    elif kind == "all-at-once":
+    # Every request sent, where the arrivals are Poisson (past saturation the queue, and so the wait, grows
+    # with their number) or the lengths are drawn (the last, longest requests run with slots to spare, and
+    # their share of the run's time depends on how many requests came before them).
+    count = run.num_prompts
+    if kind == "all-at-once" and fixed and fixed[0] != "cap":
         count = min(run.num_prompts, max(requests, 4 * server.max_running))
-    elif kind == "concurrency":
+    elif kind == "concurrency" and fixed and fixed[0] != "cap":
         count = min(run.num_prompts, max(requests, 4 * run.arrivals.concurrency))
     rng = np.random.default_rng(seed)
     if fixed and fixed[0] != "cap":
@@ -148,15 +153,14 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
         arrival = np.zeros(count)
     work = workload(arrival, prompt, reply, run.id)
     concurrency = run.arrivals.concurrency if kind == "concurrency" else None
-    in_process = any(run.client.startswith(c) for c in IN_PROCESS_CLIENTS)
-    if in_process:
-        server = _without_api(server)
+    in_process = next((unpaid for client, unpaid in IN_PROCESS_CLIENTS.items() if run.client.startswith(client)), ())
     return Replay(run, found, flags, work, concurrency, said, in_process, cache)
 
 
-def _without_api(server):
+def _unpaid(server, costs):
+    """The server without the ``costs`` an in-process client does not pay (``IN_PROCESS_CLIENTS``)."""
     import dataclasses
-    return dataclasses.replace(server, request_time=0.0)
+    return dataclasses.replace(server, **{cost: 0.0 for cost in costs})
 
 
 def predict(run: Run, requests=REPLAY_REQUESTS, given=None) -> dict:
@@ -164,13 +168,14 @@ def predict(run: Run, requests=REPLAY_REQUESTS, given=None) -> dict:
     from .simulator import simulate
     r = replay(run, requests, given=given)
     server = r.engine.server(run.shape, run.gpu_spec, **r.flags)
-    if r.in_process:
-        server = _without_api(server)
+    server = _unpaid(server, r.in_process)
     bench = simulate(server, r.work, concurrency=r.concurrency).benchmark()
+    # A source that divides by the summed latencies ÷ the concurrency (runs.DURATIONS) is read the same way.
+    duration = bench.e2els.sum() / r.concurrency if run.source.duration == "latency-sum" else bench.duration
     out = {}
     for name in run.metrics:
         if name in THROUGHPUTS:
-            out[name] = getattr(bench, name)
+            out[name] = getattr(bench, name) * bench.duration / duration
         else:
             stem, _, stat = name.rpartition("_")
             stat = {"median": "p50"}.get(stat, stat)
@@ -202,7 +207,8 @@ def targets(run: Run) -> dict:
 # request, for each group of versions. Starting values, and bounds
 # (the fit stays inside what is physically plausible).
 GLOBAL = {"compute_efficiency": (0.7, 0.3, 1.0), "bandwidth_efficiency": (0.85, 0.5, 1.0)}
-PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "user_time": (10e-6, 1e-7, 2e-4), "request_time": (5e-3, 1e-5, 5e-2)}
+PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "stream_time": (20e-6, 1e-7, 5e-4), "user_time": (10e-6, 1e-7, 2e-4),
+             "request_time": (5e-3, 1e-5, 5e-2)}
 # What each parameter means, and the range a physical reading allows (kept beside the values in the data).
 MEANINGS = {
     "compute_efficiency": "share of the card's dense peak the matrix products reach (cuBLAS on large products: "
@@ -215,6 +221,9 @@ MEANINGS = {
                  "streaming its token (microseconds to a hundred, as Python goes)",
     "request_time": "seconds the API server spends on each request before the engine sees it, one after another: "
                     "HTTP, chat template, tokenizing; it also takes up any delay to the first token the model leaves out",
+    "stream_time": "seconds the streaming process (an API server's, or a benchmark's own threads) spends on each token "
+                   "it turns into text and sends, beside the engine's steps: a step of many users waits for it "
+                   "(tens of microseconds, as Python goes)",
 }
 # How strongly a group's values are drawn to the other groups' (in squared natural logarithms):
 # a group with no run in the fit takes their geometric mean.
@@ -227,7 +236,8 @@ def _value(params, group, name):
 
 def _overheads(params, group):
     return engines.Overheads(*(_value(params, group, name) for name in
-                               ("step_time", "user_time", "request_time", "compute_efficiency", "bandwidth_efficiency")))
+                               ("step_time", "user_time", "request_time", "compute_efficiency", "bandwidth_efficiency",
+                                "stream_time")))
 
 
 def _residuals(run: Run, params, requests):
@@ -320,21 +330,41 @@ def sources(runs=None):
     return tuple(dict.fromkeys(r.source_group for r in runs))
 
 
-def _fit_without(source, requests, sweeps, steps):
-    """The fit on every run but ``source``'s (None: on every run), as ``data/engine_fit.json`` keeps it."""
-    return _as_json(fit([r for r in load_runs() if r.source_group != source], requests, sweeps, steps))
+# A run whose published latency is under this share of the floor's (``floor_contradiction``) cannot have
+# run on the server it states: it is left out of the fit and of its summaries, and shown with the reason.
+FLOOR_SHARE = 0.5
 
 
-def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print, jobs=None) -> dict:
+def floor_contradiction(run: Run, requests=REPLAY_REQUESTS) -> str | None:
+    """Why ``run`` cannot have run as stated, or None: a latency the fit weighs (``targets``) published under
+    ``FLOOR_SHARE`` of what the floor predicts for the same server and requests (the datasheet's peaks, no
+    overheads: ``engines.IDEAL``'s costs under the engine's own defaults and the run's flags)."""
+    got = predict(run, requests, engines.IDEAL)
+    for name in targets(run):
+        if name not in THROUGHPUTS and run.metrics[name] < FLOOR_SHARE * got[name]:
+            return (f"its {name.replace('_', ' ')} of {run.metrics[name]:.3g} s is {run.metrics[name] / got[name]:.2f} of "
+                    f"the floor's {got[name]:.3g} s for the server it states")
+    return None
+
+
+def _fit_without(source, requests, sweeps, steps, left_out=()):
+    """The fit on every run but ``source``'s (None: on every run) and those ``left_out``, as
+    ``data/engine_fit.json`` keeps it."""
+    return _as_json(fit([r for r in load_runs() if r.source_group != source and r.id not in left_out],
+                        requests, sweeps, steps))
+
+
+def compute(requests=REPLAY_REQUESTS, sweeps=3, steps=8, log=print, jobs=None) -> dict:
     """The fit on every run, and for each publisher the fit without it and its runs predicted by that
     fit: what ``data/engine_fit.json`` holds (``scripts/engine_fit.py`` writes it). The fits are
     independent, so they run in ``jobs`` processes (default: one a processor)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     runs = load_runs()
+    left_out = {run.id: why for run in runs if (why := floor_contradiction(run, requests))}
     fits = {}
     with ProcessPoolExecutor(jobs) as pool:
-        pending = {pool.submit(_fit_without, source, requests, sweeps, steps): source
+        pending = {pool.submit(_fit_without, source, requests, sweeps, steps, tuple(left_out)): source
                    for source in (None,) + sources(runs)}
         for done in as_completed(pending):
             fits[pending[done]] = done.result()
@@ -347,7 +377,8 @@ def compute(requests=REPLAY_REQUESTS, sweeps=2, steps=8, log=print, jobs=None) -
                 group = engines.engine(run.engine, run.version).group
                 rows[run.id]["fit" if source is None else "held_out"] = predict(run, requests, _overheads(params, group))
     held = {source: fits[source] for source in sources(runs)}
-    return {"requests": requests, "meanings": MEANINGS, "fit": fits[None], "held_out_fits": held, "rows": rows}
+    return {"requests": requests, "meanings": MEANINGS, "fit": fits[None], "held_out_fits": held, "rows": rows,
+            "left_out": left_out}
 
 
 @lru_cache(maxsize=1)
@@ -391,6 +422,7 @@ class RowCheck:
     run: Run
     fit: dict
     held_out: dict
+    left_out: str | None = None   # why the run cannot have run as stated (floor_contradiction), if so
 
     @property
     def counts_as_unseen(self) -> bool:
@@ -408,7 +440,7 @@ def checks() -> list[RowCheck]:
             name = _headline(run, stem)
             for into, which in ((fit_, "fit"), (held, "held_out")):
                 into[stem] = None if name is None else run.metrics[name] / kept[run.id][which][name]
-        out.append(RowCheck(run, fit_, held))
+        out.append(RowCheck(run, fit_, held, results()["left_out"].get(run.id)))
     return out
 
 
@@ -431,8 +463,9 @@ class Summary:
 
 def summary(which="held_out", engine=None, unseen=True) -> Summary:
     """Ratios over the runs (of ``engine``, or all), ``which`` = "held_out" or "fit"; ``unseen`` leaves
-    out the runs the reality check already uses."""
-    rows = [c for c in checks() if (engine is None or c.run.engine == engine) and (c.counts_as_unseen or not unseen)]
+    out the runs the reality check already uses. Runs left out of the fit (``floor_contradiction``) count in none."""
+    rows = [c for c in checks() if (engine is None or c.run.engine == engine) and (c.counts_as_unseen or not unseen)
+            and c.left_out is None]
     pick = [getattr(c, which) for c in rows]
     tp = np.array([p["throughput"] for p in pick if p["throughput"] is not None])
     tpot = np.array([p["tpot"] for p in pick if p["tpot"] is not None])
@@ -452,11 +485,14 @@ def table() -> str:
         return "    –" if x is None else f"{x:5.2f}"
     lines = [f"{'run':48s} {'engine':>20s}  thr fit  held  tpot fit held  ttft fit held"]
     for c in checks():
-        mark = "*" if not c.counts_as_unseen else " "
+        mark = "†" if c.left_out else "*" if not c.counts_as_unseen else " "
         lines.append(f"{c.run.id[:47]:47s}{mark} {c.run.engine + ' ' + c.run.version:>20s}  "
                      f"{cell(c.fit['throughput'])} {cell(c.held_out['throughput'])}  "
                      f"{cell(c.fit['tpot'])} {cell(c.held_out['tpot'])}  {cell(c.fit['ttft'])} {cell(c.held_out['ttft'])}")
     lines.append("* repeats a figure of measurements.yaml: left out of the summaries below")
+    for c in checks():
+        if c.left_out:
+            lines.append(f"† {c.run.id}: left out of the fit and the summaries: {c.left_out}")
     lines.append("")
     for engine in (None, "vllm", "sglang", "tensorrt-llm", "lmdeploy"):
         for which in ("fit", "held_out"):
@@ -497,7 +533,7 @@ def markdown_table(engine=None) -> str:
         shown = ("–" if name is None else
                  f"{units.number(round(r.metrics[name]))} tok/s" if name == "output_throughput"
                  else f"{r.metrics[name]:.3g} req/s")
-        mark = "*" if not c.counts_as_unseen else ""
+        mark = "†" if c.left_out else "*" if not c.counts_as_unseen else ""
         cache = cache_format(r)[0]
         setup = r.precision + ("" if cache is None else ", fp8 cache" if r.kv_cache_dtype else ", fp8 cache (deduced)") + (
             f", {r.input_len:,} in {r.output_len:,} out" if r.input_len and r.output_len else f", {r.dataset}")

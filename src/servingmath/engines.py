@@ -490,12 +490,16 @@ class Overheads:
     - ``step_time``: every step, whatever it carries: sampling, the step's synchronisation between
       the processor and the GPU, the fixed part of preparing its inputs. A millisecond or two is
       what profiles of vLLM and SGLang show for a small batch.
-    - ``user_time``: every user in a step, on the processor: scheduling it, building its part of
-      the inputs (positions, block tables), turning its new token into text and streaming it. Tens
-      of microseconds a user, as Python code costs; vLLM's v0.6.0 post measured the GPU idle more
-      than half the time before that version moved such work out of the step's way.
+    - ``user_time``: every user in a step, on the processor, in series with the GPU: scheduling it,
+      building its part of the inputs (positions, block tables). Microseconds to tens of them a user,
+      as Python code costs; vLLM's v0.6.0 post measured the GPU idle more than half the time before
+      that version moved such work out of the step's way.
     - ``request_time``: each request, once, in the API server (HTTP, chat template, tokenizing),
       one request after another.
+    - ``stream_time``: every token streamed, in the process that turns tokens into text and sends
+      them (vLLM V1's API server, SGLang's detokenizer and tokenizer manager, a benchmark's own
+      threads), which runs beside the engine's steps: a step delivers its users' tokens no faster
+      than that process streams them, so this binds only a step of many users.
     - ``compute_efficiency``, ``bandwidth_efficiency``: the share of the datasheet's dense peak the
       matrix-product kernels reach, and of its memory bandwidth the memory-bound kernels reach.
     """
@@ -505,11 +509,12 @@ class Overheads:
     request_time: float
     compute_efficiency: float
     bandwidth_efficiency: float
+    stream_time: float = 0.0
     fitted_on: str = ""
 
 
 # No overheads, the datasheet's peaks: today's lesson 3 server, the floor the lessons teach.
-IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, "none: the roofline")
+IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, "none: the roofline")
 
 # Each engine's flag for its tensor-parallel degree, under its own name: vLLM's EngineArgs.tensor_parallel_size
 # (``--tensor-parallel-size``, vllm/engine/arg_utils.py), SGLang's ServerArgs.tp_size (``--tp-size``,
@@ -731,10 +736,11 @@ def _build(engine_: Engine, model, gpu, flags, link=None):
     window = flags.get("max_model_len", flags.get("context_length", flags.get("max_seq_len")))
     if window is not None:
         model = dataclasses.replace(model, context_window=min(window, model.context_window or window))
-    fields = {"memory": "paged", "clock": "phases", "preemption": "recompute", "tensor_parallel": degree, "link": link,
+    fields = {"memory": "paged", "clock": "phases", "input_table": "looked up", "preemption": "recompute",
+              "tensor_parallel": degree, "link": link,
               "assumptions": Assumptions(o.compute_efficiency, o.bandwidth_efficiency, o.step_time,
                                          attention="causal", kv_cache=True, label=engine_.label),
-              "user_time": o.user_time, "request_time": o.request_time}
+              "user_time": o.user_time, "request_time": o.request_time, "stream_time": o.stream_time}
     eager = flags.get("enforce_eager", False) or flags.get("disable_cuda_graph", False)
     if eager:
         fields["launch_time"] = model.layers * KERNELS_PER_LAYER * LAUNCH_SECONDS

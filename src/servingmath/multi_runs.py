@@ -353,8 +353,9 @@ FLAGS = {
     ("sglang-vllm060", "vllm", "poisson"): {"num_scheduler_steps": 10, "max_model_len": 4096},
     ("sglang-vllm060", "vllm", "all-at-once"): {"num_scheduler_steps": 10, "max_model_len": 4096},
 }
-# Sources whose client calls the engine in its own process, with no API server in between: MLPerf's
-# LoadGen harness, trtllm-bench, LMDeploy's profile_generation.py.
+# Sources whose client calls the engine in its own process, with no API server in between, and takes token
+# ids back without turning them into text (no streaming process: ``engines.Overheads.stream_time``): MLPerf's
+# LoadGen harness, trtllm-bench (as calibration.IN_PROCESS_CLIENTS), LMDeploy's profile_generation.py.
 IN_PROCESS = ("mlperf-v41-h100", "mlperf-v41-h200", "trtllm-perf", "lmdeploy-a100")
 # How MLPerf's server rows share their Poisson stream among the copies (simulator.ROUTERS): an assumption,
 # as NVIDIA's harness does not say how it spreads requests over its copies.
@@ -515,9 +516,10 @@ _REPLAYED: dict = {}
 
 def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | None:
     """The row simulated as it was run, by its engine's profile (None where its engine has none): one copy
-    of the model split over the row's tensor-parallel degree and link; requests all at once (at least four
-    times what a copy runs at once, so that its steady state sets the rate, and no more than the run printed
-    that it sent), at the row's Poisson rate, or a fixed batch run to its end; MLPerf's server rows as Poisson
+    of the model split over the row's tensor-parallel degree and link; requests all at once (as many as the
+    run printed that it sent where its lengths are drawn, as ``calibration.replay`` sends them; else at least
+    four times what a copy runs at once, so that its steady state sets the rate, and no more than the run
+    printed that it sent), at the row's Poisson rate, or a fixed batch run to its end; MLPerf's server rows as Poisson
     arrivals at the row's rate for the row's ``duration``, shared among its copies by ``ROUTER``. A throughput
     counts every copy; a per-user figure is one user's. ``runs``: the rows ``lengths`` looks in. Rows run
     under the same conditions share one simulation."""
@@ -534,18 +536,21 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
         flags["kv_cache_dtype"] = "fp8"
     server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
     if run.source.key in IN_PROCESS:
-        server = dataclasses.replace(server, request_time=0.0)
+        server = dataclasses.replace(server, request_time=0.0, stream_time=0.0)
     kind = run.arrivals["kind"]
     requests = REPLAY_REQUESTS if requests is None else int(_check.count("requests", requests, minimum=1))
+    fixed, dist, said = lengths(run, runs)
+    sent = printed(run).get("num prompts")
     if kind == "fixed-batch":
         count = run.batch or 1
+    elif kind == "all-at-once" and fixed is None and sent is not None:
+        count = int(sent)            # drawn lengths: the last, longest requests' share of the run depends on how many came before
     elif kind == "all-at-once":      # at most the requests the run printed that it sent
-        count = int(min(max(requests, 4 * server.max_running), printed(run).get("num prompts", np.inf)))
+        count = int(min(max(requests, 4 * server.max_running), np.inf if sent is None else sent))
     elif kind == "mlperf-server":
         count = max(requests, round(run.arrivals["rate"] * duration(run)))
     else:
         count = requests
-    fixed, dist, said = lengths(run, runs)
     key = (server, kind, run.arrivals["rate"], run.replicas, count, seed, fixed,
            None if dist is None else (dist.mean_prompt, dist.mean_reply))
     stem = run.metric.replace("_median", "_p50") if run.metric in TIMES else "output_throughput"

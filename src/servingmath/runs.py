@@ -28,6 +28,10 @@ ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi")
 ARRIVALS = ("all-at-once", "poisson", "concurrency")
 DATASETS = ("sharegpt", "random", "synthetic-chat")
 PRECISIONS = ("bf16", "fp16", "fp8")
+# What a source's throughputs divide their tokens by: the wall time, first request sent to last token
+# (vLLM's benchmark_serving, SGLang's bench_serving), or the requests' latencies summed and divided by
+# the concurrency, which counts every slot as busy until the end (inference-bench's reaggregate.py).
+DURATIONS = ("wall", "latency-sum")
 
 RATES = ("request_throughput", "output_throughput", "total_token_throughput")
 LATENCIES = tuple(f"{name}_{stat}" for name in ("ttft", "tpot", "itl", "e2e")
@@ -60,6 +64,9 @@ class Source:
     source_group: str
     bib: str
     commit: str | None = None
+    # The time its throughputs divide by (DURATIONS): the run's wall time, first request sent to last
+    # token, as vLLM's and SGLang's benchmarks take it, unless the source says otherwise.
+    duration: str = "wall"
 
 
 @dataclass(frozen=True)
@@ -246,8 +253,11 @@ def _source(key, entry) -> Source:
             raise ValueError(f"source {key!r}: {name} must be a non-empty string, got {entry.get(name)!r}")
     if not entry["url"].startswith("https://"):
         raise ValueError(f"source {key!r}: url must start with https://, got {entry['url']!r}")
+    duration = entry.get("duration", "wall")
+    if duration not in DURATIONS:
+        raise ValueError(f"source {key!r}: duration must be one of {DURATIONS}, got {duration!r}")
     return Source(key, entry["title"], entry["url"], entry["publisher"], entry["source_group"],
-                  entry["bib"], entry.get("commit"))
+                  entry["bib"], entry.get("commit"), duration)
 
 
 def _run(entry, sources) -> Run:
@@ -288,6 +298,9 @@ def _run(entry, sources) -> Run:
     for name in ("input_len", "output_len", "output_cap", "num_prompts", "total_input_tokens", "total_output_tokens"):
         _whole(run_id, name, e[name])
     published, metrics = _figures(run_id, e["published"], e["metrics"])
+    if sources[e["source"]].duration == "latency-sum" and (e["arrivals"] or {}).get("kind") != "concurrency":
+        _fail(run_id, "arrivals", e["arrivals"], "a closed loop (kind: concurrency), since its source divides "
+              "by the summed latencies over the concurrency")
     quote = _text(run_id, "quote", e["quote"])
     printed = [number_text(text) for text in published.values()] + [str(v) for v in e["published_other"].values()]
     for number in printed:

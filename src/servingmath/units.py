@@ -128,12 +128,22 @@ def round_to(value, significant=2):
 def ms_significant(value, significant=3):
     """Seconds in milliseconds to ``significant`` figures, for readouts that span decades:
     ``0.028367`` -> ``"28.4 ms"``, ``0.0000277`` -> ``"0.0277 ms"``, ``0.5620`` -> ``"562 ms"``."""
+    return _significant(value, 1e3, "ms", significant)
+
+
+def us_significant(value, significant=3):
+    """Seconds in microseconds to ``significant`` figures: ``0.0000912`` -> ``"91.2 µs"``, ``5.53e-6``
+    with 2 figures -> ``"5.5 µs"``."""
+    return _significant(value, 1e6, "µs", significant)
+
+
+def _significant(value, scale, unit, significant):
     value = _check.finite("value", value, minimum=0)
     significant = int(_check.count("significant", significant, minimum=1))
-    shown = round_to(value * 1e3, significant)
+    shown = round_to(value * scale, significant)
     # Digits after the point come from the rounded value, so 9.996 shows as 10.0, not 10.00.
     digits = significant - 1 - (math.floor(math.log10(shown)) if shown else 0)
-    return Shown(_fixed(shown, max(0, digits)) + " ms")
+    return Shown(_fixed(shown, max(0, digits)) + " " + unit)
 
 
 def kib(value, digits=0):

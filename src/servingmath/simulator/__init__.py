@@ -51,7 +51,10 @@ products with the weights read once, then the attention over each user's cache, 
 own roofline and the phases summed, not overlapped; then the fixed cost a step
 (``assumptions.overhead``), the processor's scheduling and input preparation for each user in the
 step (``user_time``), and, where the step is not captured as a CUDA graph, the wait for its kernel
-launches (``launch_time``). The API server's work on each request (``request_time``: HTTP, the chat
+launches (``launch_time``). The process that turns tokens into text and streams them runs beside the
+steps, ``stream_time`` a token: a step of many users lasts at least its users × ``stream_time``. An
+engine looks up its tokens' rows of an untied input table (``input_table="looked up"``) where the
+lessons count the table as every other weight. The API server's work on each request (``request_time``: HTTP, the chat
 template, tokenizing) delays the request before the engine sees it, one request after another;
 ``admit_every`` runs the steps in calls of that many (vLLM V0's multi-step scheduling): waiting
 requests join only between calls, and each call streams its tokens together. With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine

@@ -37,7 +37,10 @@ class StepClock:
             self.per_flop /= degree
         self.per_byte = float(pass_time(0.0, 1.0, gpu.peak_flops, gpu.memory_bandwidth, assumptions).memory_time)
         self.overhead = float(assumptions.overhead)
-        self.flops_per_token = float(linear_flops(model.active_parameters, 1))
+        # Parameters of an untied input table a step neither multiplies by nor reads (server.input_table).
+        self.input_table = float(model.vocab * model.hidden) \
+            if server.input_table == "looked up" and not model.tied_embeddings else 0.0
+        self.flops_per_token = float(linear_flops(model.active_parameters - self.input_table, 1))
         # FLOPs a prompt token whose logits nobody asks for skips (server.logits): every piece is a whole
         # prompt, so each step computes logits for its next tokens and one token of each piece.
         self.skipped_per_token = float(linear_flops(output_parameters(model), 1)) \
@@ -45,14 +48,7 @@ class StepClock:
         self.write_per_token = float(model.kv_bytes_per_token(server.kv_bits)) * share if counted else 0.0
         self.read = (kv_cache_bytes(model, lengths, 1, server.kv_bits) * share if counted
                      else np.zeros(window + 1)).astype(float)
-        # Then two all-reduces a layer of the step's activations (Megatron-LM; parallel.allreduce_time): the
-        # link's latency for each, and a ring's time that grows with the step's tokens.
-        self.communication_fixed = self.communication_per_token = 0.0
-        if degree > 1:
-            group, allreduces = server.group, parallel.ALLREDUCES_PER_LAYER * model.layers
-            self.communication_fixed = allreduces * float(group.link.latency_for(degree))
-            self.communication_per_token = allreduces * float(
-                parallel.ring_time(parallel.activation_bytes(model, 1), degree, group.link))
+        self.communication_fixed, self.communication_per_token = _communication(server)
         self.attention_mode = assumptions.attention
         # Attention of a whole prompt of each length: a piece of n tokens after c cached ones is
         # A[c + n] − A[c] when counted causally (or not at all), as passes.positions_attended sums it.
@@ -81,6 +77,7 @@ class StepClock:
         self.per_linear_flop = self.per_flop if server.linear_peak is None else \
             float(pass_time(1.0, 0.0, server.linear_peak, gpu.memory_bandwidth, assumptions).compute_time) / degree
         self.user_time = float(server.user_time)
+        self.stream_time = float(server.stream_time)
         self.launch_time = float(server.launch_time)
 
     def weights(self, tokens):
@@ -89,7 +86,7 @@ class StepClock:
         found = self._weights.get(key)
         if found is None:
             model, degree = self.server.model, self.server.tensor_parallel
-            found = float(weight_bytes(model.parameters_read(key), self.server.weight_bits))
+            found = float(weight_bytes(model.parameters_read(key) - self.input_table, self.server.weight_bits))
             if degree > 1:     # each GPU reads 1/N of every matrix and the norms whole (parallel.shard)
                 whole = float(weight_bytes(parallel.replicated_parameters(model), self.server.weight_bits))
                 found = (found - whole) / degree + whole
@@ -154,11 +151,13 @@ class StepClock:
             attention, read = self.piece(n, c)
             prompt += max(attention * self.per_flop, read * self.per_byte)
         gpu = matrix + decode + prompt
+        streamed = len(decode_caches) + len(pieces)
         phases = {"matrix products": matrix, "decode attention": decode, "prompt attention": prompt,
                   "launch wait": max(0.0, self.launch_time - gpu), "fixed": self.overhead,
-                  "processor": self.user_time * (len(decode_caches) + len(pieces))}
+                  "processor": self.user_time * streamed}
         if self.server.tensor_parallel > 1:
             phases["all-reduces"] = self.communication(tokens)
+        phases["streaming wait"] = max(0.0, self.stream_time * streamed - sum(phases.values()))
         return phases
 
     def check(self, decode_caches=(), pieces=()):
@@ -214,12 +213,14 @@ class StepClock:
             matrix = max(self.flops_per_token * users * self.per_linear_flop, weights_read * per_byte)
             attention_fixed = self.attention_base * users * per_flop
             launch, fixed = self.launch_time, overhead + self.user_time * users
+            streamed = self.stream_time * users
 
             def seconds(cached):
                 step = slope * cached * per_flop + attention_fixed
                 memory_time = read_slope * cached * per_byte
                 step = (memory_time if memory_time > step else step) + matrix
-                return (launch if step < launch else step) + fixed
+                step = (launch if step < launch else step) + fixed
+                return streamed if streamed > step else step
         else:
             flops_fixed = (self.flops_per_token + self.attention_base) * users
 
@@ -282,7 +283,9 @@ class StepClock:
             step += max(attention * self.per_flop, read * self.per_byte)
         if step < self.launch_time:
             step = self.launch_time
-        return step + self.overhead + self.communication(tokens) + self.user_time * (users + len(pieces))
+        step += self.overhead + self.communication(tokens) + self.user_time * (users + len(pieces))
+        streamed = self.stream_time * (users + len(pieces))   # the streaming process, beside the steps
+        return streamed if streamed > step else step
 
     def copy_time(self, lengths, bandwidth):
         """Seconds to copy caches of these ``lengths`` between the GPU and the host, one after another."""
@@ -290,6 +293,18 @@ class StepClock:
         for length in lengths:
             waited += self.read[length] / bandwidth
         return waited
+
+
+def _communication(server: Server):
+    """(seconds a step, seconds a token) of a tensor-parallel group's all-reduces, none on one GPU: two a layer
+    of the step's activations (Megatron-LM; parallel.allreduce_time), the link's latency for each, and a
+    ring's time that grows with the step's tokens."""
+    degree = server.tensor_parallel
+    if degree == 1:
+        return 0.0, 0.0
+    group, allreduces = server.group, parallel.ALLREDUCES_PER_LAYER * server.model.layers
+    return (allreduces * float(group.link.latency_for(degree)),
+            allreduces * float(parallel.ring_time(parallel.activation_bytes(server.model, 1), degree, group.link)))
 
 
 def _phased_step(clock: StepClock, tokens, d, sum_c, decoding, cur_len, pieces, mixed=True):

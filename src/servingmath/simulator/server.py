@@ -26,6 +26,9 @@ CLOCKS = ("overlap", "phases")
 # prompt", as llama.cpp does: a prompt's other tokens skip the last layer's feed-forward block and the output
 # head (passes.output_parameters). Each prompt must then be read whole, so that its piece ends with its last token.
 LOGITS = ("every token", "last of each prompt")
+# An untied input table: counted as every other weight (the lessons' convention), or looked up as an engine
+# does, a row a token, neither multiplied by nor read whole (the rows, a few kilobytes a token, left out).
+INPUT_TABLE = ("counted", "looked up")
 # The lesson's server takes vLLM V0's defaults of versions 0.4 to 0.6.4 (servingmath.engines, where
 # each is sourced): blocks of 16 tokens, at most 256 sequences a step (--max-num-seqs; V1 allows
 # 1,024 on a card of 70 GiB or more other than the A100, such as the H100), and, with chunked prefill
@@ -74,6 +77,7 @@ class Server:
     clock: str = "overlap"
     user_time: float = 0.0
     request_time: float = 0.0
+    stream_time: float = 0.0
     launch_time: float = 0.0
     linear_peak: float | None = None
     admit_every: int = 1
@@ -82,6 +86,7 @@ class Server:
     # given each step's next tokens, all its tokens and the prompts it starts (see engine_lab.StepTable).
     step_time: object = None
     logits: str = "every token"
+    input_table: str = "counted"
     # A tensor-parallel group (parallel.py): ``tensor_parallel`` GPUs of the kind ``gpu`` joined by ``link``
     # (a key or name of a link the GPU can have; its fastest if None), each holding its share of the weights
     # and the cache, each step followed by the all-reduces Megatron-LM's split needs.
@@ -94,8 +99,8 @@ class Server:
             raise TypeError(f"step_time must be None or a callable (decodes, tokens, prompts) -> seconds, "
                             f"got {self.step_time!r}")
         _check.instance("gpu", self.gpu, GPU)
-        _choice("policy", self.policy, POLICIES)
-        _choice("memory", self.memory, MEMORY)
+        for name, allowed in (("policy", POLICIES), ("memory", MEMORY), ("clock", CLOCKS), ("input_table", INPUT_TABLE)):
+            _choice(name, getattr(self, name), allowed)
         _check.instance("assumptions", self.assumptions, Assumptions)
         _whole("block_tokens", self.block_tokens, 1)
         _whole("max_running", self.max_running, 1)
@@ -127,20 +132,19 @@ class Server:
                                  f"of {self.window:,} tokens, got {self.max_reply_tokens!r}")
         for name in ("weight_bits", "kv_bits"):
             _check.finite(name, _check.single(name, getattr(self, name)), above=0)
-        _choice("clock", self.clock, CLOCKS)
         if _choice("logits", self.logits, LOGITS) != LOGITS[0] and self.policy == "chunked":
             raise ValueError(f"logits={self.logits!r} needs each prompt read whole in one step, so a policy other "
                              f"than 'chunked', got policy={self.policy!r}")
-        for name in ("user_time", "request_time", "launch_time"):
+        for name in ("user_time", "request_time", "stream_time", "launch_time"):
             _check.finite(name, _check.single(name, getattr(self, name)), minimum=0)
         _whole("admit_every", self.admit_every, 1)
         if self.linear_peak is not None:
             _check.positive("linear_peak", _check.single("linear_peak", self.linear_peak))
         if not isinstance(self.mixed_steps, bool):
             raise TypeError(f"mixed_steps must be True or False, got {self.mixed_steps!r}")
-        if self.clock == "overlap" and (self.user_time or self.launch_time or self.linear_peak is not None
-                                        or not self.mixed_steps):
-            raise ValueError("user_time, launch_time, linear_peak and mixed_steps=False are a step timed by its "
+        if self.clock == "overlap" and (self.user_time or self.stream_time or self.launch_time
+                                        or self.linear_peak is not None or not self.mixed_steps):
+            raise ValueError("user_time, stream_time, launch_time, linear_peak and mixed_steps=False are a step timed by its "
                              f"phases: they need clock='phases', got clock={self.clock!r}")
         self._check_group()
         usable_memory(self.gpu, _check.single("reserve", self.reserve))
