@@ -204,3 +204,11 @@ def test_the_example_replayed_keeps_the_papers_order_and_its_gain_with_the_v0_pr
 def test_the_examples_bad_input_is_refused_naming_the_argument(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
+
+
+def test_the_server_takes_other_costs_to_show_what_a_result_rests_on():
+    base = D.server()
+    assert D.server(user_time=91e-6).user_time == 91e-6 and D.server(stream_time=0.0).stream_time == 0.0
+    assert D.server(user_time=None, stream_time=None) == base and base.user_time != 91e-6
+    with pytest.raises(ValueError, match="user_time"):
+        D.server(user_time=-1.0)

@@ -12,6 +12,7 @@ GPU's rate.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -77,16 +78,21 @@ def layouts(gpus) -> tuple[Layout, ...]:
 
 
 @lru_cache(maxsize=16)
-def server(budget=None) -> simulator.Server:
+def server(budget=None, user_time=None, stream_time=None) -> simulator.Server:
     """Every GPU's server, at the engine's default token budget a step or at ``budget`` tokens. vLLM refuses a
     budget below its most users a step (``max_num_seqs must be at most max_num_batched_tokens``), so a small
-    budget lowers that too."""
+    budget lowers that too. ``user_time`` (the processor's seconds a user in a step) and ``stream_time`` (the API
+    server's seconds a token streamed), where not the profile's: to see what a result rests on."""
     engine = engines.engine(*load.ENGINE)
     if budget is None:
-        return engine.server(load.MODEL, load.GPU_)
-    budget = simulator._whole("budget", budget, 1)
-    most = engine.server(load.MODEL, load.GPU_).max_running
-    return engine.server(load.MODEL, load.GPU_, max_num_batched_tokens=budget, max_num_seqs=min(most, budget))
+        found = engine.server(load.MODEL, load.GPU_)
+    else:
+        budget = simulator._whole("budget", budget, 1)
+        most = engine.server(load.MODEL, load.GPU_).max_running
+        found = engine.server(load.MODEL, load.GPU_, max_num_batched_tokens=budget, max_num_seqs=min(most, budget))
+    costs = {name: _check.finite(name, value, minimum=0)
+             for name, value in (("user_time", user_time), ("stream_time", stream_time)) if value is not None}
+    return dataclasses.replace(found, **costs) if costs else found
 
 
 def _lengths(lengths) -> LengthDistribution:
@@ -96,31 +102,35 @@ def _lengths(lengths) -> LengthDistribution:
 
 
 @lru_cache(maxsize=256)
-def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> cluster.ClusterSimulation:
+def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
+        user_time=None, stream_time=None) -> cluster.ClusterSimulation:
     """``count`` requests of ``lengths`` ("long" or "sharegpt") arriving at ``rate`` a second, served by ``layout``
-    (each cache over ``link``, disaggregated)."""
+    (each cache over ``link``, disaggregated); ``user_time`` and ``stream_time`` as ``server`` takes them."""
     _check.instance("layout", layout, Layout)
     rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
     work = poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
-    each = server(layout.budget)
+    each = server(layout.budget, user_time, stream_time)
     if layout.colocated:
         return cluster.simulate_cluster(each, work, layout.decode)
     return cluster.simulate_disaggregated(each, each, work, layout.prefill, layout.decode, link)
 
 
-def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> float:
+def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
+            user_time=None, stream_time=None) -> float:
     """The most requests a second ``layout`` takes while 90 % of them see a first token within ``ttft`` seconds
-    and a mean time per later token within ``tpot`` (the rates ``simulator.goodput`` tries, halved ``STEPS`` times)."""
+    and a mean time per later token within ``tpot`` (the rates ``simulator.goodput`` tries, halved ``STEPS`` times);
+    ``user_time`` and ``stream_time`` as ``server`` takes them."""
     _check.instance("layout", layout, Layout)
     ttft, tpot = _check.positive("ttft", ttft), _check.positive("tpot", tpot)
     _lengths(lengths)
 
     def search():
-        found, _ = highest_rate(lambda rate: (run(layout, rate, lengths, link, count, seed).attainment(ttft, tpot)
-                                              >= ATTAINMENT, None), STEPS)
+        found, _ = highest_rate(lambda rate: (run(layout, rate, lengths, link, count, seed, user_time, stream_time)
+                                              .attainment(ttft, tpot) >= ATTAINMENT, None), STEPS)
         return {"rate": np.array(found)}
 
-    kept = kept_arrays("goodput", ("disaggregation", server(layout.budget), layout, ttft, tpot, lengths, link, count, seed, STEPS),
+    kept = kept_arrays("goodput", ("disaggregation", server(layout.budget, user_time, stream_time), layout, ttft, tpot, lengths, link,
+                                   count, seed, STEPS),
                        search)
     return float(kept["rate"])
 
