@@ -5,8 +5,9 @@ its version (``engines.engine``) with the run's flags, the model and the card, r
 lengths sent as its client sent them (all at once, Poisson at a rate, or a closed loop of at most C in
 flight), and the figures computed as vLLM's benchmark computes them (``Simulation.benchmark``). Where
 a run's lengths were not fixed, they are drawn from the course's geometric law (``workload``) with the
-means the run states (its totals ÷ its requests, or its output ÷ request throughput), else ShareGPT's
-means from the vLLM paper: an assumption, stated in each ``Replay``'s ``lengths``.
+means the run states (its totals ÷ its requests, or its output ÷ request throughput), else those another
+run of the same publisher, model and dataset printed, else ShareGPT's means from the vLLM paper: an
+assumption, stated in each ``Replay``'s ``lengths``.
 
 The fit (``fit``) chooses, for each group of engine versions (``engines.GROUPS``), a fixed cost a
 step and a processor cost a user in a step, and for all engines together the kernels' share of the
@@ -86,6 +87,19 @@ class Replay:
     cache: str
 
 
+def run_with_the_same_lengths(run: Run) -> Run | None:
+    """The first other run of the same publisher, model and dataset that printed its token totals (None if
+    there is none, or if ``run`` caps its replies): the same client drawing from the same file with the same
+    tokenizer, so its means are the publisher's own, nearer than another paper's. A run that printed
+    neither totals nor rates is replayed with them."""
+    if run.output_cap:
+        return None
+    return next((other for other in load_runs()
+                 if other.id != run.id and (other.source_group, other.model, other.dataset)
+                 == (run.source_group, run.model, run.dataset)
+                 and other.total_input_tokens and other.total_output_tokens and other.num_prompts), None)
+
+
 def _lengths(run: Run) -> tuple[LengthDistribution | None, tuple | None, str]:
     """(distribution, fixed lengths, words saying where the lengths come from) for a run."""
     if run.input_len and run.output_len:
@@ -103,6 +117,9 @@ def _lengths(run: Run) -> tuple[LengthDistribution | None, tuple | None, str]:
         m = run.metrics
         prompt, reply = SHAREGPT.mean_prompt, m["output_throughput"] / m["request_throughput"]
         said = "ShareGPT's mean prompt (kwon2023paged), the reply's mean from the run's printed rates"
+    elif (same := run_with_the_same_lengths(run)) is not None:
+        prompt, reply = same.total_input_tokens / same.num_prompts, same.total_output_tokens / same.num_prompts
+        said = f"means from the printed totals of {same.id} (same publisher, model and dataset)"
     else:
         prompt, reply = SHAREGPT.mean_prompt, SHAREGPT.mean_reply
         said = "ShareGPT's means (kwon2023paged)"

@@ -1398,8 +1398,8 @@ def _draw_4_3(rng):
 LESSON_4_PART_3 = Template(
     draw=_draw_4_3,
     practice={"copies": 6, "each": 2.5, "router": "least-loaded", "held_model": "qwen2.5-72b", "held_gpu": "h100-sxm",
-              "held_degree": 4, "cut_rate": 20, "cut_degree": 4, "tbt_model": "llama-3-70b", "tbt_gpu": "b200", "tbt_degree": 4,
-              "tbt_rate": 6, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
+              "held_degree": 4, "cut_rate": 18, "cut_degree": 4, "tbt_model": "llama-3-70b", "tbt_gpu": "b200", "tbt_degree": 2,
+              "tbt_rate": 5, "pre_copies": 5, "pre_each": 2.5, "pre_router": "round-robin"},
     derive=lambda n: {"rate": _decimal(n["copies"] * n["each"]), "router_way": ROUTER_NAMES[n["router"]],
                       "pre_rate": _decimal(n["pre_copies"] * n["pre_each"]), "pre_way": ROUTER_NAMES[n["pre_router"]],
                       "held_copies": _copies(8 // n["held_degree"]), "cut_copies": _copies(8 // n["cut_degree"]),
