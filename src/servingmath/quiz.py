@@ -580,9 +580,9 @@ def _lesson_4_questions():
                       f"{units.number(LESSON_4_SHORT)} tokens, {clock(short.compute_time)} at the peak, hides under the "
                       f"{clock(short.memory_time)} its pass spends on memory, nearly all of it the "
                       "read of the weights that a decode step makes anyway, so little is gained for GPUs each phase "
-                      "keeps to itself. In Part 4's profile short prompts lose for another reason too: the four colocated "
-                      "GPUs' API servers stream more tokens than the three decode GPUs' do, at a streaming cost likely set "
-                      "high; without it the two layouts tie. Against a budget tuned small, even long prompts need not favour the split "
+                      "keeps to itself. In Part 4's profile short prompts lose by streaming alone: the four colocated "
+                      "GPUs' API servers stream more tokens than the three decode GPUs' do, at a cost likely set high; "
+                      "without it both stop at the pace of the one request handler the model puts before the pool. Against a budget tuned small, even long prompts need not favour the split "
                       "(Part 4).",
                       "It can lose: the GPUs are split by phase, and a phase with too few requests leaves its GPUs "
                       "idle.",
