@@ -197,6 +197,10 @@ def test_a_run_that_printed_no_lengths_takes_its_publishers_own_from_the_same_se
         assert C._lengths(run)[0].mean_prompt == pytest.approx(23260 / 100)
         assert C._lengths(run)[0].mean_reply == pytest.approx(22061 / 100)
         assert "printed totals of gpustack-h100-qwen3-8b-vllm-c4" in C.replay(run).lengths
+    # Another file or seed draws other requests: their means are not the run's.
+    import dataclasses
+    for other_client in (thousand[0].client + " --seed 1", thousand[0].client.replace("ShareGPT_V3", "ShareGPT_V4")):
+        assert C.run_with_the_same_lengths(dataclasses.replace(thousand[0], client=other_client)) is None
     # No run of the SGLang team's printed its totals: their Poisson runs keep ShareGPT's means.
     rps = by_id["sglang060-a100-llama31-8b-sglang-rps4"]
     assert C.run_with_the_same_lengths(rps) is None

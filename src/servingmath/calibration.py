@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -87,16 +88,23 @@ class Replay:
     cache: str
 
 
+def _draw(client: str) -> tuple:
+    """What decides which requests a benchmark's client draws: its program, its dataset file and its seed
+    (vLLM's benchmark shuffles ShareGPT with ``--seed``, 0 unless given, and takes the first requests)."""
+    flags = dict(re.findall(r"--([\w-]+)[ =](\S+)", client))
+    return client.split(" --")[0], flags.get("dataset-path"), flags.get("seed", "0")
+
+
 def run_with_the_same_lengths(run: Run) -> Run | None:
-    """The first other run of the same publisher, model and dataset that printed its token totals (None if
-    there is none, or if ``run`` caps its replies): the same client drawing from the same file with the same
-    tokenizer, so its means are the publisher's own, nearer than another paper's. A run that printed
-    neither totals nor rates is replayed with them."""
+    """The first other run of the same publisher, model and dataset, drawn by the same client from the same
+    file with the same seed, that printed its token totals (None if there is none, or if ``run`` caps its
+    replies): its requests are the first of ``run``'s, so its means are the publisher's own, nearer than
+    another paper's. A run that printed neither totals nor rates is replayed with them."""
     if run.output_cap:
         return None
     return next((other for other in load_runs()
-                 if other.id != run.id and (other.source_group, other.model, other.dataset)
-                 == (run.source_group, run.model, run.dataset)
+                 if other.id != run.id and (other.source_group, other.model, other.dataset, _draw(other.client))
+                 == (run.source_group, run.model, run.dataset, _draw(run.client))
                  and other.total_input_tokens and other.total_output_tokens and other.num_prompts), None)
 
 
