@@ -2,8 +2,10 @@
 
 ``page_text(path)`` runs a page's code as the book does (glue captured, printed and displayed output kept, cells
 tagged ``remove-output`` or ``remove-cell`` dropped, solution and quiz dropdowns left folded) and returns its
-text, kept on disk under ``SERVINGMATH_RESULTS`` (filed under a digest of the page and the package) so that a
-later run reads it back. ``notebook_parts`` is a problem notebook as its reader sees it, piece by piece.
+text. ``leaks.yaml`` holds each page's text beside a digest of what computed it (the page, this script and the
+package); where the digest still matches, the text is read from there without running the page (the answer-leak
+test does so), and a page run anew is kept on disk under ``SERVINGMATH_RESULTS`` so that a later run reads it
+back. ``notebook_parts`` is a problem notebook as its reader sees it, piece by piece.
 
 ``python scripts/pages_seen.py`` (run by ``make exercises``) writes ``src/servingmath/data/leaks.yaml``: each
 lesson's pages as seen, each problem's check (tolerance, units) and the notebook's fixed text above it, from
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from make_exercises import checks_in  # noqa: E402
 
 from servingmath import variants  # noqa: E402
-from servingmath._kept import package_digest  # noqa: E402
+from servingmath._kept import PACKAGE, package_digest, package_files  # noqa: E402
 
 DATA = ROOT / "src" / "servingmath" / "data" / "leaks.yaml"
 
@@ -157,6 +159,7 @@ def visible(text: str) -> str:
     text = ROLE.sub(lambda match: match.group(1), text)
     text = CITE.sub("", text)
     text = LINK_TARGET.sub("]", text)
+    text = re.sub(r"^\([\w-]+\)=\s*$", "", text, flags=re.M)    # a target for links to the heading below
     return re.sub(r"^:[a-z-]+:.*$", "", text, flags=re.M)   # a directive's options
 
 
@@ -166,9 +169,39 @@ def _kept_folder() -> Path | None:
 
 
 @lru_cache(maxsize=None)
+def _sources() -> bytes:
+    """What computes a page's text beside the page: this script and the package's files, all but ``leaks.yaml``,
+    which holds that text."""
+    return Path(__file__).read_bytes() + b"\0" + b"".join(
+        path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0"
+        for path in package_files() if path != DATA)
+
+
+def source_digest(path: Path) -> str:
+    """A digest of what a page's visible text is computed from: the page, this script and the package. Pages
+    import nothing else but NumPy, whose version ``requirements.txt`` pins, and print figures rounded, so the
+    text is the same on every machine."""
+    return hashlib.blake2b(path.read_bytes() + b"\0" + _sources(), digest_size=16).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _written() -> dict[str, tuple[str, str]]:
+    """What ``leaks.yaml`` holds of each page: (the digest of its sources, its text)."""
+    if not DATA.is_file():
+        return {}
+    held = json.loads(DATA.read_text(encoding="utf-8"))
+    texts = {page: text for pages in held.get("lessons", {}).values() for page, text in pages.items()}
+    return {page: (digest, texts[page]) for page, digest in held.get("digests", {}).items() if page in texts}
+
+
+@lru_cache(maxsize=None)
 def page_text(path: Path) -> str:
-    """A page's visible text, read back from disk when this page and the package have run before."""
-    digest = hashlib.sha256(path.read_bytes() + package_digest().encode()).hexdigest()[:20]
+    """A page's visible text: as ``leaks.yaml`` holds it when the page and the package are what it was computed
+    from, else read back from disk when they have run before, else computed by running the page."""
+    written = _written().get(str(path.relative_to(ROOT)))
+    if written is not None and written[0] == source_digest(path):
+        return written[1]
+    digest = hashlib.sha256((source_digest(path) + package_digest()).encode()).hexdigest()[:20]
     folder = _kept_folder()
     kept = folder / f"{path.stem}-{digest}.json" if folder else None
     if kept is not None and kept.is_file():
@@ -245,8 +278,9 @@ def data() -> dict:
         checks[notebook] = {label: {"rel": found[label][0], "units": found[label][1],
                                     "above": fixed_above(notebook, label)}
                             for label in variants.TEMPLATES[notebook].statements}
-    return {"lessons": lessons, "lesson_of": {notebook: lesson_of(notebook) for notebook in checks},
-            "checks": checks}
+    digests = {page: source_digest(ROOT / page) for pages in lessons.values() for page in pages}
+    return {"lessons": lessons, "digests": digests,
+            "lesson_of": {notebook: lesson_of(notebook) for notebook in checks}, "checks": checks}
 
 
 def text() -> str:

@@ -10,11 +10,12 @@ right (the check's tolerance, in the problem's units or converted, as ms for s),
 rounded to 2 or 3 significant figures, or when the answer is one division, product, sum or difference
 away from two figures of one page in the same units.
 
-A page's visible text is computed here, not read from the built site: each page's code runs as the
-book runs it (glue calls captured, printed and displayed output kept, cells tagged ``remove-output``
-or ``remove-cell`` dropped, solution and quiz dropdowns left folded), and is kept on disk under
-``SERVINGMATH_RESULTS`` (as the package keeps its simulations), filed under a digest of the page and
-the package, so a run after the first reads it back.
+A page's visible text is computed, not read from the built site: each page's code runs as the book runs
+it (glue calls captured, printed and displayed output kept, cells tagged ``remove-output`` or ``remove-cell``
+dropped, solution and quiz dropdowns left folded). ``make exercises`` writes it into ``leaks.yaml`` beside a
+digest of the page, the package and the script that ran it, and these tests read it there; a page changed
+since is run anew, and ``test_the_package_reads_the_pages_as_they_are_now`` fails until ``make exercises``
+writes the file again.
 
 Graded answers depend on a few of a student's drawn numbers: each problem's answer is computed once for
 each distinct set of the numbers it reads (found by recording which ones it reads), not once a student.
@@ -234,6 +235,21 @@ def test_the_package_reads_the_pages_as_they_are_now():
 
     assert pages_seen.DATA.read_text(encoding="utf-8") == pages_seen.text(), (
         "src/servingmath/data/leaks.yaml is out of date: run make exercises")
+
+
+def test_a_page_is_read_from_leaks_yaml_only_while_its_sources_are_those_it_was_written_from(monkeypatch):
+    """The front page's text as written matches its digest; under another package the digest differs and the
+    page is run again, giving the same text for the same page."""
+    import pages_seen
+
+    page = ROOT / FRONT_PAGE
+    digest, written = pages_seen._written()[FRONT_PAGE]
+    assert digest == pages_seen.source_digest(page)
+    monkeypatch.setattr(pages_seen, "_sources", lambda: b"another package")
+    assert pages_seen.source_digest(page) != digest
+    monkeypatch.setattr(pages_seen, "_render", lambda path: {"text": "run again"})
+    monkeypatch.setenv("SERVINGMATH_RESULTS", "")
+    assert pages_seen.page_text.__wrapped__(page) == "run again"
 
 
 def test_a_draw_that_gives_an_answer_away_is_drawn_again():
