@@ -1,11 +1,12 @@
 """What a reader sees of the course: each page's visible text, each problem notebook's text above a problem.
 
-``page_text(path)`` runs a page's code as the book does (glue captured, printed and displayed output kept, cells
-tagged ``remove-output`` or ``remove-cell`` dropped, solution and quiz dropdowns left folded) and returns its
-text. ``leaks.yaml`` holds each page's text beside a digest of what computed it (the page, this script and the
-package); where the digest still matches, the text is read from there without running the page (the answer-leak
-test does so), and a page run anew is kept on disk under ``SERVINGMATH_RESULTS`` so that a later run reads it
-back. ``notebook_parts`` is a problem notebook as its reader sees it, piece by piece.
+``page_text(path)`` is a page's text as a reader sees it: its code run as the book runs it (glue captured, printed
+and displayed output kept, cells tagged ``remove-output`` or ``remove-cell`` dropped, solution and quiz dropdowns
+left folded), kept on disk under ``SERVINGMATH_RESULTS`` so that a later run reads it back. ``leaks.yaml`` holds
+each page's text beside a digest of its sources (the page, this script, the package and ``requirements.txt``'s
+pinned versions, on the same Python): the answer-leak test reads the text there while the digest matches, without
+running the page; ``make exercises`` runs every page afresh to write it; the book lane checks the figures it holds
+against the pages the book built. ``notebook_parts`` is a problem notebook as its reader sees it, piece by piece.
 
 ``python scripts/pages_seen.py`` (run by ``make exercises``) writes ``src/servingmath/data/leaks.yaml``: each
 lesson's pages as seen, each problem's check (tolerance, units) and the notebook's fixed text above it, from
@@ -170,17 +171,21 @@ def _kept_folder() -> Path | None:
 
 @lru_cache(maxsize=None)
 def _sources() -> bytes:
-    """What computes a page's text beside the page: this script and the package's files, all but ``leaks.yaml``,
-    which holds that text."""
-    return Path(__file__).read_bytes() + b"\0" + b"".join(
-        path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0"
-        for path in package_files() if path != DATA)
+    """What computes a page's text beside the page: the Python it runs on, the versions ``requirements.txt`` pins
+    (NumPy's random streams among them), this script and the package's files, all but ``leaks.yaml``, which
+    holds that text."""
+    python = "{}.{}".format(*sys.version_info[:2]).encode()
+    return python + b"\0" + (ROOT / "requirements.txt").read_bytes() + b"\0" + Path(__file__).read_bytes() + b"\0" + \
+        b"".join(name.encode() + b"\0" + path.read_bytes() + b"\0" for path in package_files()
+                 for name in [path.relative_to(PACKAGE).as_posix()] if name != "data/leaks.yaml")
+
+
+def _name(path: Path) -> str:
+    return path.resolve().relative_to(ROOT).as_posix()
 
 
 def source_digest(path: Path) -> str:
-    """A digest of what a page's visible text is computed from: the page, this script and the package. Pages
-    import nothing else but NumPy, whose version ``requirements.txt`` pins, and print figures rounded, so the
-    text is the same on every machine."""
+    """A digest of what a page's visible text is computed from (``_sources``, and the page)."""
     return hashlib.blake2b(path.read_bytes() + b"\0" + _sources(), digest_size=16).hexdigest()
 
 
@@ -195,10 +200,10 @@ def _written() -> dict[str, tuple[str, str]]:
 
 
 @lru_cache(maxsize=None)
-def page_text(path: Path) -> str:
+def page_text(path: Path, stored=True) -> str:
     """A page's visible text: as ``leaks.yaml`` holds it when the page and the package are what it was computed
     from, else read back from disk when they have run before, else computed by running the page."""
-    written = _written().get(str(path.relative_to(ROOT)))
+    written = _written().get(_name(path)) if stored else None
     if written is not None and written[0] == source_digest(path):
         return written[1]
     digest = hashlib.sha256((source_digest(path) + package_digest()).encode()).hexdigest()[:20]
@@ -212,7 +217,7 @@ def page_text(path: Path) -> str:
         for old in kept.parent.glob(f"{path.stem}-*.json"):
             old.unlink(missing_ok=True)
         temporary = kept.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"page": str(path.relative_to(ROOT)), "text": text}), encoding="utf-8")
+        temporary.write_text(json.dumps({"page": _name(path), "text": text}), encoding="utf-8")
         temporary.replace(kept)
     return text
 
@@ -268,9 +273,9 @@ def fixed_above(notebook: str, label: str) -> str:
     return text
 
 
-def data() -> dict:
+def data(stored=False) -> dict:
     """What ``servingmath.variants`` needs to keep a draw's answers off the pages (see the module)."""
-    lessons = {lesson: {str(page.relative_to(ROOT)): page_text(page) for page in pages + [ROOT / FRONT_PAGE]}
+    lessons = {lesson: {_name(page): page_text(page, stored) for page in pages + [ROOT / FRONT_PAGE]}
                for lesson, pages in LESSON_PAGES.items()}
     checks = {}
     for notebook in sorted(variants.TEMPLATES):
@@ -283,8 +288,10 @@ def data() -> dict:
             "lesson_of": {notebook: lesson_of(notebook) for notebook in checks}, "checks": checks}
 
 
-def text() -> str:
-    return json.dumps(data(), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+def text(stored=False) -> str:
+    """``leaks.yaml`` as it should read: every page run afresh, or with ``stored``, each page whose digest matches
+    read from the file (what then differs is a digest or a check)."""
+    return json.dumps(data(stored), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ away from two figures of one page in the same units.
 
 A page's visible text is computed, not read from the built site: each page's code runs as the book runs
 it (glue calls captured, printed and displayed output kept, cells tagged ``remove-output`` or ``remove-cell``
-dropped, solution and quiz dropdowns left folded). ``make exercises`` writes it into ``leaks.yaml`` beside a
-digest of the page, the package and the script that ran it, and these tests read it there; a page changed
-since is run anew, and ``test_the_package_reads_the_pages_as_they_are_now`` fails until ``make exercises``
-writes the file again.
+dropped, solution and quiz dropdowns left folded). ``make exercises`` runs every page and writes its text into
+``leaks.yaml`` beside a digest of its sources (the page, the script, the package, the pinned versions and the
+Python), and these tests read it there: a page whose sources changed since is run anew, and
+``test_the_package_reads_the_pages_as_they_are_now`` fails until ``make exercises`` writes the file again. The
+book lane checks every figure the file holds against the page the book built.
 
 Graded answers depend on a few of a student's drawn numbers: each problem's answer is computed once for
 each distinct set of the numbers it reads (found by recording which ones it reads), not once a student.
@@ -233,22 +234,24 @@ def test_the_package_reads_the_pages_as_they_are_now():
     problem's check (``python scripts/pages_seen.py``, run by ``make exercises``, writes it)."""
     import pages_seen
 
-    assert pages_seen.DATA.read_text(encoding="utf-8") == pages_seen.text(), (
-        "src/servingmath/data/leaks.yaml is out of date: run make exercises")
+    assert pages_seen.DATA.read_text(encoding="utf-8") == pages_seen.text(stored=True), (
+        "src/servingmath/data/leaks.yaml is out of date (a page, the package, the pinned versions or a check changed "
+        "since it was written): run make exercises")
 
 
 def test_a_page_is_read_from_leaks_yaml_only_while_its_sources_are_those_it_was_written_from(monkeypatch):
-    """The front page's text as written matches its digest; under another package the digest differs and the
-    page is run again, giving the same text for the same page."""
+    """The front page's text as written matches its digest and what running the page gives; under other sources
+    the digest differs, and the page is run again."""
     import pages_seen
 
     page = ROOT / FRONT_PAGE
     digest, written = pages_seen._written()[FRONT_PAGE]
     assert digest == pages_seen.source_digest(page)
+    monkeypatch.setenv("SERVINGMATH_RESULTS", "")
+    assert pages_seen.page_text.__wrapped__(page, stored=False) == written
     monkeypatch.setattr(pages_seen, "_sources", lambda: b"another package")
     assert pages_seen.source_digest(page) != digest
     monkeypatch.setattr(pages_seen, "_render", lambda path: {"text": "run again"})
-    monkeypatch.setenv("SERVINGMATH_RESULTS", "")
     assert pages_seen.page_text.__wrapped__(page) == "run again"
 
 
