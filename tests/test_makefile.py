@@ -306,3 +306,18 @@ def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_
     assert given == ["a thousand students", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
                      "tests/test_memory.py"]
     assert "JOBS ?= 2" in MAKEFILE and "--dist loadscope" in MAKEFILE
+
+
+def test_make_books_run_ahead_names_pages_of_the_book_that_the_build_reads_after_the_measuring_page():
+    """scripts/book.py runs RUN_AHEAD's pages in a second process once the lab's measuring page has run: each must be
+    a page of the book, listed in the order Sphinx reads pages (by name), and read after the measuring page, or the
+    build reaches it first and computes its simulations itself."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import book
+
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    files = set(re.findall(r"file: (\S+)", toc))
+    ahead = [page.removesuffix(".md") for page in book.RUN_AHEAD]
+    assert set(ahead) <= files and book.MEASURING in files, (set(ahead) - files, book.MEASURING)
+    assert all((ROOT / page).is_file() for page in book.RUN_AHEAD)
+    assert ahead == sorted(ahead) and book.MEASURING < ahead[0]
