@@ -44,9 +44,11 @@ def test_every_run_is_predicted_by_a_fit_that_never_saw_its_publisher():
 def test_the_fitted_parameters_are_physically_plausible():
     for group, o in C.fitted_overheads().items():
         assert 0 < o.step_time < 0.02 and 0 < o.user_time < 2e-4 and 0 < o.request_time < 0.05, group
-        assert 0 < o.stream_time < 5e-4, group
+        assert 0 < o.stream_time < 5e-4 and 1e-3 < o.request_latency < 0.05, group
         assert 0.3 <= o.compute_efficiency <= 1 and 0.5 <= o.bandwidth_efficiency <= 1
     assert E.engine("vllm", "0.9.2").overheads == C.fitted_overheads()["vllm-v1"]
+    # vLLM V1's request latency rests on GPUStack's four-user runs: fitted without them, it is under half as long
+    assert C.held_out_overheads("gpustack")["vllm-v1"].request_latency < C.fitted_overheads()["vllm-v1"].request_latency / 2
     assert set(KEPT["meanings"]) == set(C.GLOBAL) | set(C.PER_GROUP)
 
 
@@ -142,10 +144,10 @@ def test_the_held_out_figures_the_page_reports():
     80 % within 0.75 to 1.25 and all within 0.5 to 1.5, and 0.7 to 1.4 for the TPOT and TTFT medians."""
     held = C.summary("held_out")
     assert held.runs == 22 and held.tpot_runs == 20 and held.ttft_runs == 25
-    assert held.throughput_median == pytest.approx(1.122, abs=0.0005)   # 0.022 above the target's 1.1
+    assert held.throughput_median == pytest.approx(1.098, abs=0.0005) and 0.9 <= held.throughput_median <= 1.1
     assert held.within_25 == pytest.approx(19 / 22) and held.within_50 == 1    # past 80 %, and all
-    assert held.tpot_median == pytest.approx(0.99, abs=0.005) and 0.7 <= held.tpot_median <= 1.4
-    assert held.ttft_median == pytest.approx(1.10, abs=0.005) and 0.7 <= held.ttft_median <= 1.4
+    assert held.tpot_median == pytest.approx(1.00, abs=0.005) and 0.7 <= held.tpot_median <= 1.4
+    assert held.ttft_median == pytest.approx(1.06, abs=0.005) and 0.7 <= held.ttft_median <= 1.4
     # By engine: every run within half of its prediction, and TensorRT-LLM's and LMDeploy's within a quarter.
     for engine in ("vllm", "sglang", "tensorrt-llm", "lmdeploy"):
         assert C.summary("held_out", engine).within_50 == 1, engine
@@ -170,8 +172,8 @@ def test_a_source_that_divides_by_summed_latencies_is_replayed_the_same_way():
 
 def test_an_in_process_client_pays_no_api_server_and_trtllm_bench_streams_no_text():
     assert C.replay(next(r for r in RUNS if r.engine == "tensorrt-llm" and r.source_group == "nvidia")).in_process == \
-        ("request_time", "stream_time")
-    assert C.replay(next(r for r in RUNS if r.engine == "lmdeploy")).in_process == ("request_time",)
+        ("request_time", "request_latency", "stream_time")
+    assert C.replay(next(r for r in RUNS if r.engine == "lmdeploy")).in_process == ("request_time", "request_latency")
     assert all(C.replay(r).in_process == () for r in RUNS if r.engine in ("vllm", "sglang"))
 
 

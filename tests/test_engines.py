@@ -353,6 +353,25 @@ def test_the_api_servers_time_delays_each_request_one_after_another():
     assert run.ttft[1] == pytest.approx(0.02 + t)      # waits for the first request's turn
 
 
+def test_a_requests_latency_delays_its_every_token_alike_and_holds_up_no_other_request():
+    server = dataclasses.replace(_flat_server(), request_time=0.01, request_latency=0.005)
+    without = dataclasses.replace(server, request_latency=0.0)
+    work = W.workload([0.0, 0.0, 0.003], [10, 10, 10], [3, 3, 3])
+    run, before = S.simulate(server, work), S.simulate(without, work)
+    # every request 5 ms later, all of it: the API server's turns are waited for one after another, the latency
+    # is not (it would put the second and third requests 5 and 10 ms further back)
+    assert run.ttft - before.ttft == pytest.approx([0.005] * 3)
+    assert run.finish - before.finish == pytest.approx([0.005] * 3)
+    assert run.benchmark().tpot_p50 == pytest.approx(before.benchmark().tpot_p50)
+    # under a concurrency cap, the next request leaves the client when the last token of one has come back
+    capped = S.simulate(server, work, concurrency=1)
+    assert capped.workload.arrival[1] == pytest.approx(capped.finish[0])
+    # ... so each request there pays every earlier one's latency too: one at a time, the run is longer by three
+    assert capped.finish - S.simulate(without, work, concurrency=1).finish == pytest.approx([0.005, 0.010, 0.015])
+    with pytest.raises(ValueError, match="request_latency"):
+        dataclasses.replace(server, request_latency=-0.001)
+
+
 def test_an_engine_that_keeps_prompts_apart_runs_a_mixed_step_as_two():
     v0 = E.engine("vllm", "0.6.0")
     apart, chunked = v0.server(M, G), v0.server(M, G, enable_chunked_prefill=True)

@@ -31,7 +31,8 @@ def tiny_gpu(blocks):
 @pytest.mark.parametrize("router", C.ROUTERS)
 @pytest.mark.parametrize("flags", [{}, {"policy": "chunked"}, {"policy": "static"}, {"memory": "reserved"},
                                    {"gpu": "tiny"}, {"gpu": "tiny", "preemption": "swap", "swap_bandwidth": 25e9},
-                                   {"gpu": "tiny", "policy": "chunked"}, {"request_time": 0.004}])
+                                   {"gpu": "tiny", "policy": "chunked"}, {"request_time": 0.004},
+                                   {"request_time": 0.004, "request_latency": 0.003}])
 def test_one_copy_behind_any_router_is_exactly_simulate(router, flags):
     flags = dict(flags)
     gpu = tiny_gpu(300) if flags.pop("gpu", None) else G

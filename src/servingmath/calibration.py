@@ -10,10 +10,11 @@ run of the same publisher, model and dataset printed, else ShareGPT's means from
 assumption, stated in each ``Replay``'s ``lengths``.
 
 The fit (``fit``) chooses, for each group of engine versions (``engines.GROUPS``), a fixed cost a
-step and a processor cost a user in a step, and for all engines together the kernels' share of the
-datasheet's peaks and the API server's cost a request: the values whose predictions come nearest the
-published figures (least squares of the logarithms of published ÷ predicted), each group's pulled
-towards the others' where it has few runs. ``leave_one_source_out`` fits again without each publisher
+step, a processor cost a user in a step, a streaming cost a token, the API server's cost a request
+and a request's latency on its way (``PER_GROUP``), and for all engines together the kernels' share
+of the datasheet's peaks (``GLOBAL``): the values whose predictions come nearest the published
+figures (least squares of the logarithms of published ÷ predicted), each group's pulled towards the
+others' where it has few runs. ``leave_one_source_out`` fits again without each publisher
 in turn and predicts that publisher's runs: the honest figure for runs the fit never saw. Results are
 kept in ``data/engine_fit.json``, written by ``scripts/engine_fit.py``; reading them runs nothing.
 """
@@ -45,8 +46,8 @@ LATENCIES = ("tpot_median", "ttft_median", "tpot_mean", "ttft_mean", "itl_median
 # token ids and turns no token into text (tensorrt_llm/bench/benchmark/throughput.py: "post_proc_params =
 # None  # No detokenization"); LMDeploy 0.1's benchmark/profile_throughput.py calls TurboMind's
 # stream_infer from its threads, which decode each new token (tokenizer.decode) as it streams.
-IN_PROCESS_CLIENTS = {"trtllm-bench": ("request_time", "stream_time"),
-                      "python3 benchmark/profile_throughput.py": ("request_time",)}
+IN_PROCESS_CLIENTS = {"trtllm-bench": ("request_time", "request_latency", "stream_time"),
+                      "python3 benchmark/profile_throughput.py": ("request_time", "request_latency")}
 # Vidur (agrawal2024vidur, abstract): latency "with less than 9% error", its operators profiled on the card.
 VIDUR_ERROR = 0.09
 # Rows that repeat a figure measurements.yaml already holds (set against lesson 3 in the reality
@@ -228,12 +229,12 @@ def targets(run: Run) -> dict:
 
 
 # The parameters: kernels' shares of the peaks, for all engines (the same cuBLAS and attention
-# kernels); a fixed cost a step, a processor cost a user in a step and an API server's cost a
-# request, for each group of versions. Starting values, and bounds
-# (the fit stays inside what is physically plausible).
+# kernels); for each group of versions, a fixed cost a step, a processor cost a user in a step, a
+# streaming cost a token, an API server's cost a request and a request's latency on its way.
+# Starting values, and bounds (the fit stays inside what is physically plausible).
 GLOBAL = {"compute_efficiency": (0.7, 0.3, 1.0), "bandwidth_efficiency": (0.85, 0.5, 1.0)}
 PER_GROUP = {"step_time": (1e-3, 1e-5, 2e-2), "stream_time": (20e-6, 1e-7, 5e-4), "user_time": (10e-6, 1e-7, 2e-4),
-             "request_time": (5e-3, 1e-5, 5e-2)}
+             "request_time": (5e-3, 1e-5, 5e-2), "request_latency": (5e-3, 1e-5, 1e-1)}
 # What each parameter means, and the range a physical reading allows (kept beside the values in the data).
 MEANINGS = {
     "compute_efficiency": "share of the card's dense peak the matrix products reach (cuBLAS on large products: "
@@ -245,7 +246,10 @@ MEANINGS = {
     "user_time": "seconds of processor work for each user in a step: scheduling it, its inputs, detokenizing and "
                  "streaming its token (microseconds to a hundred, as Python goes)",
     "request_time": "seconds the API server spends on each request before the engine sees it, one after another: "
-                    "HTTP, chat template, tokenizing; it also takes up any delay to the first token the model leaves out",
+                    "parsing the HTTP request, chat template, tokenizing",
+    "request_latency": "seconds each request spends on its way to the engine and back with its first token that hold "
+                       "up no other request: the HTTP round trip, and the messages between the API server's process and the "
+                       "engine's (milliseconds); it also takes up any other delay to the first token the model leaves out",
     "stream_time": "seconds the streaming process (an API server's, or a benchmark's own threads) spends on each token "
                    "it turns into text and sends, beside the engine's steps: a step of many users waits for it "
                    "(tens of microseconds, as Python goes)",
@@ -260,9 +264,7 @@ def _value(params, group, name):
 
 
 def _overheads(params, group):
-    return engines.Overheads(*(_value(params, group, name) for name in
-                               ("step_time", "user_time", "request_time", "compute_efficiency", "bandwidth_efficiency",
-                                "stream_time")))
+    return engines.Overheads(**{name: _value(params, group, name) for name in (*GLOBAL, *PER_GROUP)})
 
 
 def _residuals(run: Run, params, requests):

@@ -496,6 +496,10 @@ class Overheads:
       that version moved such work out of the step's way.
     - ``request_time``: each request, once, in the API server (HTTP, chat template, tokenizing),
       one request after another.
+    - ``request_latency``: each request, once, on its own: the time its way from the client to the
+      engine and back with its first token takes beside the work above, in hops that hold up no other
+      request (HTTP, the messages between the API server's process and the engine's). It delays the
+      request's every token alike, so it adds to the time to the first token, not to the time per token.
     - ``stream_time``: every token streamed, in the process that turns tokens into text and sends
       them (vLLM V1's API server, SGLang's detokenizer and tokenizer manager, a benchmark's own
       threads), which runs beside the engine's steps: a step delivers its users' tokens no faster
@@ -510,11 +514,13 @@ class Overheads:
     compute_efficiency: float
     bandwidth_efficiency: float
     stream_time: float = 0.0
+    request_latency: float = 0.0
     fitted_on: str = ""
 
 
 # No overheads, the datasheet's peaks: today's lesson 3 server, the floor the lessons teach.
-IDEAL = Overheads(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, "none: the roofline")
+IDEAL = Overheads(step_time=0.0, user_time=0.0, request_time=0.0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
+                  fitted_on="none: the roofline")
 
 # Each engine's flag for its tensor-parallel degree, under its own name: vLLM's EngineArgs.tensor_parallel_size
 # (``--tensor-parallel-size``, vllm/engine/arg_utils.py), SGLang's ServerArgs.tp_size (``--tp-size``,
@@ -740,7 +746,8 @@ def _build(engine_: Engine, model, gpu, flags, link=None):
               "tensor_parallel": degree, "link": link,
               "assumptions": Assumptions(o.compute_efficiency, o.bandwidth_efficiency, o.step_time,
                                          attention="causal", kv_cache=True, label=engine_.label),
-              "user_time": o.user_time, "request_time": o.request_time, "stream_time": o.stream_time}
+              "user_time": o.user_time, "request_time": o.request_time, "stream_time": o.stream_time,
+              "request_latency": o.request_latency}
     eager = flags.get("enforce_eager", False) or flags.get("disable_cuda_graph", False)
     if eager:
         fields["launch_time"] = model.layers * KERNELS_PER_LAYER * LAUNCH_SECONDS

@@ -536,7 +536,7 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
         flags["kv_cache_dtype"] = "fp8"
     server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
     if run.source.key in IN_PROCESS:
-        server = dataclasses.replace(server, request_time=0.0, stream_time=0.0)
+        server = dataclasses.replace(server, request_time=0.0, request_latency=0.0, stream_time=0.0)
     kind = run.arrivals["kind"]
     requests = REPLAY_REQUESTS if requests is None else int(_check.count("requests", requests, minimum=1))
     fixed, dist, said = lengths(run, runs)

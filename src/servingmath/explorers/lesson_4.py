@@ -191,7 +191,7 @@ def routers(rate: float = 9) -> Explorer:
 
 
 # -- Part 4: prefill and decode apart --------------------------------------------------------------
-SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64, 80, 96)   # to where ShareGPT's at 20 ms fail colocated
+SPLIT_RATES = (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128)   # to where ShareGPT's at 20 ms fail colocated
 SPLIT_REQUESTS = 1000      # each run's: half a search's, so that a move redraws in about a second
 SPLIT_TTFT = 0.4
 LENGTH_NAMES = {"long": "long prompts", "sharegpt": "ShareGPT's"}
@@ -230,7 +230,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
 
     return Explorer("disaggregated", "Prefill and decode on GPUs of their own", [
         slider("rate", "requests a second, all four GPUs", SPLIT_RATES, rate, lambda r: f"{r} a second",
-               fine=tuple(range(2, 97))),
+               fine=tuple(range(2, 129))),
         buttons("lengths", "prompts", LENGTH_NAMES, lengths),
         buttons("tpot", "time per token target", {0.015: "15 ms", 0.02: "20 ms"}, tpot),
         buttons("link", "link for the caches", LINK_NAMES, link, site=False)],

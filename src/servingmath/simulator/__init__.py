@@ -55,7 +55,9 @@ launches (``launch_time``). The process that turns tokens into text and streams 
 steps, ``stream_time`` a token: a step of many users lasts at least its users × ``stream_time``. An
 engine looks up its tokens' rows of an untied input table (``input_table="looked up"``) where the
 lessons count the table as every other weight. The API server's work on each request (``request_time``: HTTP, the chat
-template, tokenizing) delays the request before the engine sees it, one request after another;
+template, tokenizing) delays the request before the engine sees it, one request after another, and
+each request's own way to the engine and back (``request_latency``: the hops between processes, which
+hold up no other request) delays all its tokens alike;
 ``admit_every`` runs the steps in calls of that many (vLLM V0's multi-step scheduling): waiting
 requests join only between calls, and each call streams its tokens together. With the defaults (``clock="overlap"`` and no overheads) the server is the ideal engine
 the lessons teach, and plate XXIII.1's single pass keeps its own model (``serving.prefill``).
@@ -114,8 +116,8 @@ def simulate(server: Server, work: Workload, concurrency=None) -> Simulation:
         concurrency = _whole("concurrency", concurrency, 1)
     work.check_window(server.model)
     client = None
-    if concurrency is not None or server.request_time:
-        client = _Client(work, concurrency, server.request_time)
+    if concurrency is not None or server.request_time or server.request_latency:
+        client = _Client(work, concurrency, server.request_time, server.request_latency)
     arrival = work.arrival.tolist() if client is None else client.entry   # when each request reaches the engine
     engine = Engine(server, SCHEDULERS[server.policy](server, work, arrival, client))
     engine.run(total=len(work))

@@ -24,7 +24,8 @@ Both return a ``ClusterSimulation``: a ``Simulation`` whose log holds every copy
 another (and, disaggregated, each transfer as a step that carries the first token and nothing else), so
 that every figure of one server's run (time to first token, time between tokens, ``benchmark()``) is read
 the same way. The requests reach the router as they reach one server's engine: after the API server's
-``request_time``, one after another. One copy behind any router gives exactly ``simulate``'s run.
+``request_time``, one after another, then each request's ``request_latency``, which holds up no other. One copy
+behind any router gives exactly ``simulate``'s run.
 """
 from __future__ import annotations
 
@@ -235,8 +236,11 @@ class _Handoff:
 
 
 def _arrivals(server: Server, work: Workload):
-    """When each request reaches the router: after the API server's ``request_time``, one after another."""
-    return _Client(work, None, server.request_time).entry if server.request_time else work.arrival.tolist()
+    """When each request reaches the router: after the API server's ``request_time``, one after another, then its
+    own ``request_latency``."""
+    if not (server.request_time or server.request_latency):
+        return work.arrival.tolist()
+    return _Client(work, None, server.request_time, server.request_latency).entry
 
 
 def _result(server, work, parts, requests, replica, transfer) -> ClusterSimulation:

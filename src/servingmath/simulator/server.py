@@ -77,6 +77,7 @@ class Server:
     clock: str = "overlap"
     user_time: float = 0.0
     request_time: float = 0.0
+    request_latency: float = 0.0
     stream_time: float = 0.0
     launch_time: float = 0.0
     linear_peak: float | None = None
@@ -135,7 +136,7 @@ class Server:
         if _choice("logits", self.logits, LOGITS) != LOGITS[0] and self.policy == "chunked":
             raise ValueError(f"logits={self.logits!r} needs each prompt read whole in one step, so a policy other "
                              f"than 'chunked', got policy={self.policy!r}")
-        for name in ("user_time", "request_time", "stream_time", "launch_time"):
+        for name in ("user_time", "request_time", "request_latency", "stream_time", "launch_time"):
             _check.finite(name, _check.single(name, getattr(self, name)), minimum=0)
         _whole("admit_every", self.admit_every, 1)
         if self.linear_peak is not None:
