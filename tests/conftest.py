@@ -1,25 +1,41 @@
 """How `make unit` shares the test modules out among its processes (pytest-xdist's ``--dist loadscope``), and how
 often each process collects its garbage."""
 import gc
+import re
 
 import pytest
 
 # The modules that draw a thousand students' numbers for every graded notebook and answer their problems (lesson 3's
-# with the simulator): in one process, each student is drawn and each answer computed once (``servingmath.variants``
-# and ``servingmath.answers`` keep them), where each module in a process of its own would do it all again.
+# with the simulator). Their tests of one notebook (named in the test's parameters, or in its name) run in one
+# process, so that each student is drawn and each answer computed once (``servingmath.variants`` and
+# ``servingmath.answers`` keep them), and the notebooks are shared out among the processes: drawn in one process,
+# the class took about half of the run's time on its own.
 A_THOUSAND_STUDENTS = ("tests/test_answer_leak.py", "tests/test_coursegrader_marking.py", "tests/test_variants.py")
-# Started first: the students, and every simulator setting they are drawn from, each kind of setting a unit of its
-# own (so that no one long test holds a process to the end). Most of the run's simulations are theirs, kept on disk
-# as they are made (``servingmath._kept``), so the processes share them out.
+NOTEBOOK = re.compile(r"lesson-\d-part-\d|plate-xxiii-\d")
+# Started first: the students' notebooks, those whose draws run the simulator most first, and every simulator
+# setting they are drawn from, each kind of setting a unit of its own (so that no one long test holds a process to
+# the end). Most of the run's simulations are theirs, kept on disk as they are made (``servingmath._kept``), so the
+# processes share them out.
 SETTINGS = "tests/test_variant_settings.py"
-FIRST = ("a thousand students", SETTINGS)
+STUDENTS = "a thousand students"
+SLOWEST_DRAWN = ("lesson-3-part-4", "plate-xxiii-4", "lesson-3-part-2", "lesson-4-part-3", "lesson-3-part-3",
+                 "lesson-4-part-2", "lesson-4-part-1")
+FIRST = (*(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN), STUDENTS, SETTINGS)
+
+
+def students_scope(nodeid: str) -> str:
+    """The unit of a test of the students' modules: its notebook's (from its parameters, else its name), or
+    the rest's."""
+    name, _, parameters = nodeid.partition("[")
+    found = NOTEBOOK.search(parameters) or NOTEBOOK.search(name.split("::")[-1].replace("_", "-"))
+    return f"{STUDENTS}: {found.group(0) if found else 'the rest'}"
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadscope`` (each module's tests in one process), with the modules above in one process together,
-    each test of ``SETTINGS`` a scope of its own, and the scopes in ``FIRST`` (or, for ``SETTINGS``, its tests)
-    handed out first."""
+    """``--dist loadscope`` (each module's tests in one process), with the students' modules' tests of one notebook
+    in one process together, each test of ``SETTINGS`` a scope of its own, and the scopes in ``FIRST`` (or those
+    they begin) handed out first, in that order."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -29,7 +45,7 @@ def pytest_xdist_make_scheduler(config, log):
             module = nodeid.split("::", 1)[0]
             if module == SETTINGS:
                 return nodeid
-            return "a thousand students" if module in A_THOUSAND_STUDENTS else super()._split_scope(nodeid)
+            return students_scope(nodeid) if module in A_THOUSAND_STUDENTS else super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node):
             for first in reversed(FIRST):
