@@ -273,15 +273,17 @@ def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the
     assert imported.stdout.strip() == "False"
 
 
-def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_others_keep_to_their_modules(
+def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_others_keep_to_their_modules(
         monkeypatch):
-    """`make unit` (``--dist loadscope``) gives each module's tests to one process, the three modules that draw a
-    thousand students to one process together, and starts them beside the simulator settings they are drawn from,
-    each test of those a unit of its own, in their order (tests/conftest.py): each module named is there, none left
-    out unnoticed."""
+    """`make unit` (``--dist loadscope``) gives each module's tests to one process, the tests of the three modules
+    that draw a thousand students to one process for each notebook (named in their parameters or their name), the
+    notebooks whose draws run the simulator most first, then the other notebooks, then the simulator settings they
+    are drawn from, each test of those a unit of its own, in their order (tests/conftest.py): each module named is
+    there, none left out unnoticed."""
     from collections import OrderedDict
 
-    from conftest import A_THOUSAND_STUDENTS, FIRST, SETTINGS, pytest_xdist_make_scheduler
+    from conftest import A_THOUSAND_STUDENTS, FIRST, SETTINGS, SLOWEST_DRAWN, STUDENTS, pytest_xdist_make_scheduler
+    from servingmath import variants
     from xdist.scheduler import LoadScopeScheduling
 
     class Config:
@@ -291,19 +293,25 @@ def test_the_unit_tests_that_draw_a_thousand_students_share_one_process_and_the_
     scheduler = pytest_xdist_make_scheduler(Config(), None)
     assert len(A_THOUSAND_STUDENTS) == 3 and all((ROOT / module).is_file() for module in A_THOUSAND_STUDENTS)
     assert {scheduler._split_scope(f"{module}::test_x[lesson-3-part-2]") for module in A_THOUSAND_STUDENTS} == {
-        "a thousand students"}
+        f"{STUDENTS}: lesson-3-part-2"}
+    assert scheduler._split_scope("tests/test_answer_leak.py::test_x[plate-xxiii-4-3]") == f"{STUDENTS}: plate-xxiii-4"
+    assert scheduler._split_scope("tests/test_variants.py::test_lesson_4_part_2_x") == f"{STUDENTS}: lesson-4-part-2"
+    assert scheduler._split_scope("tests/test_variants.py::test_x") == f"{STUDENTS}: the rest"
     assert scheduler._split_scope("tests/test_load.py::test_x[1]") == "tests/test_load.py"
-    assert FIRST[0] == "a thousand students" and all((ROOT / scope).is_file() for scope in FIRST[1:])
-    assert FIRST[1] == SETTINGS and scheduler._split_scope(f"{SETTINGS}::test_a") == f"{SETTINGS}::test_a"
-    # The order the units are handed out in: the students, then each settings test as collected, then the rest.
+    assert set(SLOWEST_DRAWN) <= set(variants.TEMPLATES) and FIRST[-2:] == (STUDENTS, SETTINGS)
+    assert (ROOT / SETTINGS).is_file() and scheduler._split_scope(f"{SETTINGS}::test_a") == f"{SETTINGS}::test_a"
+    # The order the units are handed out in: the slowest notebooks, the other students, each settings test as
+    # collected, then the rest.
     given = []
     monkeypatch.setattr(LoadScopeScheduling, "_assign_work_unit",
                         lambda self, node: given.append(self.workqueue.popitem(last=False)[0]))
     scheduler.workqueue = OrderedDict((scope, {}) for scope in (
-        "tests/test_load.py", f"{SETTINGS}::test_a", "tests/test_memory.py", "a thousand students", f"{SETTINGS}::test_b"))
+        "tests/test_load.py", f"{SETTINGS}::test_a", "tests/test_memory.py", f"{STUDENTS}: lesson-1-part-1",
+        f"{STUDENTS}: the rest", f"{STUDENTS}: plate-xxiii-4", f"{SETTINGS}::test_b", f"{STUDENTS}: lesson-3-part-4"))
     while scheduler.workqueue:
         scheduler._assign_work_unit(None)
-    assert given == ["a thousand students", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
+    assert given == [f"{STUDENTS}: lesson-3-part-4", f"{STUDENTS}: plate-xxiii-4", f"{STUDENTS}: lesson-1-part-1",
+                     f"{STUDENTS}: the rest", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
                      "tests/test_memory.py"]
     assert "JOBS ?= 2" in MAKEFILE and "--dist loadscope" in MAKEFILE
 

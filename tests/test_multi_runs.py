@@ -2,6 +2,7 @@
 import copy
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -156,9 +157,9 @@ def test_each_run_is_replayed_as_it_was_run(predictions):
     assert by_id["sglang030-h100x4-llama31-70b-offline"].requests == 5000   # as many as the run sent
     assert by_id["vllm060-h100x4-llama31-70b-offline"].requests == 5000     # lengths drawn: every request, not 4 × 256
     # a client in the engine's process pays neither the API server's cost nor streaming, as the fit's trtllm-bench
-    from servingmath.calibration import IN_PROCESS_CLIENTS
-    assert set(IN_PROCESS_CLIENTS["trtllm-bench"]) == {"request_time", "request_latency", "stream_time"} \
-        and "trtllm-perf" in multi_runs.IN_PROCESS
+    from servingmath.calibration import IN_PROCESS_CLIENTS, NO_CLIENT_COSTS
+    assert set(IN_PROCESS_CLIENTS["trtllm-bench"]) == set(NO_CLIENT_COSTS) == {
+        "request_time", "request_latency", "stream_time"} and "trtllm-perf" in multi_runs.IN_PROCESS
     assert by_id["lmdeploy-a100x4-llama2-70b-b64-1-128"].requests == 64     # its fixed batch
     assert by_id["trtllm-h100x2-llama33-70b-128-128"].lengths == "fixed, 128 in, 128 out"
     assert dict(by_id["vllm060-h100x4-llama31-70b-offline"].flags) == {
@@ -268,3 +269,21 @@ def test_a_floor_in_the_rows_own_unit_is_never_beaten():
             assert lower.value >= lower.run.value
         else:
             assert lower.value <= lower.run.value
+
+
+def test_a_row_whose_client_runs_in_the_engines_process_is_replayed_paying_none_of_a_clients_costs(monkeypatch):
+    from servingmath.calibration import NO_CLIENT_COSTS
+    monkeypatch.delenv("SERVINGMATH_RESULTS", raising=False)
+    replayed = {}
+
+    def replay(key, stem, run, server, *rest):
+        replayed[run.source.key] = server
+        return {name: np.array(1.0) for name in ("figure", "copies", "tokens", "decodes", "held")}
+
+    monkeypatch.setattr(multi_runs, "_replay", replay)
+    monkeypatch.setattr(multi_runs, "_REPLAYED", {})
+    for source in ("trtllm-perf", "sglang-vllm060"):
+        run = next(run for run in RUNS if run.source.key == source and multi_runs._profile(run)[0] is not None)
+        multi_runs.predict(run)
+    assert all(getattr(replayed["trtllm-perf"], cost) == 0 for cost in NO_CLIENT_COSTS)
+    assert all(getattr(replayed["sglang-vllm060"], cost) > 0 for cost in NO_CLIENT_COSTS)

@@ -235,20 +235,37 @@ def test_summary_and_goodput_on_a_small_run():
     assert price == pytest.approx(G.price_per_hour / (found.rate * found.mean_reply * 3600 / 1e6))
 
 
-def test_a_goodput_search_reuses_the_runs_of_an_earlier_one_on_the_same_server(monkeypatch):
-    """Searches for other targets try the same rates first; they find what a search alone finds, running less."""
+def test_a_goodput_search_reuses_the_runs_of_an_earlier_one_on_the_same_server(monkeypatch, tmp_path):
+    """Searches for other targets try the same rates first; they find what a search alone finds, and the run
+    there, running less, in the same process or, from the runs kept on disk, in another."""
+    from servingmath.simulator.goodput import _latencies
     server, ran = S.Server(M, G), []
     simulate = S.simulate
     monkeypatch.setattr(S, "simulate", lambda *args: ran.append(args) or simulate(*args))
-    S._searched_run.cache_clear()
+    monkeypatch.delenv("SERVINGMATH_RESULTS", raising=False)
+
+    def afresh():
+        S._searched_run.cache_clear()
+        _latencies.cache_clear()
+        ran.clear()
+
+    afresh()
     first = S.goodput(server, ttft=0.2, tpot=0.02, count=150, seed=5, steps=6)
     alone = len(ran)
     second = S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6)
     shared = len(ran) - alone
-    S._searched_run.cache_clear()
-    ran.clear()
+    afresh()
+    found = S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6)
+    assert found.rate == second.rate and first.rate != second.rate and shared < len(ran)
+    np.testing.assert_array_equal(found.run.finish, S.at_rate(server, found.rate, 150, seed=5).finish)
+    # Another process: nothing in memory, the tries read from the folder the first search kept them in.
+    monkeypatch.setenv("SERVINGMATH_RESULTS", str(tmp_path))
+    afresh()
     assert S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6).rate == second.rate
-    assert first.rate != second.rate and shared < len(ran)
+    tried = len(ran)
+    afresh()
+    assert S.goodput(server, ttft=0.3, tpot=0.02, count=150, seed=5, steps=6).rate == second.rate
+    assert tried > 1 and len(ran) == 1    # the run at the rate found, the search's result
 
 
 def test_poisson_arrivals_at_another_rate_are_the_same_requests_rescaled():

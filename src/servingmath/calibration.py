@@ -46,7 +46,10 @@ LATENCIES = ("tpot_median", "ttft_median", "tpot_mean", "ttft_mean", "itl_median
 # token ids and turns no token into text (tensorrt_llm/bench/benchmark/throughput.py: "post_proc_params =
 # None  # No detokenization"); LMDeploy 0.1's benchmark/profile_throughput.py calls TurboMind's
 # stream_infer from its threads, which decode each new token (tokenizer.decode) as it streams.
-IN_PROCESS_CLIENTS = {"trtllm-bench": ("request_time", "request_latency", "stream_time"),
+# The costs of a client that takes token ids back in the engine's own process: no API server, no trip to it,
+# no text streamed (multi_runs.IN_PROCESS reads it too).
+NO_CLIENT_COSTS = ("request_time", "request_latency", "stream_time")
+IN_PROCESS_CLIENTS = {"trtllm-bench": NO_CLIENT_COSTS,
                       "python3 benchmark/profile_throughput.py": ("request_time", "request_latency")}
 # Vidur (agrawal2024vidur, abstract): latency "with less than 9% error", its operators profiled on the card.
 VIDUR_ERROR = 0.09

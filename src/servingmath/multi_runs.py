@@ -355,7 +355,8 @@ FLAGS = {
 }
 # Sources whose client calls the engine in its own process, with no API server in between, and takes token
 # ids back without turning them into text (no streaming process: ``engines.Overheads.stream_time``): MLPerf's
-# LoadGen harness, trtllm-bench (as calibration.IN_PROCESS_CLIENTS), LMDeploy's profile_generation.py.
+# LoadGen harness, trtllm-bench (as calibration.IN_PROCESS_CLIENTS), LMDeploy's profile_generation.py: none of
+# ``calibration.NO_CLIENT_COSTS`` is paid.
 IN_PROCESS = ("mlperf-v41-h100", "mlperf-v41-h200", "trtllm-perf", "lmdeploy-a100")
 # How MLPerf's server rows share their Poisson stream among the copies (simulator.ROUTERS): an assumption,
 # as NVIDIA's harness does not say how it spreads requests over its copies.
@@ -536,7 +537,8 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
         flags["kv_cache_dtype"] = "fp8"
     server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
     if run.source.key in IN_PROCESS:
-        server = dataclasses.replace(server, request_time=0.0, request_latency=0.0, stream_time=0.0)
+        from .calibration import NO_CLIENT_COSTS, _unpaid
+        server = _unpaid(server, NO_CLIENT_COSTS)
     kind = run.arrivals["kind"]
     requests = REPLAY_REQUESTS if requests is None else int(_check.count("requests", requests, minimum=1))
     fixed, dist, said = lengths(run, runs)

@@ -7,8 +7,9 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _check
+from .._kept import kept_arrays
 from ..workload import Workload
-from .results import Simulation
+from .results import Simulation, attainment_of
 from .server import Server, _whole
 
 
@@ -77,9 +78,22 @@ class Goodput:
 
 @lru_cache(maxsize=24)
 def _searched_run(server, rate, count, lengths, seed):
-    # Searches for other targets on the same server try the same rates first (1, 2, 4... then halfway
-    # between the last two), so the runs there are kept for them: a score of runs, some megabytes each.
+    # The runs a search tried last, some megabytes each: the one at the rate it finds is its result.
     return at_rate(server, rate, count, lengths, seed)
+
+
+@lru_cache(maxsize=512)
+def _latencies(server, rate, count, lengths, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's time to first token and mean time per later token at ``rate``: all a search reads of a
+    run. Searches for other targets on the same server try many of the same rates (1, 2, 4... then halfway
+    between the last two, for targets whose rates are near), so these are kept, in the process (a sixteenth
+    of a run's memory) and on disk (``_kept``, for the other processes)."""
+    def run():
+        tried = _searched_run(server, rate, count, lengths, seed)
+        return {"ttft": tried.ttft, "tpot": tried.tpot}
+
+    kept = kept_arrays("run", ("goodput try", server, rate, count, lengths, seed), run)
+    return kept["ttft"], kept["tpot"]
 
 
 def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, seed=0, attainment=ATTAINMENT,
@@ -100,10 +114,10 @@ def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, se
     lengths = SHAREGPT if lengths is None else lengths
 
     def meets(rate):
-        run = _searched_run(server, rate, count, lengths, seed)
-        return run.attainment(ttft, tpot) >= attainment, run
+        return attainment_of(*_latencies(server, rate, count, lengths, seed), ttft, tpot) >= attainment, None
 
-    low, best = highest_rate(meets, steps)
+    low, _ = highest_rate(meets, steps)
+    best = _searched_run(server, low, count, lengths, seed) if low > 0 else None
     return goodput_at(server, low, ttft, tpot, count, lengths, seed, attainment, best)
 
 

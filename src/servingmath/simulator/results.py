@@ -168,13 +168,7 @@ class Simulation:
     def attainment(self, ttft=None, tpot=None):
         """The share of requests whose time to first token is at most ``ttft`` seconds and whose mean
         time per later token is at most ``tpot`` (either target may be None: not asked)."""
-        ok = np.ones(len(self.workload), dtype=bool)
-        if ttft is not None:
-            ok &= self.ttft <= _check.positive("ttft", ttft)
-        if tpot is not None:
-            tpots = self.tpot
-            ok &= np.isnan(tpots) | (tpots <= _check.positive("tpot", tpot))
-        return float(ok.mean())
+        return attainment_of(self.ttft, self.tpot, ttft, tpot)
 
     @property
     def memory_used_share(self) -> float:
@@ -266,6 +260,17 @@ class Benchmark:
             q = "mean" if stat == "mean" else 50 if stat == "median" else int(stat[1:])
             return self._stat(lists[stem], q)
         raise AttributeError(name)
+
+
+def attainment_of(ttfts, tpots, ttft=None, tpot=None) -> float:
+    """``Simulation.attainment`` from each request's time to first token (``ttfts``) and mean time per later
+    token (``tpots``, NaN for a one-token reply)."""
+    ok = np.ones(len(ttfts), dtype=bool)
+    if ttft is not None:
+        ok &= ttfts <= _check.positive("ttft", ttft)
+    if tpot is not None:
+        ok &= np.isnan(tpots) | (tpots <= _check.positive("tpot", tpot))
+    return float(ok.mean())
 
 
 # What a ``Simulation`` holds beyond its server and its requests: its records, as arrays.
