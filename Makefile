@@ -12,11 +12,14 @@ PYTHON_VERSION = $(shell $(PYTHON) -c 'import platform; print(platform.python_ve
 # says it was skipped, in one line, where there is none: `make test CHROMIUM=/nowhere` tries that.
 CHROMIUM ?= /usr/bin/chromium
 export CHROMIUM
-# How many processes the unit tests and the site's browser test use (pytest-xdist's -n); the unit
-# tests keep each module's tests in one process (--dist loadscope), so its fixtures are made once, and the three
-# modules that draw a thousand students' numbers in one process together, so each is drawn once, started beside
-# the simulator settings they are drawn from, so the two processes share out the simulations (tests/conftest.py).
+# How many processes the site's browser test and the JupyterLab test use (pytest-xdist's -n), and the unit tests
+# (UNIT_JOBS). The unit tests keep each module's tests in one process (--dist loadscope), so its fixtures are made
+# once, and the tests of one notebook that draw a thousand students' numbers in one process, so each class is drawn
+# once, handed out before the simulator settings they are drawn from (tests/conftest.py). A unit test often waits:
+# on a simulation another process is computing (kept on disk, read once done) or on the grader's sandbox; a third
+# process keeps both processors busy meanwhile.
 JOBS ?= 2
+UNIT_JOBS ?= 3
 # `make test`'s stages, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check;
 # lab-check. (`+` joins lanes, `,` a lane's stages in turn.) The notebook check reads the build's runs and the
 # browser test opens the site built; no lane reads what another writes, and together they keep both processors
@@ -89,8 +92,8 @@ book: $(READY) ## the website, into _build/html (a line a page as it runs; the w
 test: $(READY) ## every check, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check; then each stage's time
 	@MAKE="$(STAGE_MAKE)" $(BIN)/python scripts/stages.py $(STAGES)
 
-unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in JOBS=2 processes)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadscope --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
+unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in UNIT_JOBS=3 processes)
+	$(BIN)/python -m pytest -n $(UNIT_JOBS) --dist loadscope --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
 
 # The book with warnings as errors: it runs every page once, and notebooks-check reads those runs.
 book-check: $(READY) ## the book built with warnings as errors, then the built site checked

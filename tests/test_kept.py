@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from servingmath import _kept, engines, load, multi_runs, replicas, simulator
+from servingmath.simulator.goodput import _latencies, _searched_run
 
 
 @pytest.fixture
@@ -26,7 +27,8 @@ def results(tmp_path, monkeypatch):
 
 
 def clear():
-    for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput, replicas._figures):
+    for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput, replicas._figures,
+                  _searched_run, _latencies):
         cache.cache_clear()
 
 
@@ -57,7 +59,9 @@ def same_run(a: simulator.Simulation, b: simulator.Simulation):
 
 def test_a_kept_run_and_goodput_are_read_back_as_computed_without_simulating(results, monkeypatch):
     run, found = load.run(12, count=300), load.capacity(count=300)
-    assert [p.name.split("-")[0] for p in kept_files(results)] == ["goodput", "run"]
+    # the run, the search, and each rate it tried (its requests' latencies, for searches at other targets)
+    kinds = [p.name.split("-")[0] for p in kept_files(results)]
+    assert kinds[:2] == ["goodput", "run"] and len(kinds) > 3 and set(kinds[2:]) == {"try"}
     with monkeypatch.context() as patched:
         no_simulation(patched)
         again, found_again = load.run(12, count=300), load.capacity(count=300)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 # The Makefile's own variables, which a `make test PYTHON=...` around this test puts in the environment.
 MAKE_VARIABLES = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON", "PYTHON_VERSION", "CHROMIUM", "STAGES", "JOBS",
-                  "STAGE_TIMES"}
+                  "UNIT_JOBS", "STAGE_TIMES"}
 
 
 def make(*args, cwd=ROOT, env=None):
@@ -313,7 +313,7 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
     assert given == [f"{STUDENTS}: lesson-3-part-4", f"{STUDENTS}: plate-xxiii-4", f"{STUDENTS}: lesson-1-part-1",
                      f"{STUDENTS}: the rest", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
                      "tests/test_memory.py"]
-    assert "JOBS ?= 2" in MAKEFILE and "--dist loadscope" in MAKEFILE
+    assert "JOBS ?= 2" in MAKEFILE and "UNIT_JOBS ?= 3" in MAKEFILE and "-n $(UNIT_JOBS) --dist loadscope" in MAKEFILE
 
 
 def test_make_books_run_ahead_names_pages_of_the_book_that_the_build_reads_after_the_measuring_page():

@@ -39,7 +39,7 @@ SUBFOLDER = "servingmath-kept"
 PACKAGE = Path(__file__).parent
 # What is written: a digest's folder, and in it the results and the files being written.
 DIGEST_NAME = re.compile(r"[0-9a-f]{32}")
-RESULT_NAME = re.compile(r"(run|goodput)-[0-9a-f]{32}\.(npz|lock)|\.partial-\w+\.npz")
+RESULT_NAME = re.compile(r"(run|goodput|try)-[0-9a-f]{32}\.(npz|lock)|\.partial-\w+\.npz")
 # NumPy's .npz, its whole numbers compressed at zlib's fastest level (less than half the time of
 # ``np.savez_compressed``'s level 6, for files a few per cent larger) and its floats stored as they are: a run's
 # step times and ends shrink by a fifth at most, for two thirds of the time spent writing it.

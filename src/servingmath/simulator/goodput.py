@@ -92,7 +92,7 @@ def _latencies(server, rate, count, lengths, seed) -> tuple[np.ndarray, np.ndarr
         tried = _searched_run(server, rate, count, lengths, seed)
         return {"ttft": tried.ttft, "tpot": tried.tpot}
 
-    kept = kept_arrays("run", ("goodput try", server, rate, count, lengths, seed), run)
+    kept = kept_arrays("try", (server, rate, count, lengths, seed), run)
     return kept["ttft"], kept["tpot"]
 
 
