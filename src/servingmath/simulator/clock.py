@@ -68,6 +68,7 @@ class StepClock:
                            and np.allclose(self.read[:-1], self.read[0] + self.read_slope * c, rtol=1e-12, atol=0)
                            and self.read[0] == 0)
         self._weights = {}
+        self._decode_steps = {}   # decode_step's functions, by (users, mixed)
         self._dense = not model.mixture_of_experts
         # A step timed by its phases (server.clock == "phases"): the matrix products run at
         # ``linear_peak`` where one is set (8-bit weights on a card with an 8-bit peak).
@@ -228,6 +229,48 @@ class StepClock:
                 step = (flops_fixed + slope * cached) * per_flop
                 memory_time = (weights_read + read_slope * cached) * per_byte
                 return (memory_time if memory_time > step else step) + overhead
+        return seconds
+
+    def decode_step(self, users, mixed=True):
+        """``step``'s time for a step of ``users`` next tokens and nothing else, as a function of the users'
+        total cache (a ``linear`` clock's), the terms the cache does not change summed once, in ``step``'s own
+        order, so that each step's time is ``step``'s to the last bit. Made once for each count of users."""
+        found = self._decode_steps.get((users, mixed))
+        if found is not None:
+            return found
+        if self.measured is not None:
+            constant = self.measured(users, users, 0) + 0.0
+
+            def seconds(cached):
+                return constant
+        elif not self.linear:
+            raise ValueError(f"decode_step needs a clock whose decode costs grow in a straight line with the cache; "
+                             f"{self.server.model.name}'s do not")
+        elif self.phased:
+            matrix = max(self.linear_flops(users, users, 0) * self.per_linear_flop,
+                         (self.weights(users) + self.write_per_token * users) * self.per_byte)
+            base, slope, read_slope = self.attention_base * users, self.attention_slope, self.read_slope
+            per_flop, per_byte, launch = self.per_flop, self.per_byte, self.launch_time
+            fixed = self.overhead + self.communication(users) + self.user_time * users
+            streamed = self.stream_time * users
+
+            def seconds(cached):
+                step = matrix + max((base + slope * cached) * per_flop, read_slope * cached * per_byte)
+                if step < launch:
+                    step = launch
+                step += fixed
+                return (streamed if streamed > step else step) + 0.0
+        else:
+            flops = self.linear_flops(users, users, 0) + self.attention_base * users
+            moved = self.weights(users) + self.write_per_token * users
+            slope, read_slope, per_flop, per_byte = self.attention_slope, self.read_slope, self.per_flop, self.per_byte
+            fixed = self.overhead + self.communication(users) + 0.0
+
+            def seconds(cached):
+                step = (flops + slope * cached) * per_flop
+                memory_time = (moved + read_slope * cached) * per_byte
+                return (memory_time if memory_time > step else step) + fixed
+        self._decode_steps[(users, mixed)] = seconds
         return seconds
 
     def step(self, tokens, users, cached, caches, pieces, waited=0.0, mixed=True):

@@ -44,10 +44,8 @@ class Engine:
                     if not blocked:
                         continue
                 elif scheduler.admits_no_one():
-                    users, mixed = decoding.users, server.mixed_steps
-                    step, now, blocked = _decode_steps(
-                        scheduler, lambda cached: clock.step(users, users, cached, tuple, (), 0.0, mixed), log, step,
-                        now, until)
+                    step, now, blocked = _decode_steps(scheduler, clock.decode_step(decoding.users, server.mixed_steps),
+                                                       log, step, now, until)
                     if not blocked:
                         continue
             batch = scheduler.schedule(step)                # who runs, preempting for room where needed
