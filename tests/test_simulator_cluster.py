@@ -228,13 +228,14 @@ def test_the_loops_sums_time_a_tensor_parallel_step_as_the_clock_does(flags):
     S.Server(M, G), S.Server(M, G, clock="phases", user_time=1e-5, launch_time=1e-3, stream_time=2e-4),
     S.Server(M70, G, tensor_parallel=4), S.Server(M70, G, tensor_parallel=4, clock="phases", user_time=1e-5),
     S.Server(M, G, clock="phases", user_time=1e-5, mixed_steps=False),
-], ids=["pass model", "phases", "tensor-parallel", "tensor-parallel phases", "unmixed phases"])
+    S.Server(M, G, step_time=lambda decodes, tokens, prompts: 4e-3 + 1e-5 * tokens + 1e-4 * prompts),
+], ids=["pass model", "phases", "tensor-parallel", "tensor-parallel phases", "unmixed phases", "measured"])
 def test_a_step_of_next_tokens_alone_is_timed_as_step_times_it_to_the_last_bit(server):
     """The loop times a run of steps with the line closed by ``decode_step``, the general step by ``step``: the same
     seconds, bit for bit, at any users and cache (a run would otherwise depend on which of the two timed it)."""
     clock = S.StepClock(server)
-    for users in (1, 7, 64, 255):
+    for users in range(1, 256, 3):
         seconds = clock.decode_step(users, server.mixed_steps)
         assert clock.decode_step(users, server.mixed_steps) is seconds          # made once for each count
-        for cached in (users, 1_000 * users, 3_333 * users + 17):
+        for cached in (users, 1_000 * users + 1, 3_333 * users + 17, 7_919 * users + 5):
             assert seconds(cached) == clock.step(users, users, cached, tuple, (), 0.0, server.mixed_steps)
