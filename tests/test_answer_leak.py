@@ -170,7 +170,7 @@ def _shared_pairs(values: list, rel: float) -> float:
 WORD_ANSWERS = {("lesson-1-part-2", "2.2"), ("lesson-1-part-2", "2.7"), ("lesson-1-part-3", "3.6")}
 
 
-def test_a_cut_of_eight_gpus_is_asked_for_its_tail_not_its_name():
+def test_lesson_4_part_3_asks_a_cut_of_eight_gpus_for_its_tail_not_its_name():
     """Lesson 4 Part 3 says which cut wins at a light load and at a heavy one: Problem 3.3 asks each student for a
     p99 in milliseconds, which only a run gives, never which cut wins."""
     practice, _, unit = check_of("lesson-4-part-3", "3.3")

@@ -329,3 +329,24 @@ def test_make_books_run_ahead_names_pages_of_the_book_that_the_build_reads_after
     assert set(ahead) <= files and book.MEASURING in files, (set(ahead) - files, book.MEASURING)
     assert all((ROOT / page).is_file() for page in book.RUN_AHEAD)
     assert ahead == sorted(ahead) and book.MEASURING < ahead[0]
+
+
+def test_no_students_test_reads_a_class_the_simulator_draws_outside_that_notebooks_process():
+    """A test of the students' modules that names one of the notebooks whose draws run the simulator most runs in
+    that notebook's process (tests/conftest.py), where its class is drawn and its answers computed once: in another
+    process it would draw the class again (Lesson 4 Part 3's thousand, 30 s of a `make test`)."""
+    import ast
+
+    from conftest import A_THOUSAND_STUDENTS, NOTEBOOK, SLOWEST_DRAWN, STUDENTS, students_scope
+
+    astray = []
+    for module in A_THOUSAND_STUDENTS:
+        for node in ast.parse((ROOT / module).read_text(encoding="utf-8")).body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            named = {text.value for text in ast.walk(node) if isinstance(text, ast.Constant)
+                     and isinstance(text.value, str) and NOTEBOOK.fullmatch(text.value)}
+            scope = students_scope(f"{module}::{node.name}")
+            astray += [f"{module}::{node.name} reads {notebook} in {scope!r}" for notebook in sorted(named)
+                       if notebook in SLOWEST_DRAWN and scope != f"{STUDENTS}: {notebook}"]
+    assert not astray, "\n".join(astray)

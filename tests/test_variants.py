@@ -13,6 +13,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
+import servingmath as sm
 from servingmath import variants
 from servingmath.hardware import CATALOG
 
@@ -81,6 +82,9 @@ def test_a_draw_past_the_window_or_the_memory_is_called_out():
     assert variants.sense("lesson-3-part-1", {**drawn, "tokens": 1024}) == ["1,024 tokens fill their last block"]
     assert variants.sense("lesson-3-part-1", {**drawn, "prompt": 7500, "cap": 1024, "reply": 300}) == [
         "prompt + cap = 8,524 tokens is past Llama 3 8B's window of 8,192"]
+
+
+def test_lesson_3_part_4_calls_out_a_knee_rate_that_is_not_past_the_knee():
     drawn = variants.numbers("lesson-3-part-4", "S1")
     assert variants.sense("lesson-3-part-4", {**drawn, "knee_rate": 20}) == ["20 is not past the knee"]
 
@@ -264,7 +268,6 @@ def test_lesson_4_part_4_first_token_targets_are_ones_the_prefill_can_meet():
 
 def test_lesson_4_part_4_prefill_is_timed_as_the_lesson_times_it():
     """Problem 4.2's answer is Part 1's step with attention counted, as its statement names it."""
-    import servingmath as sm
     from servingmath import parallel
 
     for student in STUDENTS[:50]:
@@ -275,48 +278,67 @@ def test_lesson_4_part_4_prefill_is_timed_as_the_lesson_times_it():
     assert "parallel.tensor_parallel_step(" in variants.fill("lesson-4-part-4", "4.2", variants.practice("lesson-4-part-4"))
 
 
-def test_lesson_3_variant_answers_agree_with_the_worked_arithmetic():
-    """Lesson 3's grader answers against the solutions' working by hand: blocks of 16, a chunk's share of a
-    step, a cache's bytes, GPUs for a rate; and B's first token as Example 2.1 times it."""
-    import servingmath as sm
-    from servingmath.simulator import Server, StepClock, simulate
-    from servingmath.workload import workload
+# Lesson 3's grader answers against the solutions' working by hand, a test for each notebook, so that each runs in
+# the process that draws that notebook's class (tests/conftest.py) and no process draws a class another has drawn.
+L3, PER_TOKEN = sm.LLAMA_3_8B, sm.LLAMA_3_8B.kv_bytes_per_token()
 
-    l3, h100 = sm.LLAMA_3_8B, sm.H100_SXM
-    per_token = l3.kv_bytes_per_token()
+
+def test_lesson_3_part_1_answers_agree_with_the_worked_arithmetic():
+    """Blocks of 16 and the cache blocks that fit, worked by hand."""
+    from servingmath.simulator import Server
+
     for student in STUDENTS[:200]:
         n = variants.numbers("lesson-3-part-1", student)
         gpu = CATALOG[n["gpu"]]
-        room = gpu.memory_bytes * (1 - n["reserve"]) - l3.parameters * n["bits"] / 8
-        blocks = Server(l3, gpu, weight_bits=n["bits"], reserve=n["reserve"]).cache_blocks
-        assert blocks == math.floor(room / (16 * per_token))
+        room = gpu.memory_bytes * (1 - n["reserve"]) - L3.parameters * n["bits"] / 8
+        blocks = Server(L3, gpu, weight_bits=n["bits"], reserve=n["reserve"]).cache_blocks
+        assert blocks == math.floor(room / (16 * PER_TOKEN))
         by_hand = {"1.1": 100 * (n["prompt"] + n["reply"]) / (n["prompt"] + n["cap"]),
                    "1.2": math.ceil(n["tokens"] / 16),
                    "1.3": 100 * (math.ceil(n["tokens"] / 16) * 16 - n["tokens"]) / (math.ceil(n["tokens"] / 16) * 16),
                    "1.5": blocks // (8192 // 16), "1.6": blocks // math.ceil((n["prompt"] + n["reply"]) / 16)}
         for label, value in by_hand.items():
             assert variant_answers.expected("lesson-3-part-1", label, student) == pytest.approx(value, rel=1e-12)
+
+
+def test_lesson_3_part_3_answers_agree_with_the_worked_arithmetic():
+    """A cache's bytes and its copy to the host, and a chunked prompt's first token at the end of the step that
+    reads its last chunk."""
+    from servingmath.simulator import Server, simulate
+    from servingmath.workload import workload
+
+    for student in STUDENTS[:200]:
         n = variants.numbers("lesson-3-part-3", student)
         assert variant_answers.expected("lesson-3-part-3", "3.4", student) == pytest.approx(
-            n["swap_tokens"] * per_token / 1e6, rel=1e-12)
+            n["swap_tokens"] * PER_TOKEN / 1e6, rel=1e-12)
         assert variant_answers.expected("lesson-3-part-3", "3.5", student) == pytest.approx(
-            n["swap_tokens"] * per_token / 32e9 * 1e3, rel=1e-12)
+            n["swap_tokens"] * PER_TOKEN / 32e9 * 1e3, rel=1e-12)
     for student in STUDENTS[:50]:
         n = variants.numbers("lesson-3-part-3", student)
-        # The prompt's first token comes at the end of the step that reads its last chunk.
-        run = simulate(Server(l3, CATALOG[n["gpu"]], policy="chunked", step_tokens=n["steps_budget"]),
+        run = simulate(Server(L3, CATALOG[n["gpu"]], policy="chunked", step_tokens=n["steps_budget"]),
                        workload([0.0, 0.0], [1, n["steps_prompt"]], [2000, 1]))
         step = math.ceil(n["steps_prompt"] / (n["steps_budget"] - 1))
         assert run.first_token[1] == run.step_end[step - 1]
         assert variant_answers.expected("lesson-3-part-3", "3.2", student) == pytest.approx(
             run.step_end[step - 1] * 1e3, rel=1e-12)
+
+
+def test_lesson_3_part_2_answers_agree_with_the_worked_arithmetic():
+    """B arrives during A's prefill and joins the next step, beside A's first decode (Example 2.1's timing)."""
+    from servingmath.simulator import Server, StepClock
+
+    for student in STUDENTS[:50]:
         n = variants.numbers("lesson-3-part-2", student)
-        # B arrives during A's prefill and joins the next step, beside A's first decode.
-        prefill = sm.prefill(l3, h100, n["a_prompt"], assumptions=sm.PLATE).time
+        prefill = sm.prefill(L3, sm.H100_SXM, n["a_prompt"], assumptions=sm.PLATE).time
         assert prefill > 0.001
-        joined = StepClock(Server(l3, h100)).check([n["a_prompt"]], [(n["b_prompt"], 0)])
+        joined = StepClock(Server(L3, sm.H100_SXM)).check([n["a_prompt"]], [(n["b_prompt"], 0)])
         assert variant_answers.expected("lesson-3-part-2", "2.3", student) == pytest.approx(
             (prefill + joined) * 1e3, rel=1e-9)
+
+
+def test_lesson_3_part_4_answers_agree_with_the_worked_arithmetic():
+    """The GPUs a rate needs: the rate over one GPU's goodput, rounded up."""
+    for student in STUDENTS[:50]:
         n = variants.numbers("lesson-3-part-4", student)
         rate = variant_answers.expected("lesson-3-part-4", "4.2", student)
         assert variant_answers.expected("lesson-3-part-4", "4.3", student) == math.ceil(n["many"] / rate)
@@ -444,7 +466,6 @@ def test_no_student_is_set_a_case_whose_answer_the_page_prints():
     eight users of Part 4's Your turn ($0.499), the plate's 1,000-token cache (6.24 ms) and its H100
     (compute-bound from 222 tokens). No list keeps the draws off them: ``variants`` draws again while the
     pages give an answer away (tests/test_answer_leak.py holds every problem to it)."""
-    import servingmath as sm
     from servingmath import units
 
     page = {("lesson-1-part-3", "3.1"): units.number(1 / sm.decode_step(sm.LLAMA_3_8B, sm.H100_SXM, weight_bits=8).time),
@@ -480,19 +501,28 @@ def test_lesson_4_part_3_statements_count_one_copy_in_the_singular():
             assert "1 copies" not in variants.statement("lesson-4-part-3", label, student), (student, label)
 
 
-def test_no_lesson_4_part_1_or_2_draw_is_one_division_from_a_page_or_an_explorer_readout():
+def test_no_lesson_4_part_1_draw_is_one_division_from_a_page_or_an_explorer_readout():
     """Part 1's explorer prints each GPU's weights for its models (Example 1.1's table those of Llama 3 70B; in 8 bits
     a share is the 16-bit share on twice the GPUs); the explorers read out all of a step's all-reduces (160 of them)
-    or sends for batches up to 256; Part 1 prints Llama 3 70B's cache a token and lesson 2 Llama 3 8B's; Part 1's
-    step and Your turn use 1,000 cached tokens."""
+    for batches up to 256; Part 1 prints Llama 3 70B's cache a token and lesson 2 Llama 3 8B's; Part 1's step and
+    Your turn use 1,000 cached tokens."""
     from servingmath.explorers import lesson_4
 
     assert variants.SHOWN_BATCH == max(lesson_4.BATCHES) == max(lesson_4.FINE_BATCHES)
     assert {key for key, _, _ in variants._splits()}.isdisjoint(lesson_4.MODELS_SHOWN)
     for student in STUDENTS:
-        one, two = variants.numbers("lesson-4-part-1", student), variants.numbers("lesson-4-part-2", student)
+        one = variants.numbers("lesson-4-part-1", student)
         assert variants.CACHED_SHOWN not in (one["context"], one["small_context"]), student
-        assert min(one["ar_batch"], two["send_users"]) > variants.SHOWN_BATCH, student
+        assert one["ar_batch"] > variants.SHOWN_BATCH, student
+
+
+def test_no_lesson_4_part_2_draw_sends_for_a_batch_the_explorers_read_out():
+    """Part 2's explorers read out the sends between stages for batches up to 256: a graded send is drawn past them."""
+    from servingmath.explorers import lesson_4
+
+    assert variants.SHOWN_BATCH == max(lesson_4.BATCHES) == max(lesson_4.FINE_BATCHES)
+    for student in STUDENTS:
+        assert variants.numbers("lesson-4-part-2", student)["send_users"] > variants.SHOWN_BATCH, student
 
 
 def test_no_lesson_4_part_1_cache_problem_draws_a_model_whose_cache_a_token_a_page_prints():
