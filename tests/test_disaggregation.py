@@ -24,6 +24,9 @@ def test_layouts_are_the_gpus_colocated_then_every_split_fewest_prefill_first():
     (lambda: D.layouts(1), "gpus must be at least 2"),
     (lambda: D.run(D.Layout(1, 1), 4, "alpaca"), r"lengths must be one of \['long', 'sharegpt'\], got 'alpaca'"),
     (lambda: D.run(D.Layout(1, 1), 0), "rate"),
+    (lambda: D.attainment(D.Layout(1, 1), -2, 0.4, 0.015), "rate"),
+    (lambda: D.attainment(D.Layout(1, 1), 2, 0.4, 0.015, "short"), "lengths"),
+    (lambda: D.transfers(8, "long", "pcie9"), "pcie9"),
     (lambda: D.goodput((1, 3), 0.4, 0.015), "layout"),
     (lambda: D.goodput(D.Layout(1, 3), 0, 0.015), "ttft"),
     (lambda: D.best_split(0, 3, 4), "prefill_rate"),
@@ -50,6 +53,17 @@ def test_a_run_is_the_simulators_cluster_or_disaggregated_run_of_the_same_reques
     # Each cache's trip is the link's latency plus its bytes over the link's bandwidth.
     link = hardware.link(D.load.GPU_, "roce-400g")
     assert math.isclose(split.transfer[0], parallel.send_time(memory.kv_cache_bytes(D.load.MODEL, work.prompt[0]), link))
+
+
+def test_a_layouts_attainment_and_trips_are_its_runs_to_the_last_bit():
+    for layout, rate, lengths, link in ((D.Layout(1, 2), 6, "long", "roce-400g"), (D.Layout(0, 3, 512), 9.5, "sharegpt",
+                                                                              "nvlink4")):
+        run = D.run(layout, rate, lengths, link, 300)
+        for ttft, tpot in ((0.4, 0.015), (0.2, 0.05), (1.0, 0.01)):
+            assert D.attainment(layout, rate, ttft, tpot, lengths, link, 300) == run.attainment(ttft, tpot)
+    split = D.run(D.Layout(2, 2, 256), 7, "long", "roce-400g", 300)
+    trips = D.transfers(7, "long", "roce-400g", 300)
+    assert trips.dtype == split.transfer.dtype and np.array_equal(trips, split.transfer) and trips.min() > 0
 
 
 def test_goodput_is_the_highest_rate_whose_run_meets_the_targets():

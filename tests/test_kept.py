@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servingmath import _kept, engines, load, multi_runs, replicas, simulator
+from servingmath import _kept, disaggregation, engines, load, multi_runs, replicas, simulator
 from servingmath.simulator.goodput import _latencies, _searched_run
 
 
@@ -28,7 +28,7 @@ def results(tmp_path, monkeypatch):
 
 def clear():
     for cache in (load._run, load._goodput, load._engine_run, load._engine_goodput, replicas._figures,
-                  _searched_run, _latencies):
+                  disaggregation.run, disaggregation._latencies, _searched_run, _latencies):
         cache.cache_clear()
 
 
@@ -95,6 +95,18 @@ def test_copies_behind_a_router_are_kept_as_their_figures(results, monkeypatch):
         again = replicas.routed(6, count=300)
     assert again == found and again.policy == "chunked" and found.ttft_p99 > 0
     assert [type(getattr(again, name)) for name in ("rate", "ttft_p99", "preemptions")] == [float, float, int]
+
+
+def test_a_layouts_latencies_are_kept_and_its_attainment_read_from_them(results, monkeypatch):
+    layouts = (disaggregation.Layout(1, 2), disaggregation.Layout(0, 3, 2048))
+    found = [disaggregation.attainment(layout, 8, 0.4, 0.015, "long", "nvlink4", 200) for layout in layouts]
+    assert [p.name.split("-")[0] for p in kept_files(results)] == ["try", "try"]
+    with monkeypatch.context() as patched:
+        no_simulation(patched)
+        patched.setattr(disaggregation, "run", refuse)
+        again = [disaggregation.attainment(layout, 8, 0.4, 0.015, "long", "nvlink4", 200) for layout in layouts]
+        other_targets = [disaggregation.attainment(layout, 8, 1.0, 0.05, "long", "nvlink4", 200) for layout in layouts]
+    assert again == found and all(0 < share <= 1 for share in found + other_targets)
 
 
 def test_a_published_rows_replay_is_kept_as_the_figures_it_gives(results, monkeypatch):

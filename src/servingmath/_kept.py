@@ -4,7 +4,7 @@ Where ``SERVINGMATH_RESULTS`` names an absolute folder (``make`` sets it for the
 ``make lab``), a simulated run (``load.run``, ``load.engine_run``; copies behind a router, ``replicas.routed``, as
 the figures read off the run), a goodput search (``load.capacity``, ``load.engine_capacity``, keyed by the
 engine as well as its server; ``disaggregation.goodput``) and each rate a search tries (its requests' latencies,
-``simulator.goodput``) are written under
+``simulator.goodput``; a layout's, ``disaggregation.attainment``) are written under
 its ``servingmath-kept/`` once computed, and read back by any later process: the book's build, the
 JupyterLab test's kernels and the unit tests run the same lesson 3 simulations, each in processes of
 their own. Results are filed under a digest of the package as it was imported (every file of its

@@ -410,6 +410,7 @@ ANSWERS.update({
 
 _READS: dict = {}
 _KEPT: dict = {}
+_UNKNOWN = object()
 
 
 class _Reading(dict):
@@ -438,8 +439,10 @@ def answer(notebook: str, label: str, numbers: dict):
     """``ANSWERS[notebook][label](numbers)`` as a float (or a word), computed once for each distinct set of the
     numbers it reads (an answer reads a few: a class shares its runs of the simulator)."""
     read = _READS.setdefault((notebook, label), set())
-    if read and _key(notebook, label, numbers) in _KEPT:
-        return _KEPT[_key(notebook, label, numbers)]
+    if read:
+        found = _KEPT.get(_key(notebook, label, numbers), _UNKNOWN)
+        if found is not _UNKNOWN:
+            return found
     value = ANSWERS[notebook][label](_Reading(numbers, read))
     value = value if isinstance(value, str) else float(value)
     _KEPT[_key(notebook, label, numbers)] = value

@@ -5,10 +5,10 @@ write replies, each cache crossing a link between them (``simulator.simulate_dis
 ``prefill`` 0, ``decode`` copies that do both behind one queue (colocated, ``simulator.simulate_cluster``). Every
 GPU runs the same server: vLLM 0.9.2's profile (``load.ENGINE``) of Llama 3 8B on an H100 SXM, with its
 default token budget a step (8,192 under ``vllm serve`` on this card) or the layout's ``budget``. ``goodput``
-finds a layout's as ``simulator.goodput`` finds one server's, and keeps it (``_kept``); ``tuned`` tries the
-colocated pool at each of ``BUDGETS`` and keeps the best, the baseline a split must beat; ``decode_cost`` is a
-decode GPU's step of next tokens alone; ``best_split`` is the arithmetic of sizing the two stages from each
-GPU's rate.
+finds a layout's as ``simulator.goodput`` finds one server's, and keeps it and each rate it tried (``_kept``), which
+``attainment`` reads too; ``tuned`` tries the colocated pool at each of ``BUDGETS`` and keeps the best, the baseline
+a split must beat; ``decode_cost`` is a decode GPU's step of next tokens alone; ``best_split`` is the arithmetic of
+sizing the two stages from each GPU's rate.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from .hardware import CATALOG, GPU
 from .models import Model
 from .simulator import cluster
 from .simulator.goodput import ATTAINMENT, highest_rate
+from .simulator.results import attainment_of
 from .workload import SHAREGPT, LengthDistribution, Workload, poisson_arrivals, poisson_workload, workload
 
 # Prompts ten times ShareGPT's mean and short replies, as summarizing a document asks: the course's choice of
@@ -115,6 +116,38 @@ def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, se
     return cluster.simulate_disaggregated(each, each, work, layout.prefill, layout.decode, link)
 
 
+@lru_cache(maxsize=1024)
+def _latencies(layout: Layout, rate: float, lengths, link, count, seed, user_time, stream_time):
+    """Each request's time to first token and mean time per later token in ``run``'s run: all a goodput search and
+    the explorer's shares read of it. Kept in the process and on disk (``_kept``; a hundredth of the run's bytes), for
+    the other processes that run the same layouts: the page, its explorer's table, the tests."""
+    def latencies():
+        found = run(layout, rate, lengths, link, count, seed, user_time, stream_time)
+        return {"ttft": found.ttft, "tpot": found.tpot}
+
+    kept = kept_arrays("try", ("disaggregation", server(layout.budget, user_time, stream_time), layout, rate, lengths,
+                               link, count, seed), latencies)
+    return kept["ttft"], kept["tpot"]
+
+
+def attainment(layout: Layout, rate, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
+               user_time=None, stream_time=None) -> float:
+    """``run(layout, rate, ...).attainment(ttft, tpot)``: the share of the requests that see a first token within
+    ``ttft`` seconds and a mean time per later token within ``tpot``, from the run's kept latencies."""
+    _check.instance("layout", layout, Layout)
+    rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
+    _lengths(lengths)
+    return attainment_of(*_latencies(layout, rate, lengths, link, count, seed, user_time, stream_time), ttft, tpot)
+
+
+def transfers(rate, lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> np.ndarray:
+    """Each request's cache's trip from a prefill GPU to a decode GPU over ``link`` in ``run``'s runs of a split at
+    ``rate`` (its ``transfer``), without the run."""
+    rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
+    work = poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
+    return np.asarray(cluster.transfer_time(server(), work.prompt, link), dtype=float)
+
+
 def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
             user_time=None, stream_time=None) -> float:
     """The most requests a second ``layout`` takes while 90 % of them see a first token within ``ttft`` seconds
@@ -125,8 +158,8 @@ def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=RE
     _lengths(lengths)
 
     def search():
-        found, _ = highest_rate(lambda rate: (run(layout, rate, lengths, link, count, seed, user_time, stream_time)
-                                              .attainment(ttft, tpot) >= ATTAINMENT, None), STEPS)
+        found, _ = highest_rate(lambda rate: (attainment(layout, rate, ttft, tpot, lengths, link, count, seed, user_time,
+                                                         stream_time) >= ATTAINMENT, None), STEPS)
         return {"rate": np.array(found)}
 
     kept = kept_arrays("goodput", ("disaggregation", server(layout.budget, user_time, stream_time), layout, ttft, tpot, lengths, link,

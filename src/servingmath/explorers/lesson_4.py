@@ -207,8 +207,8 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
     def shares(rate, lengths, tpot, link):
         key = (rate, lengths, tpot, link)
         if key not in met:
-            met[key] = {layout.name: disaggregation.run(layout, rate, lengths, link, SPLIT_REQUESTS).attainment(
-                SPLIT_TTFT, tpot) for layout in disaggregation.layouts(4)}
+            met[key] = {layout.name: disaggregation.attainment(layout, rate, SPLIT_TTFT, tpot, lengths, link,
+                                                               SPLIT_REQUESTS) for layout in disaggregation.layouts(4)}
         return met[key]
 
     def bars(rate, lengths, tpot, link):
@@ -224,7 +224,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
 
     def readouts(rate, lengths, tpot, link):
         found = shares(rate, lengths, tpot, link)
-        trip = disaggregation.run(disaggregation.Layout(1, 3), rate, lengths, link, SPLIT_REQUESTS).transfer
+        trip = disaggregation.transfers(rate, lengths, link, SPLIT_REQUESTS)
         return {**{f"met, {name}": units.percent(share) for name, share in found.items()},
                 "trip, 1 prefill + 3 decode, median": ms(float(np.median(trip)))}
 
