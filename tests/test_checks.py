@@ -1,7 +1,11 @@
 """servingmath.checks: the feedback a student's answer gets, and that no answer makes it raise."""
+import ast
+import functools
 import json
+import sys
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -280,20 +284,38 @@ def test_fuzz_the_expected_figure_itself_is_right(expected, rel):
 
 
 # -- every problem of the course -----------------------------------------------------
+# The problems are listed by their labels, read from the solutions without running them; each notebook's checks are
+# evaluated (some by the simulator) once, in the process that runs its tests, not in every process that collects them.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_exercises import check_call, checks_in  # noqa: E402
+
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.md"))
+
+
+def labels_in(path: Path) -> list[str]:
+    """The labels of a problem notebook's checks, in order, as its source writes them."""
+    import jupytext
+
+    calls = [check_call(cell.source, str(path)) for cell in jupytext.read(path).cells
+             if cell.cell_type == "code" and "check(answer, " in cell.source]
+    return [ast.literal_eval(next(k.value for k in call.keywords if k.arg == "label")) for call in calls]
+
+
+PROBLEMS = [(path.stem, label) for path in SOLUTIONS for label in labels_in(path)]
+
+
+@functools.lru_cache(maxsize=None)
+def checks_of(notebook: str) -> dict:
+    """Each check of ``notebook`` evaluated as the notebook evaluates it: label -> (expected, keyword arguments)."""
+    return {label: (expected, keywords) for label, expected, keywords in checks_in(ROOT / "solutions" / f"{notebook}.md")}
+
+
 def course_problems():
     """Each problem's check, from solutions/: (notebook, label, expected, keyword arguments)."""
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root / "scripts"))
-    from make_exercises import checks_in
-
-    return [(path.stem, label, expected, keywords) for path in sorted((root / "solutions").glob("*.md"))
-            for label, expected, keywords in checks_in(path)]
+    return [(notebook, label, *checks_of(notebook)[label]) for notebook, label in PROBLEMS]
 
 
-PROBLEMS = course_problems()
 COUNTED = {"passes", "decode steps", "tokens", "users"}  # the units of an answer that is a count
 
 
@@ -304,9 +326,10 @@ def is_count(expected, keywords):
 
 
 def test_the_course_has_its_107_problems_and_its_counts_are_the_ones_named():
-    assert len(PROBLEMS) == 107
+    assert len(PROBLEMS) == len(course_problems()) == 107
+    assert [(notebook, label) for notebook, label, *_ in course_problems()] == PROBLEMS
     counts = {}
-    for notebook, label, expected, keywords in PROBLEMS:
+    for notebook, label, expected, keywords in course_problems():
         if is_count(expected, keywords):
             counts.setdefault(notebook.split("-part-")[0], []).append(label)
     assert counts == {"lesson-1": ["1.1", "1.2", "1.3", "1.5", "1.6", "2.6", "4.5", "4.6"],
@@ -317,8 +340,9 @@ def test_the_course_has_its_107_problems_and_its_counts_are_the_ones_named():
                       "lesson-4": ["3.2"]}
 
 
-@pytest.mark.parametrize("notebook, label, expected, keywords", PROBLEMS, ids=[f"{p[0]} {p[1]}" for p in PROBLEMS])
-def test_every_problem_true_answer_right_counts_exact_slips_wrong(notebook, label, expected, keywords):
+@pytest.mark.parametrize("notebook, label", PROBLEMS, ids=[f"{p[0]} {p[1]}" for p in PROBLEMS])
+def test_every_problem_true_answer_right_counts_exact_slips_wrong(notebook, label):
+    expected, keywords = checks_of(notebook)[label]
     expected = expected.item() if hasattr(expected, "item") else expected
     assert check(expected, expected, **keywords).status == "right"
     if isinstance(expected, str):
