@@ -15,9 +15,10 @@ export CHROMIUM
 # How many processes the site's browser test and the JupyterLab test use (pytest-xdist's -n), and the unit tests
 # (UNIT_JOBS). The unit tests keep each module's tests in one process (--dist loadscope), so its fixtures are made
 # once, and the tests of one notebook that draw a thousand students' numbers in one process, so each class is drawn
-# once, handed out before the simulator settings they are drawn from (tests/conftest.py). A unit test often waits:
-# on a simulation another process is computing (kept on disk, read once done) or on the grader's sandbox; a third
-# process keeps both processors busy meanwhile.
+# once, handed out before the simulator settings they are drawn from, with the grader's tests (which wait on its
+# sandbox's time limits) early, while the other lanes keep the processors busy (tests/conftest.py). A unit test often
+# waits: on a simulation another process is computing (kept on disk, read once done) or on the grader's sandbox; a
+# third process keeps both processors busy meanwhile.
 JOBS ?= 2
 UNIT_JOBS ?= 3
 # `make test`'s stages, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check;

@@ -277,12 +277,13 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
         monkeypatch):
     """`make unit` (``--dist loadscope``) gives each module's tests to one process, the tests of the three modules
     that draw a thousand students to one process for each notebook (named in their parameters or their name), the
-    notebooks whose draws run the simulator most first, then the other notebooks, then the simulator settings they
-    are drawn from, each test of those a unit of its own, in their order (tests/conftest.py): each module named is
-    there, none left out unnoticed."""
+    notebooks whose draws run the simulator most first (the grader's modules, which wait more than they work, after
+    the three slowest), then the other notebooks, then the simulator settings they are drawn from, each test of those
+    a unit of its own, in their order (tests/conftest.py): each module named is there, none left out unnoticed."""
     from collections import OrderedDict
 
-    from conftest import A_THOUSAND_STUDENTS, FIRST, SETTINGS, SLOWEST_DRAWN, STUDENTS, pytest_xdist_make_scheduler
+    from conftest import (A_THOUSAND_STUDENTS, FIRST, SETTINGS, SLOWEST_DRAWN, STUDENTS, WAITING,
+                          pytest_xdist_make_scheduler)
     from servingmath import variants
     from xdist.scheduler import LoadScopeScheduling
 
@@ -300,17 +301,20 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
     assert scheduler._split_scope("tests/test_load.py::test_x[1]") == "tests/test_load.py"
     assert set(SLOWEST_DRAWN) <= set(variants.TEMPLATES) and FIRST[-2:] == (STUDENTS, SETTINGS)
     assert (ROOT / SETTINGS).is_file() and scheduler._split_scope(f"{SETTINGS}::test_a") == f"{SETTINGS}::test_a"
-    # The order the units are handed out in: the slowest notebooks, the other students, each settings test as
-    # collected, then the rest.
+    assert all((ROOT / module).is_file() for module in WAITING) and set(WAITING) <= set(FIRST)
+    # The order the units are handed out in: the three slowest notebooks, the modules that wait, the other slow
+    # notebooks, the other students, each settings test as collected, then the rest.
     given = []
     monkeypatch.setattr(LoadScopeScheduling, "_assign_work_unit",
                         lambda self, node: given.append(self.workqueue.popitem(last=False)[0]))
     scheduler.workqueue = OrderedDict((scope, {}) for scope in (
         "tests/test_load.py", f"{SETTINGS}::test_a", "tests/test_memory.py", f"{STUDENTS}: lesson-1-part-1",
-        f"{STUDENTS}: the rest", f"{STUDENTS}: plate-xxiii-4", f"{SETTINGS}::test_b", f"{STUDENTS}: lesson-3-part-4"))
+        "tests/test_grading.py", f"{STUDENTS}: the rest", f"{STUDENTS}: lesson-4-part-1", f"{STUDENTS}: plate-xxiii-4",
+        f"{SETTINGS}::test_b", f"{STUDENTS}: lesson-3-part-4", "tests/test_nbgrader.py"))
     while scheduler.workqueue:
         scheduler._assign_work_unit(None)
-    assert given == [f"{STUDENTS}: lesson-3-part-4", f"{STUDENTS}: plate-xxiii-4", f"{STUDENTS}: lesson-1-part-1",
+    assert given == [f"{STUDENTS}: lesson-3-part-4", f"{STUDENTS}: plate-xxiii-4", "tests/test_grading.py",
+                     "tests/test_nbgrader.py", f"{STUDENTS}: lesson-4-part-1", f"{STUDENTS}: lesson-1-part-1",
                      f"{STUDENTS}: the rest", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
                      "tests/test_memory.py"]
     assert "JOBS ?= 2" in MAKEFILE and "UNIT_JOBS ?= 3" in MAKEFILE and "-n $(UNIT_JOBS) --dist loadscope" in MAKEFILE
