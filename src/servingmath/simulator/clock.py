@@ -68,6 +68,7 @@ class StepClock:
                            and np.allclose(self.read[:-1], self.read[0] + self.read_slope * c, rtol=1e-12, atol=0)
                            and self.read[0] == 0)
         self._weights = {}
+        self._decode_only = {}    # decode_only's functions, by users: the loop asks for one at every run of steps
         self._decode_steps = {}   # decode_step's functions, by (users, mixed)
         self._dense = not model.mixture_of_experts
         # A step timed by its phases (server.clock == "phases"): the matrix products run at
@@ -204,6 +205,12 @@ class StepClock:
     def decode_only(self, users):
         """For a model whose decode costs grow in a straight line with the cache (``linear``), the time of
         a step of ``users`` next tokens and nothing else, as a function of the users' total cache."""
+        found = self._decode_only.get(users)
+        if found is None:
+            found = self._decode_only[users] = self._decode_only_of(users)
+        return found
+
+    def _decode_only_of(self, users):
         if self.measured is not None:
             measured = self.measured
             return lambda cached: measured(users, users, 0)
