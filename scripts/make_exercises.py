@@ -137,21 +137,36 @@ def check_call(source: str, where: str = "solution") -> ast.Call:
     return call
 
 
+def _code_cells(path: Path) -> list:
+    import jupytext
+
+    return [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
+
+
+def _check_cells(cells: list) -> list:
+    """The cells of a problem notebook that end with a check."""
+    return [cell for cell in cells if "check(answer, " in cell.source]
+
+
+def check_labels(path: Path) -> list[str]:
+    """The label of each check of a problem notebook, in order, read from its source without running it."""
+    return [ast.literal_eval(next(keyword.value for keyword in check_call(cell.source, str(path)).keywords
+                                  if keyword.arg == "label"))
+            for cell in _check_cells(_code_cells(path))]
+
+
 def checks_in(path: Path) -> list[tuple[str, object, dict]]:
     """Each check of a problem notebook as (label, expected figure, keyword arguments), evaluated as the
     notebook evaluates them: after its imports and the check cell's own lines above its call."""
-    import jupytext
     import math
 
-    cells = [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
+    cells = _code_cells(path)
     imports = [node for cell in cells for node in ast.parse(cell.source).body
                if isinstance(node, (ast.Import, ast.ImportFrom))]
     setup = {"math": math}
     exec(compile(ast.Module(imports, []), str(path), "exec"), setup)
     found = []
-    for cell in cells:
-        if "check(answer, " not in cell.source:
-            continue
+    for cell in _check_cells(cells):
         namespace = dict(setup)
         exec(compile(ast.Module(ast.parse(cell.source).body[:-1], []), str(path), "exec"), namespace)
         call = check_call(cell.source, str(path))
