@@ -9,7 +9,7 @@ import pytest
 # with the simulator). Their tests of one notebook (named in the test's parameters, or in its name) run in one
 # process, so that each student is drawn and each answer computed once (``servingmath.variants`` and
 # ``servingmath.answers`` keep them), and the notebooks are shared out among the processes: drawn in one process,
-# the class held that process for most of the run (540 of 766 s in a profiled `make test`).
+# all the classes held one process for most of the run (540 of 766 s in a profiled `make test`).
 A_THOUSAND_STUDENTS = ("tests/test_answer_leak.py", "tests/test_coursegrader_marking.py", "tests/test_variants.py")
 NOTEBOOK = re.compile(r"lesson-\d-part-\d|plate-xxiii-\d")
 # Started first: the students' notebooks, those whose draws run the simulator most first, and every simulator
@@ -20,12 +20,14 @@ SETTINGS = "tests/test_variant_settings.py"
 STUDENTS = "a thousand students"
 SLOWEST_DRAWN = ("lesson-3-part-4", "plate-xxiii-4", "lesson-3-part-2", "lesson-4-part-3", "lesson-3-part-3",
                  "lesson-4-part-2", "lesson-4-part-1")
-# Then the modules that wait more than they work: the grader's sandboxes sit out time limits (an endless loop, a
-# sleeping cell). Handed out while the book and JupyterLab keep both processors busy, their waits cost nothing; handed
-# out last, they left the processors a third idle over the run's last 100 s (a timed `make test`).
+# After the slowest notebooks, one for each of `make unit`'s processes (UNIT_JOBS), the modules that wait more than
+# they work: the grader's sandboxes sit out time limits (an endless loop, a sleeping cell). Handed out while the book
+# and JupyterLab keep both processors busy, their waits cost nothing; handed out last, they left the processors a
+# third idle over the run's last 100 s (the tests' own CPU time, 141 of 201 processor-seconds, in a timed `make test`).
+UNIT_JOBS = 3
 WAITING = ("tests/test_grading.py", "tests/test_nbgrader.py", "tests/test_coursegrader_cgroups.py")
-FIRST = (*(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[:3]), *WAITING,
-         *(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[3:]), STUDENTS, SETTINGS)
+FIRST = (*(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[:UNIT_JOBS]), *WAITING,
+         *(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[UNIT_JOBS:]), STUDENTS, SETTINGS)
 
 
 def students_scope(nodeid: str) -> str:

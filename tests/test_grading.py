@@ -239,8 +239,9 @@ def graded(problems, tmp_path_factory):
     (root / "rubric.yml").write_text(
         "assignment: Lesson 1 problems (4242)\n"
         f"deadline: {DEADLINE.isoformat()}\ntimezone: America/New_York\ngrace_minutes: 15\nlate_penalty: 0.1\n"
-        "close_credit: 0.5\n"   # the time limit: room for a notebook on a loaded machine (conftest.WAITING)
-        "time_limit: 20\nnotebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
+        "close_credit: 0.5\n"
+        "time_limit: 20\n"   # room for a notebook on a loaded machine (conftest.WAITING)
+        "notebooks:\n  lesson-1-part-1: {'1.1': 0.5}\n", encoding="utf-8")
     out = root / "out" / "not yet made"
     code = cli.main([str(folder), "--rubric", str(root / "rubric.yml"), "--roster", str(root / "roster.csv"),
                        "--times", str(root / "times.csv"), "--out", str(out), "--jobs", "2",

@@ -282,7 +282,7 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
     a unit of its own, in their order (tests/conftest.py): each module named is there, none left out unnoticed."""
     from collections import OrderedDict
 
-    from conftest import (A_THOUSAND_STUDENTS, FIRST, SETTINGS, SLOWEST_DRAWN, STUDENTS, WAITING,
+    from conftest import (A_THOUSAND_STUDENTS, FIRST, SETTINGS, SLOWEST_DRAWN, STUDENTS, UNIT_JOBS, WAITING,
                           pytest_xdist_make_scheduler)
     from servingmath import variants
     from xdist.scheduler import LoadScopeScheduling
@@ -301,7 +301,7 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
     assert scheduler._split_scope("tests/test_load.py::test_x[1]") == "tests/test_load.py"
     assert set(SLOWEST_DRAWN) <= set(variants.TEMPLATES) and FIRST[-2:] == (STUDENTS, SETTINGS)
     assert (ROOT / SETTINGS).is_file() and scheduler._split_scope(f"{SETTINGS}::test_a") == f"{SETTINGS}::test_a"
-    assert all((ROOT / module).is_file() for module in WAITING) and set(WAITING) <= set(FIRST)
+    assert all((ROOT / module).is_file() for module in WAITING)
     # The order the units are handed out in: the three slowest notebooks, the modules that wait, the other slow
     # notebooks, the other students, each settings test as collected, then the rest.
     given = []
@@ -317,7 +317,8 @@ def test_the_unit_tests_of_one_students_notebook_share_one_process_and_the_other
                      "tests/test_nbgrader.py", f"{STUDENTS}: lesson-4-part-1", f"{STUDENTS}: lesson-1-part-1",
                      f"{STUDENTS}: the rest", f"{SETTINGS}::test_a", f"{SETTINGS}::test_b", "tests/test_load.py",
                      "tests/test_memory.py"]
-    assert "JOBS ?= 2" in MAKEFILE and "UNIT_JOBS ?= 3" in MAKEFILE and "-n $(UNIT_JOBS) --dist loadscope" in MAKEFILE
+    assert "JOBS ?= 2" in MAKEFILE and f"UNIT_JOBS ?= {UNIT_JOBS}" in MAKEFILE
+    assert "-n $(UNIT_JOBS) --dist loadscope" in MAKEFILE
 
 
 def test_make_books_run_ahead_names_pages_of_the_book_that_the_build_reads_after_the_measuring_page():
@@ -338,7 +339,9 @@ def test_make_books_run_ahead_names_pages_of_the_book_that_the_build_reads_after
 def test_no_students_test_reads_a_class_the_simulator_draws_outside_that_notebooks_process():
     """A test of the students' modules that names one of the notebooks whose draws run the simulator most runs in
     that notebook's process (tests/conftest.py), where its class is drawn and its answers computed once: in another
-    process it would draw the class again (Lesson 4 Part 3's thousand, 30 s of a `make test`)."""
+    process it would draw the class again (Lesson 4 Part 3's thousand took 31 s of a `make test` so). A test
+    parametrized over notebooks takes its process from its parameters, which this reading does not see: it is left
+    to the test above."""
     import ast
 
     from conftest import A_THOUSAND_STUDENTS, NOTEBOOK, SLOWEST_DRAWN, STUDENTS, students_scope
@@ -346,7 +349,8 @@ def test_no_students_test_reads_a_class_the_simulator_draws_outside_that_noteboo
     astray = []
     for module in A_THOUSAND_STUDENTS:
         for node in ast.parse((ROOT / module).read_text(encoding="utf-8")).body:
-            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")) or any(
+                    "parametrize" in ast.unparse(decorator) for decorator in node.decorator_list):
                 continue
             named = {text.value for text in ast.walk(node) if isinstance(text, ast.Constant)
                      and isinstance(text.value, str) and NOTEBOOK.fullmatch(text.value)}

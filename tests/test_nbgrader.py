@@ -82,9 +82,9 @@ def own(student_id, label):
     return f"answer = {variant_answers.expected(PART_1, label, graded_id(KEY, student_id))!r}"
 
 
-# Seconds for a whole notebook (make grade) and for each cell (nbgrader). A notebook that runs in a few seconds alone
-# has room to spare while the book and JupyterLab's test load the processors (make unit hands this module out
-# early, tests/conftest.py); the endless one is stopped at it in both.
+# Seconds a whole notebook's cells share, under make grade and nbgrader alike (make_exercises.NBGRADER_CONFIG). A
+# notebook that runs in a few seconds alone has room to spare while the book and JupyterLab's test load the
+# processors (make unit hands this module out early, tests/conftest.py); the endless one is stopped at it in both.
 TIME_LIMIT = 30
 
 

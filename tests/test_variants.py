@@ -280,7 +280,7 @@ def test_lesson_4_part_4_prefill_is_timed_as_the_lesson_times_it():
 
 # Lesson 3's grader answers against the solutions' working by hand, a test for each notebook, so that each runs in
 # the process that draws that notebook's class (tests/conftest.py) and no process draws a class another has drawn.
-L3, PER_TOKEN = sm.LLAMA_3_8B, sm.LLAMA_3_8B.kv_bytes_per_token()
+PER_TOKEN = sm.LLAMA_3_8B.kv_bytes_per_token()
 
 
 def test_lesson_3_part_1_answers_agree_with_the_worked_arithmetic():
@@ -290,8 +290,8 @@ def test_lesson_3_part_1_answers_agree_with_the_worked_arithmetic():
     for student in STUDENTS[:200]:
         n = variants.numbers("lesson-3-part-1", student)
         gpu = CATALOG[n["gpu"]]
-        room = gpu.memory_bytes * (1 - n["reserve"]) - L3.parameters * n["bits"] / 8
-        blocks = Server(L3, gpu, weight_bits=n["bits"], reserve=n["reserve"]).cache_blocks
+        room = gpu.memory_bytes * (1 - n["reserve"]) - sm.LLAMA_3_8B.parameters * n["bits"] / 8
+        blocks = Server(sm.LLAMA_3_8B, gpu, weight_bits=n["bits"], reserve=n["reserve"]).cache_blocks
         assert blocks == math.floor(room / (16 * PER_TOKEN))
         by_hand = {"1.1": 100 * (n["prompt"] + n["reply"]) / (n["prompt"] + n["cap"]),
                    "1.2": math.ceil(n["tokens"] / 16),
@@ -315,7 +315,7 @@ def test_lesson_3_part_3_answers_agree_with_the_worked_arithmetic():
             n["swap_tokens"] * PER_TOKEN / 32e9 * 1e3, rel=1e-12)
     for student in STUDENTS[:50]:
         n = variants.numbers("lesson-3-part-3", student)
-        run = simulate(Server(L3, CATALOG[n["gpu"]], policy="chunked", step_tokens=n["steps_budget"]),
+        run = simulate(Server(sm.LLAMA_3_8B, CATALOG[n["gpu"]], policy="chunked", step_tokens=n["steps_budget"]),
                        workload([0.0, 0.0], [1, n["steps_prompt"]], [2000, 1]))
         step = math.ceil(n["steps_prompt"] / (n["steps_budget"] - 1))
         assert run.first_token[1] == run.step_end[step - 1]
@@ -329,9 +329,9 @@ def test_lesson_3_part_2_answers_agree_with_the_worked_arithmetic():
 
     for student in STUDENTS[:50]:
         n = variants.numbers("lesson-3-part-2", student)
-        prefill = sm.prefill(L3, sm.H100_SXM, n["a_prompt"], assumptions=sm.PLATE).time
+        prefill = sm.prefill(sm.LLAMA_3_8B, sm.H100_SXM, n["a_prompt"], assumptions=sm.PLATE).time
         assert prefill > 0.001
-        joined = StepClock(Server(L3, sm.H100_SXM)).check([n["a_prompt"]], [(n["b_prompt"], 0)])
+        joined = StepClock(Server(sm.LLAMA_3_8B, sm.H100_SXM)).check([n["a_prompt"]], [(n["b_prompt"], 0)])
         assert variant_answers.expected("lesson-3-part-2", "2.3", student) == pytest.approx(
             (prefill + joined) * 1e3, rel=1e-9)
 
