@@ -26,7 +26,8 @@ def test_layouts_are_the_gpus_colocated_then_every_split_fewest_prefill_first():
     (lambda: D.run(D.Layout(1, 1), 0), "rate"),
     (lambda: D.attainment(D.Layout(1, 1), -2, 0.4, 0.015), "rate"),
     (lambda: D.attainment(D.Layout(1, 1), 2, 0.4, 0.015, "short"), "lengths"),
-    (lambda: D.transfers(8, "long", "pcie9"), "pcie9"),
+    (lambda: D.transfers("long", "pcie9"), "pcie9"),
+    (lambda: D.attainment(D.Layout(1, 1), 2, 0, 0.015), "ttft"),
     (lambda: D.goodput((1, 3), 0.4, 0.015), "layout"),
     (lambda: D.goodput(D.Layout(1, 3), 0, 0.015), "ttft"),
     (lambda: D.best_split(0, 3, 4), "prefill_rate"),
@@ -61,9 +62,14 @@ def test_a_layouts_attainment_and_trips_are_its_runs_to_the_last_bit():
         run = D.run(layout, rate, lengths, link, 300)
         for ttft, tpot in ((0.4, 0.015), (0.2, 0.05), (1.0, 0.01)):
             assert D.attainment(layout, rate, ttft, tpot, lengths, link, 300) == run.attainment(ttft, tpot)
-    split = D.run(D.Layout(2, 2, 256), 7, "long", "roce-400g", 300)
-    trips = D.transfers(7, "long", "roce-400g", 300)
-    assert trips.dtype == split.transfer.dtype and np.array_equal(trips, split.transfer) and trips.min() > 0
+    # A colocated pool sends no cache: its run is the same over every link.
+    assert D.attainment(D.Layout(0, 3, 512), 9.5, 0.4, 0.015, "sharegpt", "roce-400g", 300) == D.run(
+        D.Layout(0, 3, 512), 9.5, "sharegpt", "nvlink4", 300).attainment(0.4, 0.015)
+    # A split's trips, at any budget and rate.
+    trips = D.transfers("long", "roce-400g", 300)
+    for split in (D.run(D.Layout(2, 2, 256), 7, "long", "roce-400g", 300), D.run(D.Layout(1, 3), 13, "long", "roce-400g", 300)):
+        assert trips.dtype == split.transfer.dtype and np.array_equal(trips, split.transfer) and trips.min() > 0
+    assert not np.array_equal(trips, D.transfers("long", "nvlink4", 300))
 
 
 def test_goodput_is_the_highest_rate_whose_run_meets_the_targets():

@@ -1,4 +1,4 @@
-"""Lesson 3's slow simulations kept on disk between processes (``servingmath._kept``)."""
+"""The course's slow simulations kept on disk between processes (``servingmath._kept``)."""
 from __future__ import annotations
 
 import multiprocessing
@@ -99,14 +99,27 @@ def test_copies_behind_a_router_are_kept_as_their_figures(results, monkeypatch):
 
 def test_a_layouts_latencies_are_kept_and_its_attainment_read_from_them(results, monkeypatch):
     layouts = (disaggregation.Layout(1, 2), disaggregation.Layout(0, 3, 2048))
-    found = [disaggregation.attainment(layout, 8, 0.4, 0.015, "long", "nvlink4", 200) for layout in layouts]
+    targets = ((0.4, 0.015), (0.15, 0.012), (0.12, None), (None, 0.011))
+    runs = [disaggregation.run(layout, 8, "long", "nvlink4", 200) for layout in layouts]
+    found = [disaggregation.attainment(layout, 8, *target, "long", "nvlink4", 200) for layout in layouts
+             for target in targets]
+    assert found == [run.attainment(*target) for run in runs for target in targets] and len(set(found)) > 2
     assert [p.name.split("-")[0] for p in kept_files(results)] == ["try", "try"]
     with monkeypatch.context() as patched:
         no_simulation(patched)
         patched.setattr(disaggregation, "run", refuse)
-        again = [disaggregation.attainment(layout, 8, 0.4, 0.015, "long", "nvlink4", 200) for layout in layouts]
-        other_targets = [disaggregation.attainment(layout, 8, 1.0, 0.05, "long", "nvlink4", 200) for layout in layouts]
-    assert again == found and all(0 < share <= 1 for share in found + other_targets)
+        again = [disaggregation.attainment(layout, 8, *target, "long", "nvlink4", 200) for layout in layouts
+                 for target in targets]
+    assert again == found
+    # Each argument that changes a run files it apart (a colocated pool's link changes nothing).
+    split, colocated = layouts
+    for asked in ((split, 9, "long", "nvlink4", 200, 0), (split, 8, "sharegpt", "nvlink4", 200, 0),
+                  (split, 8, "long", "roce-400g", 200, 0), (split, 8, "long", "nvlink4", 150, 0),
+                  (split, 8, "long", "nvlink4", 200, 1), (disaggregation.Layout(1, 2, 512), 8, "long", "nvlink4", 200, 0),
+                  (colocated, 8, "long", "roce-400g", 200, 0)):
+        layout, rate, lengths, link, count, seed = asked
+        disaggregation.attainment(layout, rate, 0.4, 0.015, lengths, link, count, seed)
+    assert len(kept_files(results, "try")) == 2 + 6
 
 
 def test_a_published_rows_replay_is_kept_as_the_figures_it_gives(results, monkeypatch):

@@ -1,12 +1,12 @@
-"""Lesson 3's slow simulations kept on disk, for the processes that run the same ones.
+"""The course's slow simulations kept on disk, for the processes that run the same ones.
 
 Where ``SERVINGMATH_RESULTS`` names an absolute folder (``make`` sets it for the book, the tests and
 ``make lab``), a simulated run (``load.run``, ``load.engine_run``; copies behind a router, ``replicas.routed``, as
 the figures read off the run), a goodput search (``load.capacity``, ``load.engine_capacity``, keyed by the
-engine as well as its server; ``disaggregation.goodput``) and each rate a search tries (its requests' latencies,
-``simulator.goodput``; a layout's, ``disaggregation.attainment``) are written under
+engine as well as its server; ``disaggregation.goodput``) and a run's requests' latencies (each rate a goodput
+search tries, ``simulator.goodput``; a layout's run, ``disaggregation.attainment``) are written under
 its ``servingmath-kept/`` once computed, and read back by any later process: the book's build, the
-JupyterLab test's kernels and the unit tests run the same lesson 3 simulations, each in processes of
+JupyterLab test's kernels and the unit tests run the same simulations, each in processes of
 their own. Results are filed under a digest of the package as it was imported (every file of its
 source and data) and of the Python and NumPy that ran it; a process whose package files have changed
 since it imported them neither reads nor writes, and the results of other digests are removed when

@@ -5,10 +5,11 @@ write replies, each cache crossing a link between them (``simulator.simulate_dis
 ``prefill`` 0, ``decode`` copies that do both behind one queue (colocated, ``simulator.simulate_cluster``). Every
 GPU runs the same server: vLLM 0.9.2's profile (``load.ENGINE``) of Llama 3 8B on an H100 SXM, with its
 default token budget a step (8,192 under ``vllm serve`` on this card) or the layout's ``budget``. ``goodput``
-finds a layout's as ``simulator.goodput`` finds one server's, and keeps it and each rate it tried (``_kept``), which
-``attainment`` reads too; ``tuned`` tries the colocated pool at each of ``BUDGETS`` and keeps the best, the baseline
-a split must beat; ``decode_cost`` is a decode GPU's step of next tokens alone; ``best_split`` is the arithmetic of
-sizing the two stages from each GPU's rate.
+finds a layout's as ``simulator.goodput`` finds one server's, and keeps it (``_kept``); each rate it tries is read
+through ``attainment``, which keeps a run's requests' latencies. ``transfers`` gives a split's caches' trips without a
+run. ``tuned`` tries the colocated pool at each of ``BUDGETS`` and keeps the best, the baseline a split must beat;
+``decode_cost`` is a decode GPU's step of next tokens alone; ``best_split`` is the arithmetic of sizing the two
+stages from each GPU's rate.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from ._kept import kept_arrays
 from .hardware import CATALOG, GPU
 from .models import Model
 from .simulator import cluster
-from .simulator.goodput import ATTAINMENT, highest_rate
+from .simulator.goodput import ATTAINMENT, highest_rate, kept_latencies
 from .simulator.results import attainment_of
 from .workload import SHAREGPT, LengthDistribution, Workload, poisson_arrivals, poisson_workload, workload
 
@@ -109,7 +110,7 @@ def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, se
     (each cache over ``link``, disaggregated); ``user_time`` and ``stream_time`` as ``server`` takes them."""
     _check.instance("layout", layout, Layout)
     rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
-    work = poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
+    work = _work(rate, lengths, count, seed)
     each = server(layout.budget, user_time, stream_time)
     if layout.colocated:
         return cluster.simulate_cluster(each, work, layout.decode)
@@ -118,34 +119,38 @@ def run(layout: Layout, rate, lengths="long", link="nvlink4", count=REQUESTS, se
 
 @lru_cache(maxsize=1024)
 def _latencies(layout: Layout, rate: float, lengths, link, count, seed, user_time, stream_time):
-    """Each request's time to first token and mean time per later token in ``run``'s run: all a goodput search and
-    the explorer's shares read of it. Kept in the process and on disk (``_kept``; a hundredth of the run's bytes), for
-    the other processes that run the same layouts: the page, its explorer's table, the tests."""
-    def latencies():
-        found = run(layout, rate, lengths, link, count, seed, user_time, stream_time)
-        return {"ttft": found.ttft, "tpot": found.tpot}
-
-    kept = kept_arrays("try", ("disaggregation", server(layout.budget, user_time, stream_time), layout, rate, lengths,
-                               link, count, seed), latencies)
-    return kept["ttft"], kept["tpot"]
+    """``run``'s requests' latencies (``simulator.goodput.kept_latencies``), kept on disk for the other processes
+    that run the same layouts (the page, its explorer's table, the tests) and in the process, so that searches and
+    explorer settings that meet again need not read the file again."""
+    return kept_latencies(("disaggregation", server(layout.budget, user_time, stream_time), layout, rate, lengths, link,
+                           count, seed),
+                          lambda: run(layout, rate, lengths, link, count, seed, user_time, stream_time))
 
 
-def attainment(layout: Layout, rate, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
+def attainment(layout: Layout, rate, ttft=None, tpot=None, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
                user_time=None, stream_time=None) -> float:
     """``run(layout, rate, ...).attainment(ttft, tpot)``: the share of the requests that see a first token within
-    ``ttft`` seconds and a mean time per later token within ``tpot``, from the run's kept latencies."""
+    ``ttft`` seconds and a mean time per later token within ``tpot`` (either may be None: not asked), from the run's
+    kept latencies."""
     _check.instance("layout", layout, Layout)
     rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
+    ttft = None if ttft is None else _check.positive("ttft", ttft)
+    tpot = None if tpot is None else _check.positive("tpot", tpot)
     _lengths(lengths)
+    link = None if layout.colocated else link      # a colocated pool sends no cache: one run serves every link
     return attainment_of(*_latencies(layout, rate, lengths, link, count, seed, user_time, stream_time), ttft, tpot)
 
 
-def transfers(rate, lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> np.ndarray:
-    """Each request's cache's trip from a prefill GPU to a decode GPU over ``link`` in ``run``'s runs of a split at
-    ``rate`` (its ``transfer``), without the run."""
-    rate = float(_check.single("rate", _check.number("rate", rate, above=0)))
-    work = poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
-    return np.asarray(cluster.transfer_time(server(), work.prompt, link), dtype=float)
+def transfers(lengths="long", link="nvlink4", count=REQUESTS, seed=0) -> np.ndarray:
+    """Each request's cache's trip from a prefill GPU to a decode GPU over ``link`` in ``run``'s runs of a split
+    (their ``transfer``), without a run: the same for every split, budget and rate (the prompts' draw does not depend
+    on the arrivals)."""
+    return np.asarray(cluster.transfer_time(server(), _work(1.0, lengths, count, seed).prompt, link), dtype=float)
+
+
+def _work(rate, lengths, count, seed) -> Workload:
+    """The requests ``run`` serves at ``rate``."""
+    return poisson_workload(rate, count, _lengths(lengths), seed, model=load.MODEL)
 
 
 def goodput(layout: Layout, ttft, tpot, lengths="long", link="nvlink4", count=REQUESTS, seed=0,
@@ -181,7 +186,7 @@ def mean_lengths(lengths="long", count=REQUESTS, seed=0) -> tuple[float, float]:
     """(Mean prompt, mean reply) in tokens of the requests ``run`` serves: ``lengths``' draws, each cut to fit
     the model's context window, so below the distribution's nominal means where its tail is long. The same at
     every rate (the lengths' draw does not depend on the arrivals)."""
-    work = poisson_workload(1.0, count, _lengths(lengths), seed, model=load.MODEL)
+    work = _work(1.0, lengths, count, seed)
     return float(np.mean(work.prompt)), float(np.mean(work.reply))
 
 

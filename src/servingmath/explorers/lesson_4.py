@@ -224,7 +224,7 @@ def disaggregated(rate: int = 8, lengths: str = "long", tpot: float = 0.015, lin
 
     def readouts(rate, lengths, tpot, link):
         found = shares(rate, lengths, tpot, link)
-        trip = disaggregation.transfers(rate, lengths, link, SPLIT_REQUESTS)
+        trip = disaggregation.transfers(lengths, link, SPLIT_REQUESTS)
         return {**{f"met, {name}": units.percent(share) for name, share in found.items()},
                 "trip, 1 prefill + 3 decode, median": ms(float(np.median(trip)))}
 

@@ -204,38 +204,40 @@ class StepClock:
 
     def decode_only(self, users):
         """For a model whose decode costs grow in a straight line with the cache (``linear``), the time of
-        a step of ``users`` next tokens and nothing else, as a function of the users' total cache."""
+        a step of ``users`` next tokens and nothing else, as a function of the users' total cache. Made once for each
+        count of users."""
         found = self._decode_only.get(users)
-        if found is None:
-            found = self._decode_only[users] = self._decode_only_of(users)
-        return found
-
-    def _decode_only_of(self, users):
+        if found is not None:
+            return found
         if self.measured is not None:
             measured = self.measured
-            return lambda cached: measured(users, users, 0)
-        per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead + self.communication(users)
-        slope, read_slope = self.attention_slope, self.read_slope
-        weights_read = self.weights(users) + self.write_per_token * users
-        if self.phased:
-            matrix = max(self.flops_per_token * users * self.per_linear_flop, weights_read * per_byte)
-            attention_fixed = self.attention_base * users * per_flop
-            launch, fixed = self.launch_time, overhead + self.user_time * users
-            streamed = self.stream_time * users
 
             def seconds(cached):
-                step = slope * cached * per_flop + attention_fixed
-                memory_time = read_slope * cached * per_byte
-                step = (memory_time if memory_time > step else step) + matrix
-                step = (launch if step < launch else step) + fixed
-                return streamed if streamed > step else step
+                return measured(users, users, 0)
         else:
-            flops_fixed = (self.flops_per_token + self.attention_base) * users
+            per_flop, per_byte, overhead = self.per_flop, self.per_byte, self.overhead + self.communication(users)
+            slope, read_slope = self.attention_slope, self.read_slope
+            weights_read = self.weights(users) + self.write_per_token * users
+            if self.phased:
+                matrix = max(self.flops_per_token * users * self.per_linear_flop, weights_read * per_byte)
+                attention_fixed = self.attention_base * users * per_flop
+                launch, fixed = self.launch_time, overhead + self.user_time * users
+                streamed = self.stream_time * users
 
-            def seconds(cached):
-                step = (flops_fixed + slope * cached) * per_flop
-                memory_time = (weights_read + read_slope * cached) * per_byte
-                return (memory_time if memory_time > step else step) + overhead
+                def seconds(cached):
+                    step = slope * cached * per_flop + attention_fixed
+                    memory_time = read_slope * cached * per_byte
+                    step = (memory_time if memory_time > step else step) + matrix
+                    step = (launch if step < launch else step) + fixed
+                    return streamed if streamed > step else step
+            else:
+                flops_fixed = (self.flops_per_token + self.attention_base) * users
+
+                def seconds(cached):
+                    step = (flops_fixed + slope * cached) * per_flop
+                    memory_time = (weights_read + read_slope * cached) * per_byte
+                    return (memory_time if memory_time > step else step) + overhead
+        self._decode_only[users] = seconds
         return seconds
 
     def decode_step(self, users, mixed=True):

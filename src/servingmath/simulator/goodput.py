@@ -82,18 +82,24 @@ def _searched_run(server, rate, count, lengths, seed):
     return at_rate(server, rate, count, lengths, seed)
 
 
+def kept_latencies(arguments: tuple, simulated) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's time to first token and mean time per later token in the run ``simulated()`` makes, kept on
+    disk under ``arguments`` (``_kept``, for the other processes that ask for the same run's): all a goodput search
+    and an attainment read of a run."""
+    def latencies():
+        run = simulated()
+        return {"ttft": run.ttft, "tpot": run.tpot}
+
+    kept = kept_arrays("try", arguments, latencies)
+    return kept["ttft"], kept["tpot"]
+
+
 @lru_cache(maxsize=512)
 def _latencies(server, rate, count, lengths, seed) -> tuple[np.ndarray, np.ndarray]:
-    """Each request's time to first token and mean time per later token at ``rate``: all a search reads of a
-    run. Searches for other targets on the same server try many of the same rates (1, 2, 4... then halfway
-    between the last two, for targets whose rates are near), so these are kept, in the process (a sixteenth
-    of a run's memory) and on disk (``_kept``, for the other processes)."""
-    def run():
-        tried = _searched_run(server, rate, count, lengths, seed)
-        return {"ttft": tried.ttft, "tpot": tried.tpot}
-
-    kept = kept_arrays("try", (server, rate, count, lengths, seed), run)
-    return kept["ttft"], kept["tpot"]
+    """The requests' latencies at ``rate`` (``kept_latencies``). Searches for other targets on the same server try
+    many of the same rates (1, 2, 4... then halfway between the last two, for targets whose rates are near), so
+    these are kept, in the process (a sixteenth of a run's memory) and on disk."""
+    return kept_latencies((server, rate, count, lengths, seed), lambda: _searched_run(server, rate, count, lengths, seed))
 
 
 def goodput(server: Server, ttft, tpot, count=GOODPUT_REQUESTS, lengths=None, seed=0, attainment=ATTAINMENT,
