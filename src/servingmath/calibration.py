@@ -186,7 +186,7 @@ def replay(run: Run, requests=REPLAY_REQUESTS, seed=0, given=None) -> Replay:
     return Replay(run, found, flags, work, concurrency, said, in_process, cache)
 
 
-def _unpaid(server, costs):
+def unpaid(server, costs):
     """The server without the ``costs`` an in-process client does not pay (``IN_PROCESS_CLIENTS``)."""
     import dataclasses
     return dataclasses.replace(server, **{cost: 0.0 for cost in costs})
@@ -197,7 +197,7 @@ def predict(run: Run, requests=REPLAY_REQUESTS, given=None) -> dict:
     from .simulator import simulate
     r = replay(run, requests, given=given)
     server = r.engine.server(run.shape, run.gpu_spec, **r.flags)
-    server = _unpaid(server, r.in_process)
+    server = unpaid(server, r.in_process)
     bench = simulate(server, r.work, concurrency=r.concurrency).benchmark()
     # A source that divides by the summed latencies ÷ the concurrency (runs.DURATIONS) is read the same way.
     duration = bench.e2els.sum() / r.concurrency if run.source.duration == "latency-sum" else bench.duration

@@ -27,6 +27,7 @@ import yaml
 
 from . import _check, parallel, units
 from ._kept import kept_arrays
+from .calibration import NO_CLIENT_COSTS, unpaid
 from . import runs as _runs
 from .runs import _DATE, CatalogRow
 from .hardware import CATALOG, INTERCONNECTS, Interconnect, link as _link
@@ -537,8 +538,7 @@ def predict(run: MultiRun, requests=None, seed=0, runs=None) -> Prediction | Non
         flags["kv_cache_dtype"] = "fp8"
     server = found.server(run.shape, run.gpu_spec, link=run.interconnect if run.tensor_parallel > 1 else None, **flags)
     if run.source.key in IN_PROCESS:
-        from .calibration import NO_CLIENT_COSTS, _unpaid
-        server = _unpaid(server, NO_CLIENT_COSTS)
+        server = unpaid(server, NO_CLIENT_COSTS)
     kind = run.arrivals["kind"]
     requests = REPLAY_REQUESTS if requests is None else int(_check.count("requests", requests, minimum=1))
     fixed, dist, said = lengths(run, runs)
