@@ -60,20 +60,24 @@ def release() -> str:
 PACKAGE = ("src/servingmath", "pyproject.toml")
 
 
-def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+def _git(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
 
 
-def pin_problem(commit: str) -> str:
-    """Why ``commit`` cannot be the copies' pin ('' if it can): it must be a full hash of a commit of this
-    repository that holds ``servingmath.variants`` and the package as committed now."""
+def pin_problem(commit: str, root: Path = ROOT) -> str:
+    """Why ``commit`` cannot be the copies' pin ('' if it can): it must be a full hash of a commit in the
+    history of ``root``'s HEAD that holds ``servingmath.variants`` and the package as committed now."""
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         return f"the pin must be a commit's full hash (40 hex digits), got {commit!r}"
-    if _git("cat-file", "-e", f"{commit}^{{commit}}").returncode:
+    if _git("cat-file", "-e", f"{commit}^{{commit}}", root=root).returncode:
         return f"commit {commit} is not in this repository"
-    if _git("cat-file", "-e", f"{commit}:src/servingmath/variants.py").returncode:
+    # A commit amended or reset away still sits in the object store here, but a clone never gets it.
+    if _git("merge-base", "--is-ancestor", commit, "HEAD", root=root).returncode:
+        return (f"commit {commit} is not in HEAD's history, so a clone does not have it: "
+                "run `make pin` and commit the pin")
+    if _git("cat-file", "-e", f"{commit}:src/servingmath/variants.py", root=root).returncode:
         return f"commit {commit} has no src/servingmath/variants.py"
-    changed = _git("diff", "--name-only", commit, "HEAD", "--", *PACKAGE).stdout.split()
+    changed = _git("diff", "--name-only", commit, "HEAD", "--", *PACKAGE, root=root).stdout.split()
     if changed:
         return (f"the package changed since the pinned commit {commit[:12]} ({', '.join(changed)}): "
                 "commit it, then run `make pin` and commit the pin")

@@ -241,6 +241,18 @@ def test_a_pin_that_is_not_a_commit_holding_this_package_is_refused():
     assert launch_files.pin_problem(head) == ""
 
 
+def test_a_pin_reset_away_from_the_history_is_refused(tmp_path):
+    """A commit dropped by an amend or a reset stays in this object store, but no clone has it."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(clone)], check=True)
+    dropped = subprocess.run(["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "dropped"], cwd=clone,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert launch_files.pin_problem(dropped, root=clone) == (
+        f"commit {dropped} is not in HEAD's history, so a clone does not have it: run `make pin` and commit the pin")
+    subprocess.run(["git", "reset", "-q", "--soft", dropped], cwd=clone, check=True)
+    assert launch_files.pin_problem(dropped, root=clone) == ""
+
+
 def test_what_the_pin_installs_holds_the_variants_of_this_package(tmp_path):
     """pip installs the pinned commit as Colab's setup cell does (from this repository, not GitHub)."""
     release = launch_files.release()
