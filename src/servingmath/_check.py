@@ -61,7 +61,7 @@ def _scalar(name, value, minimum, above, maximum, integer, allow_inf):
     if math.isinf(scalar):
         if not allow_inf:
             raise ValueError(f"{name} must be finite, got {value!r}")
-    elif integer and scalar != round(scalar):
+    elif integer and not scalar.is_integer():
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if minimum is not None and scalar < minimum:
         raise ValueError(f"{name} must be at least {minimum:g}, got {value!r}")
@@ -106,6 +106,8 @@ def finite(name, value, *, minimum=None, above=None):
 def single(name, value, kind="number"):
     """``value`` unchanged where it is one value, not an array: for settings a sweep cannot take
     (a configuration, a simulated server, one request's lengths)."""
+    if type(value) in (int, float):  # the common case, without numpy's ndim (which makes an array of it)
+        return value
     if np.ndim(value):
         raise TypeError(f"{name} must be a single {kind}, got {value!r}")
     return value

@@ -289,9 +289,13 @@ def fit(model: Model, grp, context_tokens=0, batch=1, weight_bits=16, kv_bits=16
     held = [(weight_bytes((stage_parameters(model, pp, s) - _stage_norms(model, split, s)) / tp
                           + _stage_norms(model, split, s), weight_bits), cache * layers / model.layers)
             for s, layers in enumerate(split)]
-    fullest = np.argmax(np.stack(np.broadcast_arrays(*(w + c for w, c in held))), axis=0)
-    weights, cache = (np.choose(fullest, np.broadcast_arrays(*part)) for part in zip(*held))
-    weights, cache = (float(part) if part.ndim == 0 else part for part in (weights, cache))
+    totals = [w + c for w, c in held]
+    if all(isinstance(total, float) for total in totals):   # one setting: the first fullest stage, as argmax picks
+        weights, cache = (float(part) for part in held[totals.index(max(totals))])
+    else:
+        fullest = np.argmax(np.stack(np.broadcast_arrays(*totals)), axis=0)
+        weights, cache = (np.choose(fullest, np.broadcast_arrays(*part)) for part in zip(*held))
+        weights, cache = (float(part) if part.ndim == 0 else part for part in (weights, cache))
     return GroupFit(model=model, gpu=grp.gpu, weight_bytes=weights, cache_bytes=cache,
                     usable_bytes=usable_memory(grp.gpu, reserve), reserve=_check.number("reserve", reserve, minimum=0),
                     group=grp, tensor_parallel=tp, pipeline_parallel=pp)
@@ -382,7 +386,8 @@ def _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     _check.finite("weight_bits", weight_bits, above=0)
     _check.finite("kv_bits", kv_bits, above=0)
     answer = fit(model, grp, cached_tokens + new_tokens, batch, weight_bits, kv_bits, reserve, pp)
-    if not np.all(answer.fits):
+    fits = answer.fits
+    if not (fits if isinstance(fits, (bool, np.bool_)) else np.all(fits)):
         raise DoesNotFit(answer.message)
 
 

@@ -15,18 +15,20 @@ def settings() -> tuple:
     """Every setting of the live pipeline explorer, its finer steps of users included, on two or more GPUs where the
     stages fit: (model, link, users in all, the stages' step, Part 1's split of the same users, or None where it
     does not fit)."""
-    found = []
+    found, splits = [], {}    # Part 1's split of the same users, for every batch and micro-batches that make them
     for model, link, gpus, batch, micro in itertools.product(menus.MODELS_SHOWN, menus.MACHINES, menus.GPUS[1:],
                                                              menus.FINE_BATCHES, menus.GPUS):
         try:
             staged = menus._pipeline(gpus, link, batch, micro, model)
         except memory.DoesNotFit:
             continue
-        try:
-            split = menus._step(gpus, link, batch * micro, model)
-        except memory.DoesNotFit:
-            split = None
-        found.append((model, link, batch * micro, staged, split))
+        key = (model, link, gpus, batch * micro)
+        if key not in splits:
+            try:
+                splits[key] = menus._step(gpus, link, batch * micro, model)
+            except memory.DoesNotFit:
+                splits[key] = None
+        found.append((model, link, batch * micro, staged, splits[key]))
     return tuple(found)
 
 
