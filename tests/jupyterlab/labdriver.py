@@ -226,6 +226,23 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
           figure: figure ? figure.outerHTML : '', figureSize: rect ? [rect.width, rect.height] : [0, 0]};
 })"""
 
+# Whether explorer ``index`` shows these readouts (rows of [label, value]) and this figure's markup (either null:
+# not compared).
+SHOWS = """([index, readouts, figure]) => {
+  const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
+  if (!box) return false;
+  if (readouts !== null) {
+    const rows = Array.from(box.querySelectorAll('.servingmath-readouts tr'))
+      .map(row => [row.querySelector('th').textContent, row.querySelector('td').textContent]);
+    if (JSON.stringify(rows) !== JSON.stringify(readouts)) return false;
+  }
+  if (figure !== null) {
+    const svg = box.querySelector('.servingmath-figure svg');
+    if (!svg || svg.outerHTML !== figure) return false;
+  }
+  return true;
+}"""
+
 # The markup ``svg`` becomes once the browser has parsed it as the HTML widget does, to compare with what is shown.
 AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
   return holder.firstElementChild ? holder.firstElementChild.outerHTML : ''; }"""
@@ -351,13 +368,17 @@ class Notebook:
         return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]
 
     def wait_for(self, index, expected, timeout=15):
-        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            now = self.explorers()[index]
-            if all(now[key] == value for key, value in expected.items()) or time.monotonic() > deadline:
-                return now
-            time.sleep(0.05)
+        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
+
+        The page compares what it shows with ``expected`` itself, every 50 ms, and answers once: reading the whole
+        explorer back each time (its figure's markup) cost the browser, the driver and this process more than the
+        kernel's redraw."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        with contextlib.suppress(PlaywrightTimeout):
+            self.page.wait_for_function(SHOWS, arg=[index, expected.get("readouts"), expected.get("figure")],
+                                        polling=50, timeout=timeout * 1000)
+        return self.explorers()[index]
 
     def wait_for_figure_change(self, index, before, timeout=10):
         """The explorer's state once its figure differs from ``before`` (its readouts come with it)."""
