@@ -15,7 +15,7 @@ def settings() -> tuple:
     """Every setting of the live pipeline explorer, its finer steps of users included, on two or more GPUs where the
     stages fit: (model, link, users in all, the stages' step, Part 1's split of the same users, or None where it
     does not fit)."""
-    found, splits = [], {}    # Part 1's split of the same users, for every batch and micro-batches that make them
+    found, splits = [], {}    # Part 1's split by (model, link, GPUs, users), shared by every batch × micro-batches
     for model, link, gpus, batch, micro in itertools.product(menus.MODELS_SHOWN, menus.MACHINES, menus.GPUS[1:],
                                                              menus.FINE_BATCHES, menus.GPUS):
         try:
