@@ -71,10 +71,9 @@ def pin_problem(commit: str, root: Path = ROOT) -> str:
         return f"the pin must be a commit's full hash (40 hex digits), got {commit!r}"
     if _git("cat-file", "-e", f"{commit}^{{commit}}", root=root).returncode:
         return f"commit {commit} is not in this repository"
-    # A commit amended or reset away still sits in the object store here, but a clone never gets it.
+    # A commit amended or reset away still sits in the object store here, but a clone of the branch never gets it.
     if _git("merge-base", "--is-ancestor", commit, "HEAD", root=root).returncode:
-        return (f"commit {commit} is not in HEAD's history, so a clone does not have it: "
-                "run `make pin` and commit the pin")
+        return f"commit {commit} is not in HEAD's history: run `make pin` and commit the pin"
     if _git("cat-file", "-e", f"{commit}:src/servingmath/variants.py", root=root).returncode:
         return f"commit {commit} has no src/servingmath/variants.py"
     changed = _git("diff", "--name-only", commit, "HEAD", "--", *PACKAGE, root=root).stdout.split()
