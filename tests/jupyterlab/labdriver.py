@@ -202,8 +202,8 @@ CLOSE_ALL = """() => {
   }
 }"""
 
-# The explorers on the page: for each, its name, controls (kind, label, shown value), readouts and figure.
-EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .servingmath-explorer')).map(box => {
+# One explorer's box as a reader sees it: its name, controls (kind, label, shown value), readouts and figure.
+EXPLORER_STATE = """box => {
   const name = Array.from(box.classList).find(c => c.startsWith('servingmath-explorer-'));
   const controls = Array.from(box.querySelectorAll('.widget-slider, .widget-dropdown, .widget-toggle-buttons'))
     .map(control => {
@@ -224,24 +224,17 @@ EXPLORERS = """() => Array.from(document.querySelectorAll('.jp-Notebook .serving
   const rect = figure ? figure.getBoundingClientRect() : null;
   return {name: name ? name.slice('servingmath-explorer-'.length) : '', controls, readouts,
           figure: figure ? figure.outerHTML : '', figureSize: rect ? [rect.width, rect.height] : [0, 0]};
-})"""
-
-# Whether explorer ``index`` shows these readouts (rows of [label, value]) and this figure's markup (either null:
-# not compared).
-SHOWS = """([index, readouts, figure]) => {
-  const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
-  if (!box) return false;
-  if (readouts !== null) {
-    const rows = Array.from(box.querySelectorAll('.servingmath-readouts tr'))
-      .map(row => [row.querySelector('th').textContent, row.querySelector('td').textContent]);
-    if (JSON.stringify(rows) !== JSON.stringify(readouts)) return false;
-  }
-  if (figure !== null) {
-    const svg = box.querySelector('.servingmath-figure svg');
-    if (!svg || svg.outerHTML !== figure) return false;
-  }
-  return true;
 }"""
+BOXES = "document.querySelectorAll('.jp-Notebook .servingmath-explorer')"
+# Every explorer on the page.
+EXPLORERS = f"() => Array.from({BOXES}).map({EXPLORER_STATE})"
+# Whether explorer ``index`` shows what ``expected`` holds (its readouts, its figure, as EXPLORER_STATE reads them).
+SHOWS = f"""([index, expected]) => {{
+  const box = {BOXES}[index];
+  if (!box) return false;
+  const now = ({EXPLORER_STATE})(box);
+  return Object.keys(expected).every(key => JSON.stringify(now[key]) === JSON.stringify(expected[key]));
+}}"""
 
 # The markup ``svg`` becomes once the browser has parsed it as the HTML widget does, to compare with what is shown.
 AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.innerHTML = svg;
@@ -368,16 +361,13 @@ class Notebook:
         return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]
 
     def wait_for(self, index, expected, timeout=15):
-        """Explorer ``index`` once its readouts and figure are ``expected`` (or as they stand after ``timeout``).
-
-        The page compares what it shows with ``expected`` itself, every 50 ms, and answers once: reading the whole
-        explorer back each time (its figure's markup) cost the browser, the driver and this process more than the
-        kernel's redraw."""
+        """Explorer ``index`` once it shows ``expected`` (some of ``EXPLORER_STATE``'s keys: its readouts, its figure),
+        or as it stands after ``timeout``. The page compares every 50 ms and answers once, so the figure's markup
+        crosses to this process once, not at every look."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         with contextlib.suppress(PlaywrightTimeout):
-            self.page.wait_for_function(SHOWS, arg=[index, expected.get("readouts"), expected.get("figure")],
-                                        polling=50, timeout=timeout * 1000)
+            self.page.wait_for_function(SHOWS, arg=[index, expected], polling=50, timeout=timeout * 1000)
         return self.explorers()[index]
 
     def wait_for_figure_change(self, index, before, timeout=10):
