@@ -68,7 +68,7 @@ class StepClock:
                            and np.allclose(self.read[:-1], self.read[0] + self.read_slope * c, rtol=1e-12, atol=0)
                            and self.read[0] == 0)
         self._weights = {}
-        self._decode_only = {}    # decode_only's functions, by users: the loop asks for one at every run of steps
+        self.decode_only_by_users = {}   # decode_only's functions, by users: the loop looks here at every run of steps
         self._decode_steps = {}   # decode_step's functions, by (users, mixed)
         self._dense = not model.mixture_of_experts
         # A step timed by its phases (server.clock == "phases"): the matrix products run at
@@ -206,7 +206,7 @@ class StepClock:
         """For a model whose decode costs grow in a straight line with the cache (``linear``), the time of
         a step of ``users`` next tokens and nothing else, as a function of the users' total cache. Made once for each
         count of users."""
-        found = self._decode_only.get(users)
+        found = self.decode_only_by_users.get(users)
         if found is not None:
             return found
         if self.measured is not None:
@@ -237,7 +237,7 @@ class StepClock:
                     step = (flops_fixed + slope * cached) * per_flop
                     memory_time = (weights_read + read_slope * cached) * per_byte
                     return (memory_time if memory_time > step else step) + overhead
-        self._decode_only[users] = seconds
+        self.decode_only_by_users[users] = seconds
         return seconds
 
     def decode_step(self, users, mixed=True):

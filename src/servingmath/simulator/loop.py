@@ -27,6 +27,8 @@ class Engine:
         """Run steps till ``total`` requests are done, or till the time is ``until`` or later (a step begun
         before ``until`` runs to its end)."""
         scheduler, clock, log, server = self.scheduler, self.clock, self.log, self.server
+        decode_only = clock.decode_only_by_users
+        appends = log.appends()
         step, now = self.step, self.now
         while scheduler.done < total and now < until:
             scheduler.take_arrivals(now)
@@ -39,18 +41,21 @@ class Engine:
                 # arrives; with the line closed to the one at its head, arrivals change nothing till someone
                 # finishes (each such step timed as ``clock.step`` times it when the loop below runs it).
                 if not scheduler.waiting:
-                    step, now, blocked = _decode_steps(scheduler, clock.decode_only(decoding.users), log, step, now,
+                    seconds_of = decode_only.get(decoding.users) or clock.decode_only(decoding.users)
+                    step, now, blocked = _decode_steps(scheduler, seconds_of, log, appends, step, now,
                                                        min(until, scheduler.next_arrival))
                     if not blocked:
                         continue
                 elif scheduler.admits_no_one():
                     step, now, blocked = _decode_steps(scheduler, clock.decode_step(decoding.users, server.mixed_steps),
-                                                       log, step, now, until)
+                                                       log, appends, step, now, until)
                     if not blocked:
                         continue
             batch = scheduler.schedule(step)                # who runs, preempting for room where needed
             decoding = scheduler.decoding
-            tokens = decoding.users + sum(piece[1] for piece in batch.pieces)
+            tokens = decoding.users
+            for piece in batch.pieces:
+                tokens += piece[1]
             if tokens == 0:
                 # Everyone admitted was preempted again before the step ran: wait for the next arrival or finish.
                 if not scheduler.waiting or not scheduler.arrivals_left:
@@ -73,7 +78,7 @@ class Engine:
         self.step, self.now = step, now
 
 
-def _decode_steps(scheduler: Scheduler, seconds_of, log: StepLog, step, now, until):
+def _decode_steps(scheduler: Scheduler, seconds_of, log: StepLog, appends, step, now, until):
     """Steps of next tokens only, each ``seconds_of(cached)`` long (the users' caches' tokens in all), until
     ``until`` (the next arrival where anyone arriving may join), someone finishes or someone needs a block that
     is not free: the loop's steps with nothing else in them (most of an hour's steps), run with their sums held
@@ -84,8 +89,7 @@ def _decode_steps(scheduler: Scheduler, seconds_of, log: StepLog, step, now, unt
     last = decoding.finishing[0][0]          # the step of the next last token: no one else finishes before it
     due = blocks.per_step if blocks.paged else None
     block_tokens, total, free = blocks.block_tokens, blocks.total, blocks.free
-    end, time, decodes, held, used = (log.end.append, log.time.append, log.decodes.append, log.held.append,
-                                      log.used.append)
+    end, time, decodes, held, used = appends
     blocked = False
     while True:
         if due is not None:

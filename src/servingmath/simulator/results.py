@@ -1,6 +1,7 @@
 """What a run leaves: every request's record, every step, and the figures read from them."""
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass, field, fields
 
@@ -306,6 +307,11 @@ class StepLog:
         self.held.append(held)
         self.used.append(used)
 
+    def appends(self):
+        """The appends of a step's end, seconds and next tokens, and of the memory held and used after it, bound
+        once for the loop's runs of next-token steps (``loop._decode_steps``)."""
+        return self.end.append, self.time.append, self.decodes.append, self.held.append, self.used.append
+
     def simulation(self, server, work, requests, runs) -> Simulation:
         decodes = np.frombuffer(self.decodes, dtype=np.int64)
         return Simulation(
@@ -315,5 +321,5 @@ class StepLog:
             step_decodes=decodes, step_tokens=_with_extra(decodes, self.extra_tokens),
             step_held_tokens=np.frombuffer(self.held, dtype=np.int64),
             step_used_tokens=np.frombuffer(self.used, dtype=np.int64),
-            runs=np.asarray(runs, dtype=np.int64).reshape(-1, 3),
+            runs=np.fromiter(itertools.chain.from_iterable(runs), dtype=np.int64, count=3 * len(runs)).reshape(-1, 3),
         )
