@@ -141,19 +141,19 @@ def test_arrays_sweep_as_scalars_do():
                                [0.0, 6e-6 + 1.75 * 1e6 / 450e9], rtol=1e-12)
 
 
-
 def test_a_swept_fit_holds_each_settings_fullest_stage_over_pipeline_stages():
     """One setting's fit picks its fullest stage without arrays; swept, the arrays pick the same stage, bit for bit."""
     contexts, batches = np.array([0, 1000, 4000, 8000]), np.array([1, 16, 64, 256])
+    group = parallel.group(H100, 8)
     for model in (L70, MODELS["llama-3-8b"], MODELS["qwen3-235b-a22b"]):
         for stages in (1, 2, 4, 8):
-            group = parallel.group(H100, 8)
             swept = parallel.fit(model, group, contexts, batches, pipeline_parallel=stages)
             each = [parallel.fit(model, group, int(c), int(b), pipeline_parallel=stages) for c, b in zip(contexts, batches)]
             assert all(type(one.weight_bytes) is float and type(one.cache_bytes) is float for one in each)
             assert swept.weight_bytes.tolist() == [one.weight_bytes for one in each], (model.name, stages)
             assert swept.cache_bytes.tolist() == [one.cache_bytes for one in each], (model.name, stages)
             assert swept.fits.tolist() == [one.fits for one in each]
+
 
 # -- properties over the catalog -------------------------------------------------------------------
 def degrees(model, key):

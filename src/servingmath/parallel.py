@@ -386,7 +386,7 @@ def _check_fits(model, grp, new_tokens, cached_tokens, batch, weight_bits, kv_bi
     _check.finite("weight_bits", weight_bits, above=0)
     _check.finite("kv_bits", kv_bits, above=0)
     answer = fit(model, grp, cached_tokens + new_tokens, batch, weight_bits, kv_bits, reserve, pp)
-    fits = answer.fits     # a bool for one setting (np.all of one would make an array of it), an array when swept
+    fits = answer.fits     # a bool for one setting, read as it is (np.all would first make an array of it); an array when swept
     if not (fits if isinstance(fits, bool) else np.all(fits)):
         raise DoesNotFit(answer.message)
 

@@ -27,7 +27,7 @@ class Engine:
         """Run steps till ``total`` requests are done, or till the time is ``until`` or later (a step begun
         before ``until`` runs to its end)."""
         scheduler, clock, log, server = self.scheduler, self.clock, self.log, self.server
-        decode_only = clock.decode_only_by_users
+        seconds_by_users = clock.decode_only_by_users
         appends = log.appends()
         step, now = self.step, self.now
         while scheduler.done < total and now < until:
@@ -41,7 +41,9 @@ class Engine:
                 # arrives; with the line closed to the one at its head, arrivals change nothing till someone
                 # finishes (each such step timed as ``clock.step`` times it when the loop below runs it).
                 if not scheduler.waiting:
-                    seconds_of = decode_only.get(decoding.users) or clock.decode_only(decoding.users)
+                    seconds_of = seconds_by_users.get(decoding.users)
+                    if seconds_of is None:
+                        seconds_of = clock.decode_only(decoding.users)
                     step, now, blocked = _decode_steps(scheduler, seconds_of, log, appends, step, now,
                                                        min(until, scheduler.next_arrival))
                     if not blocked:

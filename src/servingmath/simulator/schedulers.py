@@ -319,7 +319,7 @@ class Continuous(Scheduler):
         """As every policy, and a prompt after the step's first only where the budget holds it whole."""
         if batch.pieces and r.state != SWAPPED and r.need_tokens > batch.budget:
             return False
-        return Scheduler.fits(self, r, blocks, batch)   # named, not super(): asked at every step a prompt joins
+        return Scheduler.fits(self, r, blocks, batch)   # named, not super(): asked of each request a step tries to admit
 
 
 class Chunked(Scheduler):
