@@ -244,15 +244,17 @@ def test_a_pin_that_is_not_a_commit_holding_this_package_is_refused():
 def test_a_pin_reset_away_from_the_history_is_refused(tmp_path):
     """A commit dropped by an amend or a reset stays in this object store, but no clone of the branch has it."""
     clone = tmp_path / "clone"
-    git = {**os.environ, "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-           "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+    # An identity of its own (a CI container has none), and nothing that points git at another repository.
+    env = {key: value for key, value in os.environ.items() if key not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env.update(GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.invalid", GIT_COMMITTER_NAME="test",
+               GIT_COMMITTER_EMAIL="test@example.invalid")
 
     def run(*args):
-        done = subprocess.run(["git", *args], cwd=clone, env=git, capture_output=True, text=True)
+        done = subprocess.run(["git", *args], cwd=clone, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(clone)], env=env, check=True)
     dropped = run("commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "dropped")
     assert launch_files.pin_problem(dropped, root=clone) == (
         f"commit {dropped} is not in HEAD's history: run `make pin` and commit the pin")
