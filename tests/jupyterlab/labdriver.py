@@ -202,38 +202,42 @@ CLOSE_ALL = """() => {
   }
 }"""
 
-# One explorer's box as a reader sees it: its name, controls (kind, label, shown value), readouts and figure.
-EXPLORER_STATE = """box => {
+# The explorers on a page, and what a reader sees of one: its readouts (rows of [label, value]), its figure's markup,
+# and all of it (its name, controls as kind, label and shown value, readouts, figure and the figure's size on screen).
+EXPLORER_BOXES = ".jp-Notebook .servingmath-explorer"
+BOXES = f"document.querySelectorAll('{EXPLORER_BOXES}')"
+READOUTS = """box => Array.from(box.querySelectorAll('.servingmath-readouts tr'))
+  .map(row => [row.querySelector('th').textContent, row.querySelector('td').textContent])"""
+FIGURE = """box => { const svg = box.querySelector('.servingmath-figure svg'); return svg ? svg.outerHTML : ''; }"""
+EXPLORER_STATE = f"""box => {{
   const name = Array.from(box.classList).find(c => c.startsWith('servingmath-explorer-'));
   const controls = Array.from(box.querySelectorAll('.widget-slider, .widget-dropdown, .widget-toggle-buttons'))
-    .map(control => {
+    .map(control => {{
       const kind = control.classList.contains('widget-dropdown') ? 'dropdown'
                  : control.classList.contains('widget-toggle-buttons') ? 'buttons' : 'slider';
-      const label = (control.querySelector('.widget-label') || {}).textContent || '';
+      const label = (control.querySelector('.widget-label') || {{}}).textContent || '';
       let shown = '';
-      if (kind === 'dropdown') { const s = control.querySelector('select'); shown = s.options[s.selectedIndex].text; }
-      else if (kind === 'buttons') {
+      if (kind === 'dropdown') {{ const s = control.querySelector('select'); shown = s.options[s.selectedIndex].text; }}
+      else if (kind === 'buttons') {{
         const b = control.querySelector('button.mod-active'); shown = b ? b.textContent : '';
-      }
-      else { const r = control.querySelector('.widget-readout'); shown = r ? r.textContent : ''; }
-      return {kind, label, shown};
-    });
-  const readouts = Array.from(box.querySelectorAll('.servingmath-readouts tr'))
-    .map(row => [row.querySelector('th').textContent, row.querySelector('td').textContent]);
-  const figure = box.querySelector('.servingmath-figure svg');
-  const rect = figure ? figure.getBoundingClientRect() : null;
-  return {name: name ? name.slice('servingmath-explorer-'.length) : '', controls, readouts,
-          figure: figure ? figure.outerHTML : '', figureSize: rect ? [rect.width, rect.height] : [0, 0]};
-}"""
-BOXES = "document.querySelectorAll('.jp-Notebook .servingmath-explorer')"
+      }}
+      else {{ const r = control.querySelector('.widget-readout'); shown = r ? r.textContent : ''; }}
+      return {{kind, label, shown}};
+    }});
+  const svg = box.querySelector('.servingmath-figure svg');
+  const rect = svg ? svg.getBoundingClientRect() : null;
+  return {{name: name ? name.slice('servingmath-explorer-'.length) : '', controls, readouts: ({READOUTS})(box),
+          figure: ({FIGURE})(box), figureSize: rect ? [rect.width, rect.height] : [0, 0]}};
+}}"""
 # Every explorer on the page.
 EXPLORERS = f"() => Array.from({BOXES}).map({EXPLORER_STATE})"
-# Whether explorer ``index`` shows what ``expected`` holds (its readouts, its figure, as EXPLORER_STATE reads them).
-SHOWS = f"""([index, expected]) => {{
+# Whether explorer ``index`` shows these readouts and this figure (null: not compared). It reads only those two,
+# without laying the page out, as often as the wait asks.
+SHOWS = f"""([index, readouts, figure]) => {{
   const box = {BOXES}[index];
   if (!box) return false;
-  const now = ({EXPLORER_STATE})(box);
-  return Object.keys(expected).every(key => JSON.stringify(now[key]) === JSON.stringify(expected[key]));
+  return (readouts === null || JSON.stringify(({READOUTS})(box)) === JSON.stringify(readouts))
+    && (figure === null || ({FIGURE})(box) === figure);
 }}"""
 
 # The markup ``svg`` becomes once the browser has parsed it as the HTML widget does, to compare with what is shown.
@@ -244,7 +248,7 @@ AS_PARSED = """(svg) => { const holder = document.createElement('div'); holder.i
 # and to the first change on screen (the "computing…" notice a setting computed the first time puts over the last
 # figure, or the figure itself), saying whether that notice came.
 ARM_TIMER = """(index) => {
-  const box = document.querySelectorAll('.jp-Notebook .servingmath-explorer')[index];
+  const box = """ + BOXES + """[index];
   const figure = box.querySelector('.servingmath-figure');
   window.__move = {start: null, shown: null, noticed: null, computed: false};
   const started = () => { if (window.__move.start === null) window.__move.start = performance.now(); };
@@ -309,7 +313,7 @@ class Notebook:
         return self.page.evaluate(EXPLORERS)
 
     def explorer_box(self, index):
-        return self.page.locator(".jp-Notebook .servingmath-explorer").nth(index)
+        return self.page.locator(EXPLORER_BOXES).nth(index)
 
     def control(self, index, number):
         return self.explorer_box(index).locator(
@@ -361,13 +365,16 @@ class Notebook:
         return (move["shown"] - move["start"]) / 1000, (move["noticed"] - move["start"]) / 1000, move["computed"]
 
     def wait_for(self, index, expected, timeout=15):
-        """Explorer ``index`` once it shows ``expected`` (some of ``EXPLORER_STATE``'s keys: its readouts, its figure),
-        or as it stands after ``timeout``. The page compares every 50 ms and answers once, so the figure's markup
-        crosses to this process once, not at every look."""
+        """Explorer ``index`` once it shows ``expected`` (its ``readouts``, as rows of [label, value], its ``figure``'s
+        markup, or both), or as it stands after ``timeout``. The page compares every 50 ms and answers once, so the
+        figure's markup crosses to this process once, not at every look."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+        if not expected or set(expected) - {"readouts", "figure"}:
+            raise ValueError(f"expected must give readouts, a figure or both, got {sorted(expected)}")
         with contextlib.suppress(PlaywrightTimeout):
-            self.page.wait_for_function(SHOWS, arg=[index, expected], polling=50, timeout=timeout * 1000)
+            self.page.wait_for_function(SHOWS, arg=[index, expected.get("readouts"), expected.get("figure")],
+                                        polling=50, timeout=timeout * 1000)
         return self.explorers()[index]
 
     def wait_for_figure_change(self, index, before, timeout=10):
