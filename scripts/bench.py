@@ -6,7 +6,7 @@
 - each explorer: the readouts and the SVG figure recomputed in the kernel after a control
   moves; then, in JupyterLab in headless Chromium, the time from a control's move to the
   next frame with the new figure on screen, median and worst of 20 moves (target under
-  50 ms; skipped where /usr/bin/chromium is missing), a setting computed before; for one
+  50 ms; skipped where Chromium is missing), a setting computed before; for one
   computed the first time (which shows "computing…" over the last figure till drawn), the
   worst time to that notice and to the figure;
 - the three charts the website moves without a kernel, built from scratch;

@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "_build" / "screenshots" / "jupyterlab"))
     out = Path(parser.parse_args(argv).out)
     if not labdriver.CHROMIUM.exists():
-        print(f"lab_screenshots: {labdriver.CHROMIUM} not found (apt-get install chromium)", file=sys.stderr)
+        print(f"lab_screenshots: {labdriver.CHROMIUM} not found (apt-get install chromium-headless-shell)", file=sys.stderr)
         return 1
     out.mkdir(parents=True, exist_ok=True)
     # A window tall enough for the tallest explorer (the plate's seven controls) in one piece.

@@ -5,7 +5,7 @@ at 1,400 and 400 px wide, in light and dark mode, and each live chart on its own
 
 Writes ``<page>-<width>-<mode>.png`` (the whole page) and
 ``charts/<page>-<n>-<width>-<mode>.png`` (each chart) under ``--out``. Needs a built
-site (``make book``) and Debian's Chromium at /usr/bin/chromium, driven by Playwright.
+site (``make book``) and Debian's Chromium (``tests/browser/browser.py``), driven by Playwright.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
         print(f"site_screenshots: no built site at {html}; run `make book` first", file=sys.stderr)
         return 1
     if not CHROMIUM.exists():
-        print(f"site_screenshots: {CHROMIUM} not found (apt-get install chromium)", file=sys.stderr)
+        print(f"site_screenshots: {CHROMIUM} not found (apt-get install chromium-headless-shell)", file=sys.stderr)
         return 1
     (out / "charts").mkdir(parents=True, exist_ok=True)
     chromium = Chromium()

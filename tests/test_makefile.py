@@ -149,7 +149,7 @@ def test_the_check_catches_a_pin_that_needs_a_newer_python():
 def test_the_browser_stages_say_in_one_line_each_that_they_were_skipped_without_chromium():
     result = make("lab-check", "browser-check", "screenshots", f"CHROMIUM={NO_CHROMIUM}")
     assert result.returncode == 0, result.stdout + result.stderr
-    said = (f"skipped: no Chromium at {NO_CHROMIUM} (apt-get install chromium, "
+    said = (f"skipped: no Chromium at {NO_CHROMIUM} (apt-get install chromium-headless-shell, "
             f"or make CHROMIUM=/path/to/chromium)")
     assert result.stdout.splitlines() == [f"{stage} {said}" for stage in ("lab-check", "browser-check", "screenshots")]
 
@@ -160,7 +160,7 @@ def test_make_test_passes_without_chromium_and_closes_with_each_stages_time(tmp_
                   env={"STAGE_TIMES": str(record)})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("lab-check skipped: no Chromium") and "apt-get install chromium" in lines[0]
+    assert lines[0].startswith("lab-check skipped: no Chromium") and "apt-get install chromium-headless-shell" in lines[0]
     assert lines[1].startswith("browser-check skipped: no Chromium")
     table = lines[lines.index("") + 1:]
     assert table[0].startswith("stage times, ") and "processors" in table[0]

@@ -11,7 +11,7 @@ built with the course's configuration makes sure each check meets something to c
 and a broken page makes sure each check can fail.
 
 ``make browser-check`` (part of ``make test``) runs this on ``_build/html``; it is
-skipped where /usr/bin/chromium is missing, and in a plain ``pytest`` run, which names
+skipped where Chromium (``browser.py``) is missing, and in a plain ``pytest`` run, which names
 no site.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""JupyterLab as `make lab` sets it up, driven by Playwright in Debian's Chromium.
+"""JupyterLab as `make lab` sets it up, driven by Playwright in Debian's Chromium (``tests/browser/browser.py``).
 
 ``lab_session()`` copies the course into a temporary folder (so nothing JupyterLab writes,
 checkpoints or saved notebooks, lands in the work tree), writes the same setting
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Debian's Chromium, or the one `make ... CHROMIUM=/path` names.
-CHROMIUM = Path(os.environ.get("CHROMIUM") or "/usr/bin/chromium")
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from browser import CHROMIUM  # noqa: E402  (the site's test's choice of Chromium: one rule for both)
 BIN = Path(sys.executable).parent
 # What the copy leaves out: build outputs, caches, the environment, and what JupyterLab itself writes.
 NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints",

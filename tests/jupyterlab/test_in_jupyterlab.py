@@ -21,7 +21,7 @@ notebook through jupytext, as JupyterLab opens it. Every exercise notebook, prac
 run blank by ``tests/test_grading.py``, whose runs are checked for the same faults; the two opened
 here show that JupyterLab opens and runs them as that run does.
 
-Skipped only where Chromium (/usr/bin/chromium, or $CHROMIUM) is missing. ``make lab-check`` runs it
+Skipped only where Chromium (Debian's, or $CHROMIUM: ``tests/browser/browser.py``) is missing. ``make lab-check`` runs it
 (part of ``make test``); the explorers' screenshots come from ``scripts/lab_screenshots.py``
 and the redraw times from ``make bench``.
 """
