@@ -151,6 +151,7 @@ class PageCheck:
     images: int = 0
     figures: int = 0
     visible_text: str = ""
+    weight: dict | None = None
 
 
 def own(url: str, origin: str) -> bool:
@@ -262,9 +263,13 @@ def chart_problems(figure, rng: random.Random, count: int = RANDOM_SETTINGS) -> 
 
 
 def check_page(browser, url: str, origin: str, rng: random.Random | None = None,
-               settings: int = RANDOM_SETTINGS) -> PageCheck:
+               settings: int = RANDOM_SETTINGS, weigh: bool = False) -> PageCheck:
+    """Every check above on the page at ``url``, in the tab ``browser``; with ``weigh``, what it loaded too (``WEIGHT``,
+    read before anything on it is moved: in a fresh tab, a first visit's weight)."""
     check = PageCheck(url)
     check.problems += load_problems(browser.open(url), origin)
+    if weigh:
+        check.weight = browser.evaluate(WEIGHT)
     check.images = browser.evaluate("document.images.length")
     check.problems += [f"image did not load: {src}" for src in browser.evaluate(IMAGES)]
     figures = browser.evaluate(FIGURES)

@@ -1,7 +1,7 @@
 """The built website in headless Chromium (Playwright driving Debian's Chromium), offline.
 
-On every page of the table of contents: no error from the site's own scripts, styles or
-images, and no request that leaves the site; every image and every figure loads; no
+On every page of the table of contents, on a first visit: no error from the site's own scripts,
+styles or images, no request that leaves the site, and at most 1.0 MB loaded (2.0 MB with maths); every image and every figure loads; no
 Python object's text where a figure or number belongs; every glued number shows; every
 solution dropdown is closed until clicked and opens when clicked; every control of every
 chart is moved, and what the chart shows is compared with the package's own values at
@@ -39,7 +39,7 @@ from browser import CHROMIUM, Chromium  # noqa: E402
 if not CHROMIUM.exists():
     pytest.skip(f"browser test skipped: {CHROMIUM} not found", allow_module_level=True)
 
-from site_checks import RANDOM_SETTINGS, WEIGHT_LIMITS, check_page, first_visit, serve  # noqa: E402
+from site_checks import RANDOM_SETTINGS, WEIGHT_LIMITS, check_page, serve  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import launch_files  # noqa: E402
@@ -215,10 +215,19 @@ def set_chart(tab, kind: str, **setting) -> list[str]:
 
 
 @pytest.mark.parametrize("page", toc_files())
-def test_every_page_works_offline_and_every_chart_shows_the_package(browser, site, page):
-    check = check_page(browser, f"{site}{page}.html", site, random.Random(f"{SEED}{page}"))
+def test_every_page_works_offline_weighs_little_and_every_chart_shows_the_package(chromium, site, page):
+    """Each page on a first visit (a fresh tab: nothing cached), which loads at most 1.0 MB for a page without maths
+    and 2.0 MB for one with maths (MathJax and its fonts): every byte, uncompressed, as the browser counts it."""
+    tab = chromium.tab()
+    try:
+        check = check_page(tab, f"{site}{page}.html", site, random.Random(f"{SEED}{page}"), weigh=True)
+    finally:
+        tab.close()
     assert check.problems == [], f"COURSE_SEED={SEED}"
     assert check.settings >= RANDOM_SETTINGS * check.charts
+    weight, limit = check.weight, WEIGHT_LIMITS[check.weight["maths"]]
+    assert weight["bytes"] <= limit, (f"{page}: {weight['bytes']:,} bytes in {weight['requests']} requests, over "
+                                      f"{limit:,}; the largest: {weight['largest']}")
 
 
 def test_index_shows_its_numbers_its_chart_and_its_launch_links(browser, site):
@@ -397,16 +406,6 @@ def test_every_page_reads_on_a_phone_light_and_dark(chromium, site):
     finally:
         phone.close()
     assert problems == []
-
-
-@pytest.mark.parametrize("page", toc_files())
-def test_a_first_visit_weighs_at_most_a_megabyte_or_two_with_maths(chromium, site, page):
-    """Every byte a first visit loads (a fresh browser: nothing kept), uncompressed, as the browser counts it: at most
-    1.0 MB for a page without maths, 2.0 MB for one with maths (MathJax and its fonts)."""
-    weight = first_visit(chromium, f"{site}{page}.html")
-    limit = WEIGHT_LIMITS[weight["maths"]]
-    assert weight["bytes"] <= limit, (f"{page}: {weight['bytes']:,} bytes in {weight['requests']} requests, over "
-                                      f"{limit:,}; the largest: {weight['largest']}")
 
 
 def test_each_check_meets_a_solution_a_glued_number_a_formula_a_figure_charts_and_an_explorer(browser, test_page_site):

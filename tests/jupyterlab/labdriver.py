@@ -268,6 +268,13 @@ ARM_TIMER = """(index) => {
 }"""
 
 
+def evaluate_json(page, script: str, arg=None):
+    """What ``script`` returns in the page, carried across as one JSON string. Playwright's client checks each part of
+    a value it receives, one by one in Python: a notebook's outputs, or every explorer's figure, read four times a
+    second, made that check most of this process's time."""
+    return json.loads(page.evaluate(f"(arg) => JSON.stringify(({script})(arg))", arg))
+
+
 class Notebook:
     """One notebook open in JupyterLab."""
 
@@ -275,7 +282,7 @@ class Notebook:
         self.page, self.path = page, path
 
     def state(self):
-        return self.page.evaluate(STATE)
+        return evaluate_json(self.page, STATE)
 
     def wait_ready(self, timeout=180, restart_after=60):
         """The notebook's state once its kernel is idle. A kernel still not connected after ``restart_after``
@@ -303,14 +310,14 @@ class Notebook:
         settled = 0
         while time.monotonic() < deadline:
             time.sleep(0.25)
-            progress = self.page.evaluate(PROGRESS)
+            progress = evaluate_json(self.page, PROGRESS)
             settled = settled + 1 if (progress["done"] or progress["failed"]) and progress["kernel"] == "idle" else 0
             if settled >= 4:  # idle for a second: the widgets' messages have arrived too
                 return self.state()["cells"]
         raise AssertionError(f"{self.path}: Run All had not finished after {timeout} s")
 
     def explorers(self):
-        return self.page.evaluate(EXPLORERS)
+        return evaluate_json(self.page, EXPLORERS)
 
     def explorer_box(self, index):
         return self.page.locator(EXPLORER_BOXES).nth(index)
