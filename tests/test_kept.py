@@ -171,8 +171,21 @@ def test_the_digest_changes_with_any_file_of_the_package(tmp_path, monkeypatch):
     assert _kept.package_digest() != before
 
 
-def test_a_process_whose_package_changed_since_import_keeps_nothing(results, monkeypatch):
-    monkeypatch.setattr(_kept, "STAMPS", _kept.STAMPS[:-1])   # as if a file had changed since the import
+@pytest.mark.parametrize("change", ["edited", "added"])
+def test_a_process_whose_package_changed_since_import_keeps_nothing(results, monkeypatch, tmp_path_factory, change):
+    package = tmp_path_factory.mktemp("package") / "servingmath"
+    shutil.copytree(_kept.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_kept, "PACKAGE", package)
+    monkeypatch.setattr(_kept, "STAMPS", _kept._stamps())
+    load.run(12, count=300)
+    assert [path.name for path in results.iterdir()] == [_kept.SUBFOLDER]     # kept while the package is as imported
+    clear()
+    if change == "edited":
+        module = package / "load.py"
+        module.write_text(module.read_text() + "\n")
+    else:
+        (package / "data" / "new.yaml").write_text("{}\n")
+    shutil.rmtree(results / _kept.SUBFOLDER)
     load.run(12, count=300)
     assert list(results.iterdir()) == []
 

@@ -59,8 +59,14 @@ def package_digest() -> str:
     return digest.hexdigest()
 
 
-def _stamps() -> list[tuple]:
-    return [(path, stat.st_mtime_ns, stat.st_size) for path in package_files() for stat in [path.stat()]]
+def _stamps(paths=None) -> list[tuple]:
+    """The time and size of each of ``paths``: by default the package's files and folders (bytecode aside), so that
+    a file edited or removed changes its own stamp and a file added changes its folder's. A result's look-up
+    stamps the paths of the import's stamps again, without listing the package anew (a few thousand look-ups a
+    process)."""
+    if paths is None:
+        paths = [PACKAGE, *sorted(p for p in PACKAGE.rglob("*") if "__pycache__" not in p.parts)]
+    return [(path, stat.st_mtime_ns, stat.st_size) for path in paths for stat in [path.stat()]]
 
 
 # Taken once, as the package is imported (servingmath/__init__ imports this module first).
@@ -76,7 +82,7 @@ def kept_arrays(kind: str, arguments: tuple, compute) -> dict[str, np.ndarray]:
     if not folder or not os.path.isabs(folder):
         return compute()
     try:
-        if _stamps() != STAMPS:   # edited since imported: this process may run old code beside new
+        if _stamps([stamp[0] for stamp in STAMPS]) != STAMPS:   # edited since imported: old code may run beside new
             return compute()
     except OSError:
         return compute()
