@@ -63,7 +63,8 @@ endef
 # bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (it is on the machines the
 # course's CI runs on), every kernel, server and test process would otherwise compile what it imports from
 # source, about 3 s of processor each. nbgrader is for instructors, from the command line: lab_settings.py keeps
-# its menus out of the learners' JupyterLab. The commands run without being echoed: one line says what happens.
+# its menus out of the learners' JupyterLab, and has the kernel spec start kernels over IPC, each through sockets of
+# its own (src/coursegrader/kernels.py: over TCP, a kernel started beside another could lose its port to it). The commands run without being echoed: one line says what happens.
 $(READY): requirements.txt pyproject.toml
 	$(check_python)
 	@echo "make: installing the pinned versions into $(VENV) (once; about 810 MB)"

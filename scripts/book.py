@@ -33,7 +33,6 @@ COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 RAN = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): Executed notebook in (?P<seconds>[\d.]+) seconds")
 # Sphinx's warnings and errors ("path:line: WARNING: ..."), and what a failing extension raises.
 SAID = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE)\b|^(Traceback|Exception|\w+Error\b)")
-HUSHED = ("Kernel is running over TCP without encryption",)
 # The pages run ahead, in the order the build reads them (Sphinx reads pages in the order of their names): the two
 # whose time is most nearly all simulations kept on disk (cold and kept, on a two-processor machine: 46 s and 0.2 s,
 # 17 s and 5 s), about half the time the build spends running pages. The build runs the others itself meanwhile,
@@ -60,7 +59,7 @@ def shown(line: str) -> str | None:
     if ran:
         return f"  {ran[0]:<58} {ran[1]:5.1f} s"
     line = COLOUR.sub("", line).rstrip()
-    if SAID.search(line) and not any(words in line for words in HUSHED):
+    if SAID.search(line):
         return line
     return None
 

@@ -233,9 +233,10 @@ def test_a_stage_is_summed_up_by_its_last_pytest_line_or_else_its_last_words(lin
     assert stages.summary_of(lines) == summary
 
 
-def test_learners_jupyterlab_shows_no_nbgrader_menu_or_route(tmp_path):
+def test_learners_jupyterlab_shows_no_nbgrader_menu_or_route_and_its_kernels_talk_over_ipc(tmp_path):
     """`make lab`'s JupyterLab (the environment's settings, scripts/lab_settings.py) keeps nbgrader's menus and
-    server routes off, over nbgrader's own setting that turns its routes on."""
+    server routes off, over nbgrader's own setting that turns its routes on; the kernel spec ipykernel installed
+    starts kernels through the course's provisioner (coursegrader/kernels.py: over IPC)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import lab_settings
     from jupyter_server.config_manager import BaseJSONConfigManager
@@ -246,13 +247,23 @@ def test_learners_jupyterlab_shows_no_nbgrader_menu_or_route(tmp_path):
     own.mkdir(parents=True)
     shutil.copy(installed / "jupyter_server_config.d" / "nbgrader.json", own)
     assert ExtensionConfigManager(read_config_path=[str(own.parent)]).enabled(lab_settings.SERVER_EXTENSIONS[0])
+    kernels = tmp_path / "share" / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({"argv": ["python", "-m", "ipykernel_launcher", "-f",
+                                                              "{connection_file}"], "display_name": "Python 3",
+                                                     "language": "python", "metadata": {"debugger": True}}))
     lab_settings.main(str(tmp_path))
     # The settings written here, and those `make` wrote into the environment the tests run in.
-    for config in [own.parent] + ([installed] if Path(sys.prefix) == ROOT / ".venv" else []):
+    in_venv = Path(sys.prefix) == ROOT / ".venv"
+    for prefix in [tmp_path] + ([Path(sys.prefix)] if in_venv else []):
+        config = prefix / "etc" / "jupyter"
         server = ExtensionConfigManager(read_config_path=[str(config)])
         assert [name for name in lab_settings.SERVER_EXTENSIONS if server.enabled(name)] == [], config
         page = BaseJSONConfigManager(config_dir=str(config / "labconfig")).get("page_config")
         assert page["disabledExtensions"] == page["lockedExtensions"] == {"@jupyter/nbgrader": True}, config
+        spec = json.loads((prefix / "share" / "jupyter" / "kernels" / "python3" / "kernel.json").read_text())
+        assert spec["metadata"]["kernel_provisioner"] == {"provisioner_name": "course-ipc", "config": {}}, prefix
+        assert spec["metadata"]["debugger"] is True
 
 
 def test_the_environment_holds_exactly_the_pins_and_nbformat_imports_without_the_iri_parsers():
