@@ -9,8 +9,8 @@ PYTHON_NEEDED := 3.11
 # What $(PYTHON) is; set it on the command line to try the check below with another version.
 PYTHON_VERSION = $(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null)
 # The browser stages (lab-check, browser-check, screenshots) run in Debian's Chromium, its headless shell
-# where installed (chromium-headless-shell: the same engine without the browser's windows, about 15 % less
-# processor in the JupyterLab test), else the full browser; each says it was skipped, in one line, where there
+# where installed (chromium-headless-shell: the same Blink and V8 without the browser layer, about 15 % less
+# processor time in the JupyterLab test on a 2-core machine), else the full browser; each says it was skipped, in one line, where there
 # is neither: `make test CHROMIUM=/nowhere` tries that.
 CHROMIUM ?= $(firstword $(wildcard /usr/bin/chromium-headless-shell) /usr/bin/chromium)
 export CHROMIUM
@@ -63,8 +63,9 @@ endef
 # bytecode is compiled now, once, as pip does: where PYTHONDONTWRITEBYTECODE is set (it is on the machines the
 # course's CI runs on), every kernel, server and test process would otherwise compile what it imports from
 # source, about 3 s of processor each. nbgrader is for instructors, from the command line: lab_settings.py keeps
-# its menus out of the learners' JupyterLab, and has the kernel spec start kernels over IPC, each through sockets of
-# its own (src/coursegrader/kernels.py: over TCP, a kernel started beside another could lose its port to it). The commands run without being echoed: one line says what happens.
+# its menus out of the learners' JupyterLab, and has the kernel spec start kernels over IPC, each through sockets
+# of its own (src/coursegrader/kernels.py: over TCP, a port jupyter_client picks and releases can be taken by
+# another process before the kernel binds it). The commands run without being echoed: one line says what happens.
 $(READY): requirements.txt pyproject.toml
 	$(check_python)
 	@echo "make: installing the pinned versions into $(VENV) (once; about 810 MB)"

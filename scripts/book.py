@@ -5,9 +5,8 @@
 Runs ``jupyter-book build .`` with the options given (the Makefile's: warnings as errors, every reference
 checked) and keeps its whole output in ``_build/book.log``. On the screen: each page's run with its seconds,
 every warning and error Sphinx reports, and a last line with the pages, the time and where the book is. What a
-reader would otherwise learn to ignore stays in the log only: Sphinx's step-by-step progress, the Markdown
-parsers' settings, and the warning every kernel prints that its local connection is not encrypted (the kernels
-listen on 127.0.0.1 only). A failed build prints the log's last lines and exits with the build's status.
+reader would otherwise learn to ignore stays in the log only: Sphinx's step-by-step progress and the Markdown
+parsers' settings. A failed build prints the log's last lines and exits with the build's status.
 
 Sphinx runs the pages one after another, on one processor. Where the machine has a second, the pages whose time
 is almost all lessons 3 and 4's simulations (``RUN_AHEAD``) are run ahead of it by another process

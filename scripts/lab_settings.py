@@ -4,7 +4,9 @@ build, `make lab` and the tests start) starts kernels through ``coursegrader.ker
 
 ``lab_settings.py PREFIX`` writes the settings under ``PREFIX/etc/jupyter`` (the environment's own, as
 ``jupyter labextension disable --level=sys_prefix`` and ``jupyter server extension disable --sys-prefix``
-write them), through the same config managers those commands use, without their start-up time.
+write them), through the same config managers those commands use, without their start-up time, and the provisioner
+into ``PREFIX/share/jupyter/kernels/python3/kernel.json`` (which ``ipykernel install --sys-prefix`` wrote just
+before).
 """
 from __future__ import annotations
 

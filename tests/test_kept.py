@@ -171,7 +171,17 @@ def test_the_digest_changes_with_any_file_of_the_package(tmp_path, monkeypatch):
     assert _kept.package_digest() != before
 
 
-@pytest.mark.parametrize("change", ["edited", "added"])
+def test_bytecode_written_after_the_import_is_no_change(results, monkeypatch, tmp_path_factory):
+    package = tmp_path_factory.mktemp("package") / "servingmath"
+    shutil.copytree(_kept.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_kept, "PACKAGE", package)
+    monkeypatch.setattr(_kept, "STAMPS", _kept._stamps())
+    (package / "simulator" / "__pycache__").mkdir()
+    load.run(12, count=300)
+    assert [path.name for path in results.iterdir()] == [_kept.SUBFOLDER]
+
+
+@pytest.mark.parametrize("change", ["edited", "added", "removed"])
 def test_a_process_whose_package_changed_since_import_keeps_nothing(results, monkeypatch, tmp_path_factory, change):
     package = tmp_path_factory.mktemp("package") / "servingmath"
     shutil.copytree(_kept.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -183,8 +193,10 @@ def test_a_process_whose_package_changed_since_import_keeps_nothing(results, mon
     if change == "edited":
         module = package / "load.py"
         module.write_text(module.read_text() + "\n")
-    else:
+    elif change == "added":
         (package / "data" / "new.yaml").write_text("{}\n")
+    else:
+        next(path for path in sorted((package / "data").iterdir()) if path.is_file()).unlink()
     shutil.rmtree(results / _kept.SUBFOLDER)
     load.run(12, count=300)
     assert list(results.iterdir()) == []

@@ -272,3 +272,12 @@ def test_what_the_pin_installs_holds_the_variants_of_this_package(tmp_path):
     assert done.returncode == 0, done.stderr
     installed = target / "servingmath" / "variants.py"
     assert installed.read_bytes() == (ROOT / "src" / "servingmath" / "variants.py").read_bytes()
+
+
+def test_the_colab_check_reads_the_lab_driver_without_playwright():
+    """scripts/colab_check.py imports tests/jupyterlab/labdriver.py in Colab's environment, which has no Playwright."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['playwright'] = None; "
+                           f"sys.path.insert(0, {str(ROOT / 'tests' / 'jupyterlab')!r}); import labdriver; "
+                           "print(labdriver.CHROMIUM.name)"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().startswith("chromium")

@@ -222,8 +222,8 @@ def test_a_lane_stops_at_its_failure_and_the_run_fails(tmp_path):
      "812 passed, 11 skipped in 61.20s (0:01:01)"),
     (["\x1b[32m3 passed\x1b[0m\x1b[32m in 4.2s\x1b[0m"], "3 passed in 4.2s"),
     (["9 passed, 42 deselected in 9.62s", "check_site: 19 pages checked, 0 problems", "done"], "9 passed, 42 deselected in 9.62s"),
-    (["lab-check skipped: no Chromium at /x (apt-get install chromium)"],
-     "lab-check skipped: no Chromium at /x (apt-get install chromium)"),
+    (["lab-check skipped: no Chromium at /x (apt-get install chromium-headless-shell)"],
+     "lab-check skipped: no Chromium at /x (apt-get install chromium-headless-shell)"),
     ([], ""),
 ])
 def test_a_stage_is_summed_up_by_its_last_pytest_line_or_else_its_last_words(lines, summary):

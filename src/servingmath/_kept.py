@@ -22,6 +22,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import sys
 import tempfile
 import zipfile
@@ -60,13 +61,20 @@ def package_digest() -> str:
 
 
 def _stamps(paths=None) -> list[tuple]:
-    """The time and size of each of ``paths``: by default the package's files and folders (bytecode aside), so that
-    a file edited or removed changes its own stamp and a file added changes its folder's. A result's look-up
-    stamps the paths of the import's stamps again, without listing the package anew (a few thousand look-ups a
-    process)."""
+    """A stamp of each of ``paths``, by default the package's files and folders (bytecode aside, as in the digest): a
+    file's time and size, a folder's names, so that a file edited changes its own stamp and a file added or removed
+    its folder's. A result's look-up stamps the paths of the import's stamps again, without listing the package anew
+    (0.2 ms against 1 to 1.5 ms, a few thousand look-ups a process)."""
     if paths is None:
         paths = [PACKAGE, *sorted(p for p in PACKAGE.rglob("*") if "__pycache__" not in p.parts)]
-    return [(path, stat.st_mtime_ns, stat.st_size) for path in paths for stat in [path.stat()]]
+    return [_stamp(path) for path in paths]
+
+
+def _stamp(path: Path) -> tuple:
+    found = path.stat()
+    if stat.S_ISDIR(found.st_mode):     # its names, not its time: a __pycache__ made there after the import is no change
+        return path, tuple(sorted(name for name in os.listdir(path) if name != "__pycache__"))
+    return path, found.st_mtime_ns, found.st_size
 
 
 # Taken once, as the package is imported (servingmath/__init__ imports this module first).

@@ -7,8 +7,8 @@ notebook) into a temporary configuration folder, starts ``jupyter lab`` on a fre
 port with a token, and stops it afterwards. ``Lab.open(path)`` opens one notebook and
 ``Notebook`` runs it, reads its outputs and drives its explorers.
 
-Used by ``tests/jupyterlab/test_in_jupyterlab.py``, ``scripts/lab_screenshots.py`` and
-``scripts/bench.py``.
+Used by ``tests/jupyterlab/test_in_jupyterlab.py``, ``scripts/lab_screenshots.py``, ``scripts/bench.py`` and
+``scripts/colab_check.py`` (which imports it where Playwright is not installed).
 """
 from __future__ import annotations
 
@@ -269,9 +269,9 @@ ARM_TIMER = """(index) => {
 
 
 def evaluate_json(page, script: str, arg=None):
-    """What ``script`` returns in the page, carried across as one JSON string. Playwright's client checks each part of
-    a value it receives, one by one in Python: a notebook's outputs, or every explorer's figure, read four times a
-    second, made that check most of this process's time."""
+    """What ``script`` (a function, not async, returning what JSON holds: no undefined at the top, no NaN) returns in
+    the page, carried across as one JSON string. Playwright's client checks each part of a value it receives, one by
+    one in Python: a notebook's outputs, or every explorer's figure, read four times a second."""
     return json.loads(page.evaluate(f"(arg) => JSON.stringify(({script})(arg))", arg))
 
 
