@@ -154,6 +154,21 @@ def test_the_browser_stages_say_in_one_line_each_that_they_were_skipped_without_
     assert result.stdout.splitlines() == [f"{stage} {said}" for stage in ("lab-check", "browser-check", "screenshots")]
 
 
+def test_the_makefile_and_the_browser_tests_pick_the_same_chromium():
+    """The Makefile's default and tests/browser/browser.py's (for a plain pytest run) are one rule: Debian's headless
+    shell where installed, else its full browser."""
+    import os
+
+    by_make = make("--eval=print-chromium: ; @echo $(CHROMIUM)", "print-chromium")
+    assert by_make.returncode == 0, by_make.stderr
+    by_python = subprocess.run([sys.executable, "-c", "import browser; print(browser.CHROMIUM)"], capture_output=True,
+                               text=True, env={**{k: v for k, v in os.environ.items() if k != "CHROMIUM"},
+                                               "PYTHONPATH": str(ROOT / "tests" / "browser")})
+    assert by_python.returncode == 0, by_python.stderr
+    assert by_make.stdout.strip() == by_python.stdout.strip()
+    assert Path(by_make.stdout.strip()).name in ("chromium-headless-shell", "chromium")
+
+
 def test_make_test_passes_without_chromium_and_closes_with_each_stages_time(tmp_path):
     record = tmp_path / "times.json"
     result = make("test", "STAGES=lab-check browser-check", f"CHROMIUM={NO_CHROMIUM}",
