@@ -219,6 +219,41 @@ def test_percentile_counts_the_smallest_value_with_the_share_below_it():
     assert np.isnan(S.percentile([], 50))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.5, 1.0, 1.5, 2.0, 7.25]), st.integers(0, 4)), min_size=1, max_size=30),
+       st.lists(st.floats(0, 100), min_size=1, max_size=5))
+def test_percentiles_at_once_are_each_percentile(pairs, qs):
+    values, weights = zip(*pairs)
+    np.testing.assert_array_equal(S.percentiles(values, qs, weights), [S.percentile(values, q, weights) for q in qs])
+
+
+def test_a_runs_percentiles_sort_its_gaps_once_and_read_them_as_percentile_does(monkeypatch):
+    run = S.at_rate(S.Server(M, G, assumptions=PLATE), 20, count=300)
+    values, weights = run._tbt()
+    expected = {q: S.percentile(values, q, weights) for q in (50, 90, 99)}
+    sorts = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda *a, **k: sorts.append(1) or argsort(*a, **k))
+    assert {q: run.tbt_percentile(q) for q in (50, 90, 99)} == expected
+    assert len(sorts) == 1
+    summary = run.summary()
+    assert (summary["ttft_p50"], summary["ttft_p99"]) == (S.percentile(run.ttft, 50), S.percentile(run.ttft, 99))
+
+
+def test_runs_on_equal_servers_share_one_clock_and_run_as_on_a_clock_of_their_own():
+    from servingmath.simulator.clock import StepClock, clock_of
+    server = S.Server(M, G, assumptions=PLATE, policy="chunked")
+    assert clock_of(server) is clock_of(dataclasses.replace(server)) is not clock_of(dataclasses.replace(server, policy="continuous"))
+    work = S.poisson_requests(server, 30, count=300)
+    shared = S.simulate(server, work)
+    scheduler = S.SCHEDULERS[server.policy](server, work, work.arrival.tolist())
+    engine = S.Engine(server, scheduler, StepClock(server))
+    engine.run(total=len(work))
+    alone = engine.log.simulation(server, work, scheduler.requests, scheduler.runs)
+    for name in S.SIMULATION_ARRAYS:
+        assert np.array_equal(getattr(shared, name), getattr(alone, name), equal_nan=True), name
+
+
 def test_summary_and_goodput_on_a_small_run():
     server = S.Server(M, G)
     run = S.at_rate(server, 5, 200, seed=3)

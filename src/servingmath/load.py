@@ -18,7 +18,7 @@ from ._kept import kept_arrays
 from .hardware import GPU, H100_SXM, links
 from .models import LLAMA_3_8B, Model
 from .roofline import LESSON, PLATE, Assumptions
-from .simulator import Server, percentile, simulate
+from .simulator import Server, simulate
 from .workload import SHAREGPT, LengthDistribution, poisson_workload, workload
 
 # The lesson's running example: Llama 3 8B on an H100 SXM, under the plate's assumptions.
@@ -376,11 +376,6 @@ def engine_capacity(engine_, rate_asked=100, ttft=0.5, tpot=0.05, model: Model =
     found = _engine_goodput(engine_, _flags(flags), model, gpu, _check.positive("ttft", ttft),
                             _check.positive("tpot", tpot), simulator._whole("count", count, 1), seed)
     return _priced(found, rate_asked, model, gpu, ideal_users)
-
-
-def percentiles(values, qs=(50, 99)):
-    """Several percentiles at once, as ``simulator.percentile`` counts them."""
-    return tuple(percentile(values, q) for q in qs)
 
 
 # -- The reality check: the simulator against a published serving benchmark --------------------

@@ -100,7 +100,7 @@ from .goodput import (ATTAINMENT, GOODPUT_REQUESTS, Goodput, _searched_run, at_r
                       goodput_at, poisson_requests, users_that_fit)
 from .loop import Engine, _decode_steps  # noqa: F401
 from .results import (SIMULATION_ARRAYS, Benchmark, RequestRecord, Simulation, StepLog, arrays_of,  # noqa: F401
-                      percentile)
+                      percentile, percentiles)
 from .schedulers import SCHEDULERS, Chunked, Continuous, Scheduler, Static  # noqa: F401
 from .server import (BLOCK_TOKENS, CHUNK_TOKENS, CLOCKS, ENGINE, MAX_RUNNING, MEMORY, POLICIES,  # noqa: F401
                      PREEMPTION, Server, _choice, _whole)

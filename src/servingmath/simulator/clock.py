@@ -1,6 +1,8 @@
 """A step's time: the package's pass model read through tables built once for a server."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .. import _check, parallel
@@ -345,6 +347,13 @@ class StepClock:
         for length in lengths:
             waited += self.read[length] / bandwidth
         return waited
+
+
+@lru_cache(maxsize=16)
+def clock_of(server: Server) -> StepClock:
+    """``server``'s step clock, made once for every run on an equal server: its tables (a few arrays as long as the
+    model's window) and the functions it makes for each count of users depend on the server alone."""
+    return StepClock(server)
 
 
 def _communication(server: Server):

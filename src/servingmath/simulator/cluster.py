@@ -42,7 +42,7 @@ from ..memory import kv_cache_bytes
 from ..parallel import send_time
 from ..workload import Workload, workload
 from .client import _Client
-from .clock import StepClock
+from .clock import clock_of
 from .loop import Engine
 from .requests import SWAPPED, of
 from .results import Simulation, StepLog
@@ -142,7 +142,7 @@ class _Stage:
     def __init__(self, server, work, count, router, requests, classes, finished):
         self.router, self.turn = router, 0
         self.shared = deque() if router == "one-queue" else None
-        clock = StepClock(server)
+        clock = clock_of(server)
         self.engines = []
         for k in range(count):
             waiting = deque() if self.shared is None else _Queue(self.shared)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from .clock import StepClock
+from .clock import StepClock, clock_of
 from .results import StepLog
 from .schedulers import Scheduler
 
@@ -19,7 +19,7 @@ class Engine:
 
     def __init__(self, server, scheduler: Scheduler, clock: StepClock | None = None):
         self.server, self.scheduler = server, scheduler
-        self.clock = StepClock(server) if clock is None else clock
+        self.clock = clock_of(server) if clock is None else clock
         self.log = StepLog()
         self.step, self.now = 0, 0.0
 

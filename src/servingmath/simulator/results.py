@@ -20,19 +20,37 @@ def arrays_of(run: "Simulation") -> dict[str, np.ndarray]:
 def percentile(values, q, weights=None):
     """The ``q``-th percentile (0 to 100) of ``values``: the smallest value with at least q % of the
     (weighted) count at or below it. NaN when there are no values."""
-    q = _check.number("q", q, minimum=0, maximum=100)
+    return percentiles(values, (q,), weights)[0]
+
+
+def percentiles(values, qs, weights=None) -> tuple[float, ...]:
+    """``percentile`` at each of ``qs``, the values sorted once."""
+    return _at(_ranked(values, weights), qs)
+
+
+def _ranked(values, weights=None):
+    """``values`` of positive weight in order, and the weight at or below each: what a percentile reads."""
     values = np.asarray(values, dtype=float).ravel()
     weights = np.ones_like(values) if weights is None else np.asarray(weights, dtype=float).ravel()
     if weights.shape != values.shape:
         raise ValueError(f"weights must match values, got {weights.shape} and {values.shape}")
     keep = weights > 0
     values, weights = values[keep], weights[keep]
-    if values.size == 0:
-        return float("nan")
     order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    index = int(np.searchsorted(cumulative, q / 100 * cumulative[-1] * (1 - 1e-12), side="left"))
-    return float(values[order][min(index, values.size - 1)])
+    return values[order], np.cumsum(weights[order])
+
+
+def _at(ranked, qs) -> tuple[float, ...]:
+    ordered, cumulative = ranked
+    found = []
+    for q in qs:
+        q = _check.number("q", q, minimum=0, maximum=100)
+        if ordered.size == 0:
+            found.append(float("nan"))
+            continue
+        index = int(np.searchsorted(cumulative, q / 100 * cumulative[-1] * (1 - 1e-12), side="left"))
+        found.append(float(ordered[min(index, ordered.size - 1)]))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -149,8 +167,9 @@ class Simulation:
 
     def tbt_percentile(self, q):
         """The ``q``-th percentile of the time between tokens, over every token after a request's first."""
-        values, weights = self._tbt()
-        return percentile(values, q, weights)
+        if "tbt ranked" not in self._cache:      # sorted once for every percentile asked of the run
+            self._cache["tbt ranked"] = _ranked(*self._tbt())
+        return _at(self._cache["tbt ranked"], (q,))[0]
 
     @property
     def output_tokens(self) -> int:
@@ -201,8 +220,7 @@ class Simulation:
             "requests": len(self.workload),
             "steps": self.steps,
             "tokens_per_second": self.tokens_per_second,
-            "ttft_p50": percentile(self.ttft, 50),
-            "ttft_p99": percentile(self.ttft, 99),
+            **dict(zip(("ttft_p50", "ttft_p99"), percentiles(self.ttft, (50, 99)))),
             "tbt_p50": self.tbt_percentile(50),
             "tbt_p99": self.tbt_percentile(99),
             "preemptions": int(self.preemptions.sum()),
