@@ -2,6 +2,7 @@
 import copy
 import math
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,12 @@ BY_ID = {f.measurement.id: f for f in FLOORS}
 
 
 def raw_document():
+    """The measurements file as parsed, a copy of its own for each test to change."""
+    return copy.deepcopy(_raw_document())
+
+
+@lru_cache(maxsize=1)
+def _raw_document():
     with open(reality.DATA, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 

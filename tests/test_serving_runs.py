@@ -215,3 +215,16 @@ def test_the_files_header_explains_every_field_metric_and_conversion():
         assert prefix in header, prefix
     assert "ms -> s divides by 1,000" in header
     assert all(kind in header for kind in runs.ARRIVALS) and all(e in header for e in ("vllm", "sglang", "tensorrt-llm", "lmdeploy"))
+
+
+def test_a_data_file_is_read_once_until_it_changes(tmp_path):
+    from servingmath import multi_runs, reality
+    for source, load in ((runs.DATA, runs.load_runs), (multi_runs.DATA, multi_runs.load), (reality.DATA, reality.load)):
+        path = tmp_path / source.name
+        path.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        first = load(path)
+        assert load(path) is first and first == load()
+        path.write_text(path.read_text(encoding="utf-8") + "# a line more\n", encoding="utf-8")
+        again = load(path)
+        assert again is not first and again == first
+

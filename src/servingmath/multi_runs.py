@@ -23,9 +23,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
-import yaml
 
-from . import _check, parallel, units
+from . import _check, _data, parallel, units
 from ._kept import kept_arrays
 from .calibration import NO_CLIENT_COSTS, unpaid
 from . import runs as _runs
@@ -259,8 +258,8 @@ def _with_cache(run: MultiRun, runs) -> MultiRun:
 
 
 def load(path=DATA) -> tuple[MultiRun, ...]:
-    with open(path, encoding="utf-8") as handle:
-        return parse(yaml.safe_load(handle))
+    """Every run in ``data/multi_gpu_runs.yaml`` (or ``path``), checked (read once: ``_data.rows``)."""
+    return _data.rows(path, parse)
 
 
 # -- the floor ------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from typing import Mapping
 
 import numpy as np
 
-from . import _check, units
+from . import _check, _data, units
 from .hardware import CATALOG, FROM_THE_MEMORY_BUS, GPU, GiB, T
 from .models import MODELS, Model
 from .passes import forward_pass
@@ -425,11 +425,8 @@ def parse(document) -> tuple[Measurement, ...]:
 
 
 def load(path=DATA) -> tuple[Measurement, ...]:
-    """Read and check the measurements file."""
-    import yaml
-
-    with open(path, encoding="utf-8") as handle:
-        return parse(yaml.safe_load(handle))
+    """Read and check the measurements file (read once: ``_data.rows``)."""
+    return _data.rows(path, parse)
 
 
 # -- the floor ---------------------------------------------------------------------------------

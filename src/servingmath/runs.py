@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from . import _data
 from .hardware import CATALOG, GPU
 from .models import MODELS, Model
 
@@ -338,11 +339,8 @@ def parse(document) -> tuple[Run, ...]:
 
 
 def load_runs(path=DATA) -> tuple[Run, ...]:
-    """Every published serving run in ``data/serving_runs.yaml`` (or ``path``), checked."""
-    import yaml
-
-    with open(path, encoding="utf-8") as handle:
-        return parse(yaml.safe_load(handle))
+    """Every published serving run in ``data/serving_runs.yaml`` (or ``path``), checked (read once: ``_data.rows``)."""
+    return _data.rows(path, parse)
 
 
 def by_source_group(runs) -> dict[str, tuple[Run, ...]]:
