@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 # The Makefile's own variables, which a `make test PYTHON=...` around this test puts in the environment.
 MAKE_VARIABLES = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON", "PYTHON_VERSION", "CHROMIUM", "STAGES", "JOBS",
-                  "UNIT_JOBS", "STAGE_TIMES"}
+                  "UNIT_JOBS", "TEST_JOBS", "STAGE_TIMES"}
 
 
 def make(*args, cwd=ROOT, env=None):
@@ -202,6 +202,13 @@ def test_make_test_stops_at_the_first_failing_stage_and_says_so(tmp_path):
     table = result.stdout.split("\nstage times, ")[1].splitlines()
     assert re.fullmatch(r"  grade +\d+\.\d s, cpu +\d+\.\d s  make(\[\d\])?: \*\*\* .*Error 2  FAILED \(exit 2\)", table[2])
     assert [s["stage"] for s in json.loads(record.read_text())["stages"]] == ["lab-check", "grade"]
+
+
+def test_make_test_runs_the_browser_stages_in_one_process_each_unless_told_otherwise():
+    assert 'JOBS="1" ' in make("-n", "test").stdout
+    assert 'JOBS="2" ' in make("-n", "test", "JOBS=2").stdout
+    assert 'JOBS="2" ' in make("-n", "test", "TEST_JOBS=2").stdout
+    assert "JOBS ?= 2" in MAKEFILE      # a browser stage run alone: two processes finish sooner
 
 
 def test_lanes_joined_by_a_plus_run_side_by_side_each_in_turn_and_their_outputs_do_not_interleave(tmp_path):
