@@ -240,18 +240,26 @@ def test_a_runs_percentiles_sort_its_gaps_once_and_read_them_as_percentile_does(
     assert (summary["ttft_p50"], summary["ttft_p99"]) == (S.percentile(run.ttft, 50), S.percentile(run.ttft, 99))
 
 
-def test_runs_on_equal_servers_share_one_clock_and_run_as_on_a_clock_of_their_own():
-    from servingmath.simulator.clock import StepClock, clock_of
-    server = S.Server(M, G, assumptions=PLATE, policy="chunked")
-    assert clock_of(server) is clock_of(dataclasses.replace(server)) is not clock_of(dataclasses.replace(server, policy="continuous"))
-    work = S.poisson_requests(server, 30, count=300)
-    shared = S.simulate(server, work)
-    scheduler = S.SCHEDULERS[server.policy](server, work, work.arrival.tolist())
-    engine = S.Engine(server, scheduler, StepClock(server))
-    engine.run(total=len(work))
-    alone = engine.log.simulation(server, work, scheduler.requests, scheduler.runs)
-    for name in S.SIMULATION_ARRAYS:
-        assert np.array_equal(getattr(shared, name), getattr(alone, name), equal_nan=True), name
+def test_servers_alike_in_what_times_a_step_share_one_clock_and_run_as_on_a_clock_of_their_own():
+    from servingmath.simulator.clock import TIMED, StepClock, clock_of
+    chunked = S.Server(M, G, assumptions=PLATE, policy="chunked", step_tokens=256)
+    scheduled = [{"policy": "continuous", "step_tokens": None}, {"policy": "static", "step_tokens": None},
+                 {"memory": "reserved"}, {"block_tokens": 32}, {"max_running": 8}, {"reserve": 0.2}, {"admit_every": 2},
+                 {"preemption": "swap", "swap_bandwidth": 25e9}]
+    others = [dataclasses.replace(chunked, **changes) for changes in scheduled]
+    assert not {name for changes in scheduled for name in changes} & set(TIMED)
+    assert set(TIMED) < {field.name for field in dataclasses.fields(S.Server)}
+    assert all(clock_of(other) is clock_of(chunked) for other in others)
+    assert clock_of(dataclasses.replace(chunked, kv_bits=8)) is not clock_of(chunked)
+    for server in (chunked, others[0], others[2]):
+        work = S.poisson_requests(server, 30, count=300)
+        shared = S.simulate(server, work)
+        scheduler = S.SCHEDULERS[server.policy](server, work, work.arrival.tolist())
+        engine = S.Engine(server, scheduler, StepClock(server))
+        engine.run(total=len(work))
+        alone = engine.log.simulation(server, work, scheduler.requests, scheduler.runs)
+        for name in S.SIMULATION_ARRAYS:
+            assert np.array_equal(getattr(shared, name), getattr(alone, name), equal_nan=True), (server.policy, name)
 
 
 def test_summary_and_goodput_on_a_small_run():

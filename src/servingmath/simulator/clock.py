@@ -1,8 +1,6 @@
 """A step's time: the package's pass model read through tables built once for a server."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from .. import _check, parallel
@@ -349,11 +347,25 @@ class StepClock:
         return waited
 
 
-@lru_cache(maxsize=16)
+# A server's settings that time a step (the rest schedule: policy, memory, blocks, budgets, caps, preemption):
+# servers alike in these share one clock (``clock_of``), whose tables and functions read no other.
+TIMED = ("model", "gpu", "assumptions", "weight_bits", "kv_bits", "clock", "user_time", "stream_time", "launch_time",
+         "linear_peak", "step_time", "logits", "input_table", "tensor_parallel", "link")
+# Clocks kept: each holds a few arrays as long as its model's window.
+CLOCKS_KEPT = 16
+_clocks: dict = {}
+
+
 def clock_of(server: Server) -> StepClock:
-    """``server``'s step clock, made once for every run on an equal server: its tables (a few arrays as long as the
-    model's window) and the functions it makes for each count of users depend on the server alone."""
-    return StepClock(server)
+    """``server``'s step clock, made once for every server alike in what times a step (``TIMED``): its tables and the
+    functions it makes for each count of users depend on those settings alone. (Its ``server`` is the first of them.)"""
+    key = tuple(getattr(server, name) for name in TIMED)
+    found = _clocks.get(key)
+    if found is None:
+        if len(_clocks) >= CLOCKS_KEPT:
+            del _clocks[next(iter(_clocks))]      # the oldest
+        found = _clocks[key] = StepClock(server)
+    return found
 
 
 def _communication(server: Server):
