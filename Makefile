@@ -23,9 +23,11 @@ export CHROMIUM
 # third process keeps both processors busy meanwhile.
 JOBS ?= 2
 UNIT_JOBS ?= 3
-# Under `make test` the two browser stages run in one process each (JOBS=$(TEST_JOBS), unless JOBS is given): beside
-# the other lanes both processors are busy already, and one process does the same work in less processor time than
-# two (on a 2-core machine, a clean clone's `.ci/run` took 438 s against 446 s).
+# Under `make test` the two browser stages run in one process each (JOBS=$(TEST_JOBS), unless JOBS is given on the
+# command line or in the environment): beside the other lanes both processors are busy already, and one process does
+# the same work in less processor time than two. On a 2-core machine, in a clean clone's `.ci/run`, lab-check took
+# 112-119 processor-seconds in one process against 127-137 in two, and browser-check 34-36 against 38-42 (three runs
+# and two); the whole run 416-438 s.
 TEST_JOBS ?= 1
 # `make test`'s stages, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check;
 # lab-check. (`+` joins lanes, `,` a lane's stages in turn.) The notebook check reads the build's runs and the
@@ -98,8 +100,8 @@ book: $(READY) ## the website, into _build/html (a line a page as it runs; the w
 	@$(BIN)/python scripts/book.py -W -n --keep-going
 
 # Every check, stage by stage (STAGES above), then one line a stage with its time and result.
-test: $(READY) ## every check, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check; then each stage's time
-	@MAKE="$(STAGE_MAKE)" JOBS="$(if $(filter command line,$(origin JOBS)),$(JOBS),$(TEST_JOBS))" $(BIN)/python scripts/stages.py $(STAGES)
+test: $(READY) ## every check, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check (the browser stages in TEST_JOBS=1 process each); then each stage's time
+	@MAKE="$(STAGE_MAKE)" JOBS="$(if $(filter command line environment,$(origin JOBS)),$(JOBS),$(TEST_JOBS))" $(BIN)/python scripts/stages.py $(STAGES)
 
 unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in UNIT_JOBS=3 processes)
 	$(BIN)/python -m pytest -n $(UNIT_JOBS) --dist loadscope --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5

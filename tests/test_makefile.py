@@ -208,6 +208,7 @@ def test_make_test_runs_the_browser_stages_in_one_process_each_unless_told_other
     assert 'JOBS="1" ' in make("-n", "test").stdout
     assert 'JOBS="2" ' in make("-n", "test", "JOBS=2").stdout
     assert 'JOBS="2" ' in make("-n", "test", "TEST_JOBS=2").stdout
+    assert 'JOBS="3" ' in make("-n", "test", env={"JOBS": "3"}).stdout
     assert "JOBS ?= 2" in MAKEFILE      # a browser stage run alone: two processes finish sooner
 
 

@@ -1,6 +1,7 @@
 """The published one-GPU serving runs (data/serving_runs.yaml) and their loader, servingmath.runs."""
 import copy
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -227,4 +228,13 @@ def test_a_data_file_is_read_once_until_it_changes(tmp_path):
         path.write_text(path.read_text(encoding="utf-8") + "# a line more\n", encoding="utf-8")
         again = load(path)
         assert again is not first and again == first
-
+    # An edit of the same size, the file's time put back: read by its bytes, the change is seen.
+    path = tmp_path / "same-size.yaml"
+    text = runs.DATA.read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    before = path.stat()
+    assert runs.load_runs(path) == runs.load_runs()
+    path.write_text(text.replace("tensor_parallel: 1", "tensor_parallel: 3", 1), encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ValueError, match="tensor_parallel"):
+        runs.load_runs(path)

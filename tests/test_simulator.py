@@ -225,6 +225,20 @@ def test_percentile_counts_the_smallest_value_with_the_share_below_it():
 def test_percentiles_at_once_are_each_percentile(pairs, qs):
     values, weights = zip(*pairs)
     np.testing.assert_array_equal(S.percentiles(values, qs, weights), [S.percentile(values, q, weights) for q in qs])
+    # With whole weights, the nearest rank numpy's inverted_cdf takes of the values repeated by their weights.
+    repeated = np.repeat(values, weights)
+    if repeated.size:
+        np.testing.assert_array_equal(S.percentiles(values, qs, weights),
+                                      np.percentile(repeated, qs, method="inverted_cdf"))
+
+
+def test_percentiles_refuse_a_bad_q_first_and_a_q_that_is_not_a_sequence():
+    with pytest.raises(ValueError, match="q must be at most 100"):
+        S.percentile([], 101, weights=[1, 1, 1])
+    with pytest.raises(TypeError, match="qs must be a sequence"):
+        S.percentiles([1, 2], 50)
+    with pytest.raises(TypeError, match="qs must be a sequence"):
+        S.percentiles([1, 2], "50")
 
 
 def test_a_runs_percentiles_sort_its_gaps_once_and_read_them_as_percentile_does(monkeypatch):
@@ -251,6 +265,15 @@ def test_servers_alike_in_what_times_a_step_share_one_clock_and_run_as_on_a_cloc
     assert set(TIMED) < {field.name for field in dataclasses.fields(S.Server)}
     assert all(clock_of(other) is clock_of(chunked) for other in others)
     assert clock_of(dataclasses.replace(chunked, kv_bits=8)) is not clock_of(chunked)
+    # A GPU's key picks a group's default link, though equality leaves it out; measured step times may change.
+    pcie = sm.CATALOG["h100-pcie"]
+    renamed = pcie.with_changes(key="h100-sxm")
+    assert renamed == pcie
+    grouped = [clock_of(S.Server(M, gpu, assumptions=PLATE, tensor_parallel=2)) for gpu in (pcie, renamed)]
+    assert grouped[0] is not grouped[1]
+    assert grouped[0].communication_per_token != grouped[1].communication_per_token
+    measured = dataclasses.replace(chunked, step_time=lambda decodes, tokens, prompts: 1e-3)
+    assert clock_of(measured) is not clock_of(measured)
     for server in (chunked, others[0], others[2]):
         work = S.poisson_requests(server, 30, count=300)
         shared = S.simulate(server, work)

@@ -258,7 +258,7 @@ def _with_cache(run: MultiRun, runs) -> MultiRun:
 
 
 def load(path=DATA) -> tuple[MultiRun, ...]:
-    """Every run in ``data/multi_gpu_runs.yaml`` (or ``path``), checked (read once: ``_data.rows``)."""
+    """Every run in ``data/multi_gpu_runs.yaml`` (or ``path``), checked (parsed once for each content: ``_data.rows``)."""
     return _data.rows(path, parse)
 
 

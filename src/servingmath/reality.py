@@ -425,7 +425,7 @@ def parse(document) -> tuple[Measurement, ...]:
 
 
 def load(path=DATA) -> tuple[Measurement, ...]:
-    """Read and check the measurements file (read once: ``_data.rows``)."""
+    """Read and check the measurements file (parsed once for each content: ``_data.rows``)."""
     return _data.rows(path, parse)
 
 

@@ -339,7 +339,7 @@ def parse(document) -> tuple[Run, ...]:
 
 
 def load_runs(path=DATA) -> tuple[Run, ...]:
-    """Every published serving run in ``data/serving_runs.yaml`` (or ``path``), checked (read once: ``_data.rows``)."""
+    """Every published serving run in ``data/serving_runs.yaml`` (or ``path``), checked (parsed once for each content: ``_data.rows``)."""
     return _data.rows(path, parse)
 
 

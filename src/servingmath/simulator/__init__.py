@@ -42,7 +42,7 @@ of the arithmetic's time and the memory traffic's, as if the two overlapped perf
 fixed cost a pass. As everywhere in the course, every weight counts two FLOPs a token, the input
 embedding's too though a token only looks up its row (6.5 % of Llama 3 8B's weights), so a
 compute-bound step runs about that much long. To run an hour of traffic in about a second, the simulator reads those counts
-from tables the package computes once per server (``StepClock``); ``StepClock.check`` and the
+from tables the package computes once for every server alike in what times a step (``StepClock``, ``clock.clock_of``); ``StepClock.check`` and the
 tests set them against ``forward_pass`` and ``pass_time`` directly.
 
 A named engine (``engines.engine(name, version).server(model, gpu, **flags)``) times a step as

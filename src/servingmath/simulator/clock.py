@@ -348,19 +348,28 @@ class StepClock:
 
 
 # A server's settings that time a step (the rest schedule: policy, memory, blocks, budgets, caps, preemption):
-# servers alike in these share one clock (``clock_of``), whose tables and functions read no other.
+# servers alike in these, and in the link a tensor-parallel group resolves to (a GPU's key, which its equality leaves
+# out, picks its default link), share one clock (``clock_of``), whose tables and functions read no other.
 TIMED = ("model", "gpu", "assumptions", "weight_bits", "kv_bits", "clock", "user_time", "stream_time", "launch_time",
-         "linear_peak", "step_time", "logits", "input_table", "tensor_parallel", "link")
+         "linear_peak", "logits", "input_table", "tensor_parallel", "link")
 # Clocks kept: each holds a few arrays as long as its model's window.
 CLOCKS_KEPT = 16
 _clocks: dict = {}
 
 
 def clock_of(server: Server) -> StepClock:
-    """``server``'s step clock, made once for every server alike in what times a step (``TIMED``): its tables and the
-    functions it makes for each count of users depend on those settings alone. (Its ``server`` is the first of them.)"""
-    key = tuple(getattr(server, name) for name in TIMED)
-    found = _clocks.get(key)
+    """A step clock for ``server``, shared by every server alike in what times a step (``TIMED``): its tables and the
+    functions it makes for each count of users depend on those settings alone. Its ``server`` is the one it was made
+    for, which may differ from ``server`` in how it schedules. A server timed by measured step times (``step_time``, a
+    function that may answer differently from one run to the next) or with a setting that cannot be a key gets a clock
+    of its own."""
+    if server.step_time is not None:
+        return StepClock(server)
+    try:
+        key = (*(getattr(server, name) for name in TIMED), server.group.link if server.tensor_parallel > 1 else None)
+        found = _clocks.get(key)
+    except TypeError:     # a setting that cannot be hashed
+        return StepClock(server)
     if found is None:
         if len(_clocks) >= CLOCKS_KEPT:
             del _clocks[next(iter(_clocks))]      # the oldest

@@ -14,8 +14,8 @@ from .schedulers import Scheduler
 
 
 class Engine:
-    """One server's engine: its ``scheduler``, its step ``clock`` (shared by copies of one server: it holds
-    only tables of the server's costs), its ``log``, the ``step`` it is at and the time, ``now``."""
+    """One server's engine: its ``scheduler``, its step ``clock`` (``clock.clock_of``: shared by servers alike in
+    what times a step, as it holds only tables of their costs), its ``log``, the ``step`` it is at and the time, ``now``."""
 
     def __init__(self, server, scheduler: Scheduler, clock: StepClock | None = None):
         self.server, self.scheduler = server, scheduler

@@ -24,7 +24,10 @@ def percentile(values, q, weights=None):
 
 
 def percentiles(values, qs, weights=None) -> tuple[float, ...]:
-    """``percentile`` at each of ``qs``, the values sorted once."""
+    """``percentile`` at each of ``qs`` (a sequence of numbers from 0 to 100), the values sorted once."""
+    if isinstance(qs, (str, bytes)) or not hasattr(qs, "__iter__"):
+        raise TypeError(f"qs must be a sequence of percentiles from 0 to 100, got {qs!r}")
+    qs = [_check.number("q", q, minimum=0, maximum=100) for q in qs]
     return _at(_ranked(values, weights), qs)
 
 
@@ -44,7 +47,6 @@ def _at(ranked, qs) -> tuple[float, ...]:
     ordered, cumulative = ranked
     found = []
     for q in qs:
-        q = _check.number("q", q, minimum=0, maximum=100)
         if ordered.size == 0:
             found.append(float("nan"))
             continue
@@ -167,6 +169,7 @@ class Simulation:
 
     def tbt_percentile(self, q):
         """The ``q``-th percentile of the time between tokens, over every token after a request's first."""
+        q = _check.number("q", q, minimum=0, maximum=100)
         if "tbt ranked" not in self._cache:      # sorted once for every percentile asked of the run
             self._cache["tbt ranked"] = _ranked(*self._tbt())
         return _at(self._cache["tbt ranked"], (q,))[0]
