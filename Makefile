@@ -18,12 +18,11 @@ export CHROMIUM
 # (UNIT_JOBS). The unit tests keep each module's tests in one process (--dist loadscope), so its fixtures are made
 # once, and the tests of one notebook that draw a thousand students' numbers in one process, so each class is drawn
 # once, handed out before the simulator settings they are drawn from, with the grader's tests (which wait on its
-# sandbox's time limits) early, while the other lanes keep the processors busy (tests/conftest.py). Two processes, not
-# three: beside the other lanes both processors are busy, and under `make test` on a 2-core machine a third added
-# about 20 processor-seconds (the unit stage 376-384 in three, 358 in two) and ended no sooner (a clean clone's
-# `.ci/run` took 413 s with two, 416-423 s with three).
+# sandbox's time limits) early, while the other lanes keep the processors busy (tests/conftest.py). A unit test often
+# waits: on a simulation another process is computing (kept on disk, read once done) or on the grader's sandbox; a
+# third process keeps both processors busy meanwhile.
 JOBS ?= 2
-UNIT_JOBS ?= 2
+UNIT_JOBS ?= 3
 # Under `make test` the two browser stages run in one process each (JOBS=$(TEST_JOBS), unless JOBS is given on the
 # command line or in the environment): beside the other lanes both processors are busy already, and one process does
 # the same work in less processor time than two. On a 2-core machine, in a clean clone's `.ci/run`, lab-check took
@@ -104,7 +103,7 @@ book: $(READY) ## the website, into _build/html (a line a page as it runs; the w
 test: $(READY) ## every check, in three lanes side by side: unit; book-check, then notebooks-check, then browser-check; lab-check (the browser stages in TEST_JOBS=1 process each); then each stage's time
 	@MAKE="$(STAGE_MAKE)" JOBS="$(if $(filter command line environment,$(origin JOBS)),$(JOBS),$(TEST_JOBS))" $(BIN)/python scripts/stages.py $(STAGES)
 
-unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in UNIT_JOBS=2 processes)
+unit: $(READY) ## the package's tests, the published numbers, the widgets (pytest, in UNIT_JOBS=3 processes)
 	$(BIN)/python -m pytest -n $(UNIT_JOBS) --dist loadscope --ignore=tests/jupyterlab --ignore=tests/browser --durations=10 --durations-min=5
 
 # The book with warnings as errors: it runs every page once, and notebooks-check reads those runs.

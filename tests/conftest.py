@@ -20,16 +20,14 @@ SETTINGS = "tests/test_variant_settings.py"
 STUDENTS = "a thousand students"
 SLOWEST_DRAWN = ("lesson-3-part-4", "plate-xxiii-4", "lesson-3-part-2", "lesson-4-part-3", "lesson-3-part-3",
                  "lesson-4-part-2", "lesson-4-part-1")
-# After the three slowest notebooks, the modules that wait more than they work: the grader's sandboxes sit out time
-# limits (an endless loop, a sleeping cell). Handed out while the book and JupyterLab keep both processors busy, their
-# waits cost nothing; handed out last, they left the processors a third idle over the run's last 100 s (the tests' own
-# CPU time, 141 of 201 processor-seconds, in a timed `make test`).
-SLOWEST_FIRST = 3
+# After the slowest notebooks, one for each of `make unit`'s processes (UNIT_JOBS), the modules that wait more than
+# they work: the grader's sandboxes sit out time limits (an endless loop, a sleeping cell). Handed out while the book
+# and JupyterLab keep both processors busy, their waits cost nothing; handed out last, they left the processors a
+# third idle over the run's last 100 s (the tests' own CPU time, 141 of 201 processor-seconds, in a timed `make test`).
+UNIT_JOBS = 3
 WAITING = ("tests/test_grading.py", "tests/test_nbgrader.py", "tests/test_coursegrader_cgroups.py")
-FIRST = (*(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[:SLOWEST_FIRST]), *WAITING,
-         *(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[SLOWEST_FIRST:]), STUDENTS, SETTINGS)
-# `make unit`'s processes (the Makefile's UNIT_JOBS).
-UNIT_JOBS = 2
+FIRST = (*(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[:UNIT_JOBS]), *WAITING,
+         *(f"{STUDENTS}: {notebook}" for notebook in SLOWEST_DRAWN[UNIT_JOBS:]), STUDENTS, SETTINGS)
 
 
 def students_scope(nodeid: str) -> str:
